@@ -1,0 +1,32 @@
+// gpudoc::cli — the gpudoc executable: one file per subcommand, registered here.
+//
+// Each cmd_*.cpp adds its subcommand to the CLI11 app and, when that subcommand is chosen, sets
+// `action` to the function that runs it. main.cpp calls run(); run() parses, runs the action and
+// turns its result into the documented exit code (0 ok, 1 finding, 2 usage/bad input,
+// 3 environment, 4 internal).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/result.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace gpudoc::cli {
+
+using Action = std::function<int()>;
+
+int run(int argc, char** argv);
+
+void register_record(CLI::App& app, Action& action);
+void register_watch(CLI::App& app, Action& action);
+void register_trace(CLI::App& app, Action& action);
+
+// Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns
+// the exit code for its kind.
+int report_error(const core::Error& error, bool json);
+
+}  // namespace gpudoc::cli

@@ -1,0 +1,96 @@
+#include "core/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace gpudoc::core {
+namespace {
+constexpr std::array<const char*, 8> kBlocks = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+
+const char* block_for(double v, double lo, double hi) {
+  if (!std::isfinite(v)) return " ";
+  double span = hi - lo;
+  double x = span > 0 ? (v - lo) / span : 0.0;
+  x = std::clamp(x, 0.0, 1.0);
+  auto i = static_cast<std::size_t>(std::lround(x * 7.0));
+  return kBlocks[std::min<std::size_t>(i, 7)];
+}
+}  // namespace
+
+std::string sparkline(std::span<const std::optional<double>> values, double lo, double hi) {
+  std::string out;
+  for (const auto& v : values) out += v ? block_for(*v, lo, hi) : " ";
+  return out;
+}
+
+std::string sparkline(std::span<const double> values, double lo, double hi) {
+  std::string out;
+  for (double v : values) out += block_for(v, lo, hi);
+  return out;
+}
+
+std::string human_bytes(double bytes) {
+  constexpr std::array<const char*, 6> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  std::size_t u = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024.0 && u + 1 < kUnits.size()) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+std::string human_duration(double seconds) {
+  if (!std::isfinite(seconds)) return "?";
+  if (seconds < 1.0) return fmt::format("{:.0f} ms", seconds * 1000.0);
+  if (seconds < 60.0) return fmt::format("{:.1f} s", seconds);
+  auto total = static_cast<long long>(seconds);
+  if (total < 3600) return fmt::format("{}m {:02}s", total / 60, total % 60);
+  return fmt::format("{}h {:02}m", total / 3600, (total % 3600) / 60);
+}
+
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string fit(const std::string& s, std::size_t width) {
+  std::size_t w = display_width(s);
+  if (w <= width) return s + std::string(width - w, ' ');
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xC0) != 0x80) {
+      if (n == width) break;
+      ++n;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+std::string render_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& r : rows) {
+    if (widths.size() < r.size()) widths.resize(r.size(), 0);
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], display_width(r[i]));
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += (i + 1 == r.size()) ? r[i] : fit(r[i], widths[i]) + "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpudoc::core

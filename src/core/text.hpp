@@ -1,0 +1,29 @@
+// gpudoc::core text helpers — terminal output shared by every command: sparklines, human units,
+// aligned tables. Pure functions, no I/O.
+//
+//   std::string s = core::sparkline({0, 50, 100}, 0, 100);   // "▁▄█"
+//   core::human_bytes(143771ull << 20)                       // "140.4 GiB"
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gpudoc::core {
+
+// One block character per value, scaled between lo and hi; an absent value is a space.
+[[nodiscard]] std::string sparkline(std::span<const std::optional<double>> values, double lo, double hi);
+[[nodiscard]] std::string sparkline(std::span<const double> values, double lo, double hi);
+[[nodiscard]] std::string human_bytes(double bytes);          // "1.5 GiB"
+[[nodiscard]] std::string human_duration(double seconds);     // "1h 02m", "3.2 s", "850 ms"
+// Display width in terminal columns of a UTF-8 string (counts code points; no wide-char support).
+[[nodiscard]] std::size_t display_width(const std::string& s);
+// Pads (or cuts) a UTF-8 string to exactly `width` columns.
+[[nodiscard]] std::string fit(const std::string& s, std::size_t width);
+
+// A simple aligned table: first row is the header.
+[[nodiscard]] std::string render_table(const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace gpudoc::core

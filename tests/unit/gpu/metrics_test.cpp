@@ -1,0 +1,61 @@
+#include "gpu/metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace gpudoc::gpu {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Units live in names: every metric's name ends with the word for its unit.
+TEST(Metrics, EveryNameEndsWithItsUnit) {
+  const std::map<std::string, std::set<std::string>> suffix_for_unit = {
+      {"percent", {"_percent"}},       {"W", {"_watts"}},   {"MHz", {"_mhz"}},
+      {"Cel", {"_celsius"}},           {"By", {"_bytes"}},  {"By/s", {"_bytes_per_second"}},
+      {"J", {"_joules"}},              {"bitmask", {"_mask"}},
+      {"1", {"_generation", "_width"}}};
+  for (Metric m : all_metrics()) {
+    const auto& mi = info(m);
+    auto it = suffix_for_unit.find(std::string(mi.unit));
+    ASSERT_NE(it, suffix_for_unit.end()) << mi.name << " has an unknown unit " << mi.unit;
+    bool ok = false;
+    for (const auto& s : it->second) ok = ok || ends_with(mi.name, s);
+    EXPECT_TRUE(ok) << mi.name << " does not end with the suffix for unit " << mi.unit;
+  }
+}
+
+TEST(Metrics, NamesRoundTripAndAreUnique) {
+  std::set<std::string_view> seen;
+  for (Metric m : all_metrics()) {
+    EXPECT_TRUE(seen.insert(info(m).name).second);
+    EXPECT_EQ(metric_from_name(info(m).name), m);
+  }
+  EXPECT_FALSE(metric_from_name("gpu_utilisation").has_value());
+}
+
+TEST(Metrics, GroupsRespectSensorRates) {
+  EXPECT_GE(info(MetricGroup::kGpm).min_period.count(), 100);     // GPM samples >= 100 ms apart
+  EXPECT_GE(info(MetricGroup::kEnergy).default_period.count(), 1000);  // 4 ms of CPU per read
+  EXPECT_GE(info(MetricGroup::kProcesses).default_period.count(), 1000);
+  for (MetricGroup g : all_groups()) {
+    EXPECT_GE(info(g).default_period, info(g).min_period) << info(g).name;
+    EXPECT_EQ(group_from_name(info(g).name), g);
+    EXPECT_TRUE(metrics_in(g).any() || g == MetricGroup::kProcesses) << info(g).name;
+  }
+}
+
+TEST(Metrics, ClockEventReasonNames) {
+  EXPECT_EQ(clock_event_reason_names(0), "none");
+  EXPECT_EQ(clock_event_reason_names(0x1), "gpu_idle");
+  EXPECT_EQ(clock_event_reason_names(0x4 | 0x40), "sw_power_cap,hw_thermal_slowdown");
+  EXPECT_EQ(clock_event_reason_names(0x10000), "other");
+}
+
+}  // namespace
+}  // namespace gpudoc::gpu
