@@ -1,5 +1,278 @@
+// `gpudoc trace info FILE [--json]`: validates a recorded trace and summarises it.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "cli/commands.hpp"
+#include "core/text.hpp"
+#include "gpu/metrics.hpp"
+#include "telemetry/trace.hpp"
 
 namespace gpudoc::cli {
-void register_trace(CLI::App&, Action&) {}
+namespace {
+
+struct InfoOptions {
+  std::string path;
+  bool json = false;
+};
+
+// A gap is an interval longer than this many periods: a missed read or two is jitter, three is
+// the sampler (or the machine) stalling.
+constexpr double kGapPeriods = 3.0;
+
+struct MetricStats {
+  gpu::Metric metric{};
+  std::size_t samples = 0;
+  double period_s = 0;             // the header's period, or the catalog default when absent
+  bool period_from_header = false;
+  std::optional<double> mean_interval_s;
+  std::size_t gaps = 0;
+  double longest_gap_s = 0;
+  double min = 0;
+  double mean = 0;
+  double max = 0;
+};
+
+std::vector<MetricStats> metric_stats(const telemetry::Trace& trace, const telemetry::GpuTrace& g) {
+  std::vector<MetricStats> out;
+  for (gpu::Metric m : gpu::all_metrics()) {
+    const telemetry::Series& s = g.metric(m);
+    if (s.empty()) continue;
+    MetricStats st;
+    st.metric = m;
+    st.samples = s.size();
+    st.period_s = static_cast<double>(gpu::info(gpu::info(m).group).default_period.count()) / 1000.0;
+    for (const auto& col : trace.header.metrics) {
+      if (col.name == gpu::info(m).name && col.period_ms > 0) {
+        st.period_s = static_cast<double>(col.period_ms) / 1000.0;
+        st.period_from_header = true;
+      }
+    }
+    if (s.size() >= 2) st.mean_interval_s = (s.t.back() - s.t.front()) / static_cast<double>(s.size() - 1);
+    for (std::size_t i = 1; i < s.size(); ++i) {
+      double d = s.t[i] - s.t[i - 1];
+      if (d > kGapPeriods * st.period_s) {
+        ++st.gaps;
+        st.longest_gap_s = std::max(st.longest_gap_s, d);
+      }
+    }
+    st.min = *std::min_element(s.v.begin(), s.v.end());
+    st.max = *std::max_element(s.v.begin(), s.v.end());
+    double sum = 0;
+    for (double v : s.v) sum += v;
+    st.mean = sum / static_cast<double>(s.size());
+    out.push_back(st);
+  }
+  return out;
+}
+
+// 2026-05-28T09:12:03.123Z
+std::string iso8601_utc(std::int64_t unix_ns) {
+  std::time_t secs = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  if (gmtime_r(&secs, &tm) == nullptr) return "?";
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, (unix_ns % 1'000'000'000) / 1'000'000);
+}
+
+std::string format_value(double v, std::string_view unit) {
+  if (unit == "By") return core::human_bytes(v);
+  if (unit == "By/s") return core::human_bytes(v) + "/s";
+  if (unit == "bitmask") return fmt::format("{:#x}", static_cast<std::uint64_t>(std::max(0.0, v)));
+  return fmt::format("{:.1f}", v);
+}
+
+std::map<std::string, std::size_t> event_counts(const telemetry::Trace& trace) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& e : trace.events) ++counts[e.kind];
+  return counts;
+}
+
+std::size_t distinct_pids(const telemetry::GpuTrace& g) {
+  std::vector<std::uint32_t> pids;
+  for (const auto& p : g.processes) pids.push_back(p.sample.pid);
+  std::sort(pids.begin(), pids.end());
+  return static_cast<std::size_t>(std::unique(pids.begin(), pids.end()) - pids.begin());
+}
+
+int print_json(const std::string& path, const telemetry::Trace& t) {
+  const auto& h = t.header;
+  nlohmann::ordered_json j;
+  j["file"] = path;
+  j["valid"] = true;
+  j["format_version"] = h.version;
+  j["gpudoc_version"] = h.gpudoc_version;
+  j["host"] = h.host;
+  j["start_unix_ns"] = h.start_unix_ns;
+  j["start"] = iso8601_utc(h.start_unix_ns);
+  j["duration_s"] = t.duration_s;
+  j["command"] = h.command;
+  j["system"] = {{"backend", h.system.backend},
+                 {"driver_version", h.system.driver_version},
+                 {"cuda_driver_version", h.system.cuda_driver_version},
+                 {"nvml_version", h.system.nvml_version}};
+  j["clean_end"] = t.end.has_value();
+  if (t.end)
+    j["end"] = {{"t", t.end->t},
+                {"reason", t.end->reason},
+                {"sample_lines", t.end->sample_lines},
+                {"dropped_records", t.end->dropped_records}};
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < t.gpus.size(); ++i) {
+    nlohmann::ordered_json g;
+    g["index"] = h.gpus[i].index;
+    g["name"] = h.gpus[i].name;
+    g["uuid"] = h.gpus[i].uuid;
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
+    for (const auto& st : metric_stats(t, t.gpus[i])) {
+      nlohmann::ordered_json m;
+      m["name"] = gpu::info(st.metric).name;
+      m["unit"] = gpu::info(st.metric).unit;
+      m["samples"] = st.samples;
+      m["period_s"] = st.period_s;
+      m["period_from_header"] = st.period_from_header;
+      m["mean_interval_s"] = st.mean_interval_s ? nlohmann::ordered_json(*st.mean_interval_s) : nullptr;
+      m["gaps"] = st.gaps;
+      m["longest_gap_s"] = st.gaps ? nlohmann::ordered_json(st.longest_gap_s) : nullptr;
+      m["min"] = st.min;
+      m["mean"] = st.mean;
+      m["max"] = st.max;
+      metrics.push_back(std::move(m));
+    }
+    g["metrics"] = std::move(metrics);
+    g["process_records"] = t.gpus[i].processes.size();
+    g["process_ids"] = distinct_pids(t.gpus[i]);
+    gpus.push_back(std::move(g));
+  }
+  j["gpus"] = std::move(gpus);
+  nlohmann::ordered_json events = nlohmann::ordered_json::object();
+  for (const auto& [kind, n] : event_counts(t)) events[kind] = n;
+  j["events"] = std::move(events);
+  std::fputs((j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+  return core::kExitOk;
+}
+
+std::string or_unknown(const std::string& s) { return s.empty() ? "?" : s; }
+
+int print_text(const std::string& path, const telemetry::Trace& t) {
+  const auto& h = t.header;
+  std::string out = fmt::format("{}: a valid gpudoc trace (format version {})\n", path, h.version);
+  std::vector<std::vector<std::string>> facts;
+  facts.push_back({"  host", or_unknown(h.host)});
+  facts.push_back({"  recorded by",
+                   fmt::format("gpudoc {}, backend {}, driver {}, CUDA {}", or_unknown(h.gpudoc_version),
+                               or_unknown(h.system.backend), or_unknown(h.system.driver_version),
+                               or_unknown(h.system.cuda_driver_version))});
+  if (!h.command.empty()) facts.push_back({"  command", fmt::format("{}", fmt::join(h.command, " "))});
+  facts.push_back({"  start", iso8601_utc(h.start_unix_ns)});
+  facts.push_back({"  duration", t.duration_s >= 60 ? fmt::format("{} ({:.1f} s)", core::human_duration(t.duration_s),
+                                                                    t.duration_s)
+                                                    : core::human_duration(t.duration_s)});
+  if (t.end)
+    facts.push_back({"  end", fmt::format("clean ({}); {} sample lines, {} records dropped", t.end->reason,
+                                          t.end->sample_lines, t.end->dropped_records)});
+  else
+    facts.push_back({"  end", "none: the recording did not close cleanly (killed, crashed, or still running)"});
+  // render_table treats the first row as a header row; the facts have none, so print them plainly.
+  std::size_t w = 0;
+  for (const auto& f : facts) w = std::max(w, f[0].size());
+  for (const auto& f : facts) out += fmt::format("{:<{}}  {}\n", f[0], w, f[1]);
+
+  for (std::size_t i = 0; i < t.gpus.size(); ++i) {
+    const auto& d = h.gpus[i];
+    out += fmt::format("\nGPU {}: {}  {}{}\n", i, or_unknown(d.name), or_unknown(d.uuid),
+                       d.pci_bus_id.empty() ? "" : fmt::format("  ({})", d.pci_bus_id));
+    auto stats = metric_stats(t, t.gpus[i]);
+    if (stats.empty()) {
+      out += "  no metric samples\n";
+    } else {
+      std::vector<std::vector<std::string>> rows = {
+          {"metric", "samples", "interval", "period", "gaps", "longest gap", "min", "mean", "max"}};
+      for (const auto& st : stats) {
+        const auto& mi = gpu::info(st.metric);
+        rows.push_back({std::string(mi.name), std::to_string(st.samples),
+                        st.mean_interval_s ? core::human_duration(*st.mean_interval_s) : "-",
+                        core::human_duration(st.period_s) + (st.period_from_header ? "" : "*"),
+                        std::to_string(st.gaps), st.gaps ? core::human_duration(st.longest_gap_s) : "-",
+                        format_value(st.min, mi.unit), format_value(st.mean, mi.unit), format_value(st.max, mi.unit)});
+      }
+      std::string table = core::render_table(rows);
+      // Indent the table under its GPU.
+      std::size_t start = 0;
+      while (start < table.size()) {
+        std::size_t nl = table.find('\n', start);
+        if (nl == std::string::npos) nl = table.size();
+        out += "  " + table.substr(start, nl - start) + "\n";
+        start = nl + 1;
+      }
+    }
+    const auto& procs = t.gpus[i].processes;
+    if (!procs.empty())
+      out += fmt::format("  processes: {} records, {} distinct pids\n", procs.size(), distinct_pids(t.gpus[i]));
+  }
+  bool any_default = false;
+  for (const auto& g : t.gpus)
+    for (const auto& st : metric_stats(t, g)) any_default = any_default || !st.period_from_header;
+  out += fmt::format("\ninterval: mean time between samples; gaps: intervals over {:.0f}x the period{}\n",
+                     kGapPeriods, any_default ? "; * period not in the header, catalog default used" : "");
+  auto counts = event_counts(t);
+  if (counts.empty()) {
+    out += "events: none\n";
+  } else {
+    std::vector<std::string> parts;
+    for (const auto& [kind, n] : counts) parts.push_back(fmt::format("{} {}", kind, n));
+    out += fmt::format("events: {}\n", fmt::join(parts, ", "));
+  }
+  std::fputs(out.c_str(), stdout);
+  return core::kExitOk;
+}
+
+int run_info(const InfoOptions& opts) {
+  auto trace = telemetry::read_trace_file(opts.path);
+  if (!trace) return report_error(trace.error(), opts.json);
+  return opts.json ? print_json(opts.path, *trace) : print_text(opts.path, *trace);
+}
+
+}  // namespace
+
+void register_trace(CLI::App& app, Action& action) {
+  auto* trace = app.add_subcommand("trace", "Inspect recorded traces (the files `gpudoc record` writes)");
+  trace->require_subcommand(1);
+  trace->footer("Run `gpudoc trace info --help` to see what a trace holds.");
+
+  auto opts = std::make_shared<InfoOptions>();
+  auto* info = trace->add_subcommand(
+      "info",
+      "Check that FILE is a well-formed gpudoc trace and summarise it: host, gpudoc version, start time (UTC),\n"
+      "duration, whether the recording ended cleanly, the GPUs, and per GPU and metric the sample count, the\n"
+      "mean interval between samples against the period it was recorded at, gaps (intervals over 3x the\n"
+      "period), min/mean/max; then the events by kind.");
+  info->add_option("FILE", opts->path, "the trace (JSON Lines, usually *.jsonl)")->required();
+  info->add_flag("--json", opts->json, "print the summary (or the error) as JSON on stdout");
+  info->footer(
+      "A trace is the file `gpudoc record -o FILE` writes: JSON Lines, one record per line. The first line\n"
+      "is the header (host, driver, the GPUs and the metrics recorded with their periods); then one line\n"
+      "per GPU per sample time ({\"type\":\"sample\",\"t\":12.3,\"gpu\":0,\"power_watts\":312.5,...}; a metric\n"
+      "that was not read is absent, never 0), per-process lines, events (process start/exit, XID errors,\n"
+      "training steps, findings, ...) and, when the recording closed cleanly, an end line. The format is\n"
+      "documented in docs/trace-format.md; scripts/trace_to_csv.py turns a trace into CSV.\n"
+      "\n"
+      "Examples:\n"
+      "  gpudoc trace info run.jsonl\n"
+      "  gpudoc trace info run.jsonl --json | jq '.gpus[0].metrics[] | {name, gaps}'\n"
+      "\n"
+      "Exit codes: 0 the trace is valid; 2 it is not, or cannot be read (the message names the line).");
+  info->callback([&action, opts] { action = [opts] { return run_info(*opts); }; });
+}
+
 }  // namespace gpudoc::cli

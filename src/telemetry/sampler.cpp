@@ -1,1 +1,334 @@
-#include "telemetry/trace.hpp"
+#include "telemetry/sampler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/log.hpp"
+
+namespace gpudoc::telemetry {
+
+using core::MonoTime;
+using core::Nanos;
+using gpu::MetricGroup;
+
+namespace {
+
+SamplerRecord record_of(const gpu::DeviceEvent& e) {
+  SamplerRecord r;
+  r.kind = SamplerRecord::Kind::kEvent;
+  r.gpu = e.gpu;
+  r.time_unix_ns = e.time_unix_ns;
+  r.event_kind = e.kind;
+  r.event_fields = {{"code", e.code}};
+  return r;
+}
+
+}  // namespace
+
+std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> SamplerConfig::default_periods() {
+  std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> p{};
+  for (MetricGroup g : gpu::all_groups()) p[gpu::index(g)] = gpu::info(g).default_period;
+  return p;
+}
+
+struct Sampler::GpuState {
+  int gpu = 0;
+  std::size_t slot = 0;
+  std::array<MonoTime, gpu::kMetricGroupCount> next_due{};
+  std::atomic<std::int64_t> call_started_ns{0};   // monotonic ns of the call in flight, 0 = none
+  std::atomic<int> call_group{-1};
+  std::atomic<bool> unresponsive{false};
+  std::atomic<bool> abandoned{false};               // stop() gave up waiting for a hung call
+  bool lost = false;
+  MonoTime lost_retry_at{};
+  mutable std::mutex stats_mu;
+  GpuStats stats;
+};
+
+Sampler::Sampler(gpu::Backend& backend, core::Clock& clock, SamplerConfig config)
+    : backend_(backend), clock_(clock), config_(std::move(config)) {}
+
+Sampler::~Sampler() { stop(); }
+
+core::Status Sampler::resolve_gpus() {
+  auto count = backend_.device_count();
+  if (!count) return count.error().with_context("counting GPUs");
+  if (config_.gpus.empty()) {
+    for (int i = 0; i < *count; ++i) gpus_.push_back(i);
+  } else {
+    for (int g : config_.gpus) {
+      if (g < 0 || g >= *count)
+        return core::Error(core::ErrorKind::kBadInput,
+                           fmt::format("GPU {} does not exist (this machine has {} GPU{})", g, *count, *count == 1 ? "" : "s"));
+      gpus_.push_back(g);
+    }
+  }
+  MonoTime now = clock_.now();
+  for (std::size_t slot = 0; slot < gpus_.size(); ++slot) {
+    auto st = std::make_shared<GpuState>();
+    st->gpu = gpus_[slot];
+    st->slot = slot;
+    st->next_due.fill(now);
+    states_.push_back(std::move(st));
+  }
+  return {};
+}
+
+MonoTime Sampler::poll_due(GpuState& g, MonoTime now, const std::function<void(SamplerRecord&&)>& emit) {
+  auto event = [&](std::string kind, nlohmann::json fields) {
+    SamplerRecord r;
+    r.kind = SamplerRecord::Kind::kEvent;
+    r.gpu = g.gpu;
+    r.time_unix_ns = clock_.unix_now_ns();
+    r.event_kind = std::move(kind);
+    r.event_fields = std::move(fields);
+    emit(std::move(r));
+  };
+
+  if (g.lost) {
+    if (now < g.lost_retry_at) return g.lost_retry_at;
+    // A lost GPU is tried again rarely: it may come back after a reset by the operator.
+    auto info = backend_.device_info(g.gpu);
+    if (!info) {
+      g.lost_retry_at = now + config_.lost_retry;
+      return g.lost_retry_at;
+    }
+    g.lost = false;
+    {
+      std::lock_guard lock(g.stats_mu);
+      g.stats.lost = false;
+    }
+    event("gpu_recovered", {{"after", "lost"}});
+    g.next_due.fill(now);
+  }
+
+  MonoTime next = MonoTime::max();
+  for (MetricGroup grp : gpu::all_groups()) {
+    std::size_t i = gpu::index(grp);
+    Nanos period = config_.periods[i];
+    if (period.count() <= 0) continue;
+    {
+      std::lock_guard lock(g.stats_mu);
+      if (g.stats.group_disabled[i]) continue;
+    }
+    if (g.next_due[i] <= now) {
+      g.call_group.store(static_cast<int>(i));
+      g.call_started_ns.store(std::max<std::int64_t>(1, clock_.now().time_since_epoch().count()));
+      auto r = backend_.read(g.gpu, grp);
+      g.call_started_ns.store(0);
+      if (g.abandoned.load()) return MonoTime::max();  // stop() has moved on; drop the late result
+
+      if (g.unresponsive.exchange(false)) event("gpu_recovered", {{"after", "unresponsive"}});
+      if (r) {
+        std::size_t n = r->metrics.size();
+        {
+          std::lock_guard lock(g.stats_mu);
+          g.stats.reads++;
+          g.stats.samples += n;
+        }
+        if (!r->metrics.empty()) {
+          SamplerRecord rec;
+          rec.kind = SamplerRecord::Kind::kSamples;
+          rec.gpu = g.gpu;
+          rec.samples = std::move(r->metrics);
+          emit(std::move(rec));
+        }
+        if (grp == MetricGroup::kProcesses) {
+          SamplerRecord rec;
+          rec.kind = SamplerRecord::Kind::kProcesses;
+          rec.gpu = g.gpu;
+          rec.time_unix_ns = clock_.unix_now_ns();
+          rec.processes = std::move(r->processes);
+          emit(std::move(rec));
+        }
+      } else {
+        const core::Error& e = r.error();
+        if (e.kind() == core::ErrorKind::kGpuLost) {
+          g.lost = true;
+          g.lost_retry_at = now + config_.lost_retry;
+          {
+            std::lock_guard lock(g.stats_mu);
+            g.stats.lost = true;
+          }
+          core::log_warn("GPU {} lost: {}; the other GPUs are still sampled", g.gpu, e.message());
+          event("gpu_lost", {{"message", e.message()}});
+          return g.lost_retry_at;
+        }
+        if (e.kind() == core::ErrorKind::kNotSupported) {
+          core::log_debug("GPU {}: group {} not supported ({}); not polling it again", g.gpu, gpu::info(grp).name,
+                          e.message());
+          std::lock_guard lock(g.stats_mu);
+          g.stats.group_disabled[i] = true;
+          continue;
+        }
+        std::uint64_t errors;
+        {
+          std::lock_guard lock(g.stats_mu);
+          errors = ++g.stats.errors;
+        }
+        // Log the first few and then every thousandth, so a flaky sensor cannot flood stderr.
+        if (errors <= 3 || errors % 1000 == 0)
+          core::log_warn("GPU {}: reading {} failed ({} so far): {}", g.gpu, gpu::info(grp).name, errors, e.message());
+      }
+      // Fixed cadence: the next slot after now, without bursts to catch up after a stall.
+      MonoTime after = clock_.now();
+      g.next_due[i] += period;
+      if (g.next_due[i] <= after) {
+        auto behind = (after - g.next_due[i]) / period + 1;
+        g.next_due[i] += period * behind;
+      }
+    }
+    next = std::min(next, g.next_due[i]);
+  }
+  return next;
+}
+
+core::Status Sampler::start() {
+  if (started_) return core::Error(core::ErrorKind::kInternal, "sampler started twice");
+  if (auto s = resolve_gpus(); !s) return s;
+  started_ = true;
+  running_.store(true);
+  for (auto& st : states_) threads_.emplace_back(&Sampler::gpu_thread, this, st.get());
+  threads_.emplace_back(&Sampler::watchdog_thread, this);
+  if (config_.read_events) threads_.emplace_back(&Sampler::event_thread, this);
+  return {};
+}
+
+void Sampler::gpu_thread(GpuState* g) {
+  auto emit = [this](SamplerRecord&& r) { push(std::move(r)); };
+  while (running_.load()) {
+    MonoTime next = poll_due(*g, clock_.now(), emit);
+    if (g->abandoned.load()) return;
+    std::unique_lock lk(stop_mu_);
+    auto wake = std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(next.time_since_epoch()));
+    if (next == MonoTime::max()) wake = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    stop_cv_.wait_until(lk, wake, [this] { return !running_.load(); });
+  }
+}
+
+void Sampler::watchdog_thread() {
+  const Nanos tick = std::max<Nanos>(std::chrono::milliseconds(10), config_.hang_timeout / 4);
+  while (running_.load()) {
+    std::int64_t now = clock_.now().time_since_epoch().count();
+    for (auto& g : states_) {
+      std::int64_t started = g->call_started_ns.load();
+      if (started != 0 && now - started > config_.hang_timeout.count() && !g->unresponsive.exchange(true)) {
+        int grp = g->call_group.load();
+        std::string_view group_name = grp >= 0 ? gpu::info(static_cast<MetricGroup>(grp)).name : "?";
+        core::log_warn("GPU {}: a driver call ({}) has not returned for {} ms; the other GPUs are still sampled",
+                       g->gpu, group_name, (now - started) / 1'000'000);
+        {
+          std::lock_guard lock(g->stats_mu);
+          g->stats.unresponsive = true;
+        }
+        SamplerRecord r;
+        r.kind = SamplerRecord::Kind::kEvent;
+        r.gpu = g->gpu;
+        r.time_unix_ns = clock_.unix_now_ns();
+        r.event_kind = "gpu_unresponsive";
+        r.event_fields = {{"group", group_name}, {"waited_ms", (now - started) / 1'000'000}};
+        push(std::move(r));
+      }
+    }
+    std::unique_lock lk(stop_mu_);
+    stop_cv_.wait_for(lk, tick, [this] { return !running_.load(); });
+  }
+}
+
+void Sampler::event_thread() {
+  while (running_.load()) {
+    auto events = backend_.wait_events(std::chrono::milliseconds(250));
+    if (!events) {
+      core::log_debug("device events unavailable: {}", events.error().message());
+      std::unique_lock lk(stop_mu_);
+      stop_cv_.wait_for(lk, std::chrono::seconds(5), [this] { return !running_.load(); });
+      continue;
+    }
+    for (const auto& e : *events) push(record_of(e));
+  }
+}
+
+void Sampler::push(SamplerRecord&& r) {
+  {
+    std::lock_guard lock(queue_mu_);
+    if (queue_.size() >= config_.queue_capacity) {
+      queue_.pop_front();
+      dropped_++;
+    }
+    queue_.push_back(std::move(r));
+  }
+  queue_cv_.notify_one();
+}
+
+std::vector<SamplerRecord> Sampler::drain(Nanos timeout) {
+  std::unique_lock lk(queue_mu_);
+  queue_cv_.wait_for(lk, timeout, [this] { return !queue_.empty() || !running_.load(); });
+  std::vector<SamplerRecord> out;
+  out.reserve(queue_.size());
+  for (auto& r : queue_) out.push_back(std::move(r));
+  queue_.clear();
+  // Give the deque's blocks back after a burst, so a slow consumer cannot leave memory high.
+  if (out.size() > 4096) queue_.shrink_to_fit();
+  return out;
+}
+
+void Sampler::stop() {
+  if (!started_ || !running_.exchange(false)) return;
+  {
+    std::lock_guard lk(stop_mu_);
+  }
+  stop_cv_.notify_all();
+  queue_cv_.notify_all();
+  // GPU threads are first in threads_, in the order of states_.
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    if (i < states_.size()) {
+      GpuState& g = *states_[i];
+      auto deadline = std::chrono::steady_clock::now() + config_.hang_timeout;
+      while (g.call_started_ns.load() != 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (g.call_started_ns.load() != 0) {
+        // Stuck in the driver: it cannot be cancelled. Leave it; its late result is discarded.
+        g.abandoned.store(true);
+        core::log_warn("GPU {}: leaving a driver call that has not returned", g.gpu);
+        threads_[i].detach();
+        continue;
+      }
+    }
+    if (threads_[i].joinable()) threads_[i].join();
+  }
+  threads_.clear();
+}
+
+core::Status Sampler::run_until(MonoTime end, const std::function<void(SamplerRecord&&)>& sink) {
+  if (states_.empty()) {
+    if (auto s = resolve_gpus(); !s) return s;
+  }
+  while (true) {
+    MonoTime now = clock_.now();
+    if (now >= end) break;
+    MonoTime next = end;
+    for (auto& g : states_) next = std::min(next, poll_due(*g, now, sink));
+    if (config_.read_events) {
+      auto events = backend_.wait_events(Nanos(0));
+      if (events)
+        for (const auto& e : *events) sink(record_of(e));
+    }
+    clock_.sleep_until(std::max(next, clock_.now()));
+    if (clock_.now() == now && next <= now) clock_.sleep_until(now + Nanos(1));
+  }
+  return {};
+}
+
+SamplerStats Sampler::stats() const {
+  SamplerStats s;
+  for (const auto& g : states_) {
+    std::lock_guard lock(g->stats_mu);
+    s.gpus.push_back(g->stats);
+  }
+  s.dropped_records = dropped_.load();
+  return s;
+}
+
+}  // namespace gpudoc::telemetry

@@ -1,0 +1,42 @@
+// Pieces several subcommands share: opening the live backend with a helpful error, the sampler's
+// command-line options, and Ctrl-C handling.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "gpu/backend.hpp"
+#include "telemetry/sampler.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace gpudoc::cli {
+
+// Opens NVML. On failure the error says what is missing and what still works without a GPU.
+[[nodiscard]] core::Result<std::unique_ptr<gpu::Backend>> open_live_backend();
+
+// Sampler flags shared by record and watch: --gpus, --period GROUP=MS.
+struct SamplerFlags {
+  std::vector<int> gpus;
+  std::vector<std::string> periods;  // "fast=100"
+  void add_to(CLI::App& cmd);
+  // Errors: kUsage for an unknown group, a malformed value, or a period below the sensor's
+  // minimum (the message says why the minimum exists).
+  [[nodiscard]] core::Result<telemetry::SamplerConfig> to_config() const;
+};
+
+// The text listing each group, its default period and why (for --help).
+[[nodiscard]] std::string describe_groups();
+
+// SIGINT/SIGTERM handlers: each signal increments stop_requests(); a signal sent by another
+// process (kill), not by the terminal, is also stored in forward_signal() for a child command.
+void install_stop_handlers();
+std::atomic<int>& stop_requests();
+std::atomic<int>& forward_signal();
+
+}  // namespace gpudoc::cli

@@ -1,0 +1,97 @@
+#include "gpu/nvml/nvml_api.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gpudoc::gpu::nvml {
+namespace {
+
+enum class Need { kRequired, kOptional };
+constexpr Need kRequired = Need::kRequired;
+constexpr Need kOptional = Need::kOptional;
+
+// dlsym returns an object pointer; copying its bits into the function pointer avoids the
+// object-to-function pointer cast that ISO C++ only conditionally supports.
+template <class Fn>
+void resolve(void* handle, const char* name, Fn& out) {
+  void* sym = dlsym(handle, name);
+  static_assert(sizeof(sym) == sizeof(out));
+  std::memcpy(&out, &sym, sizeof(out));
+}
+
+}  // namespace
+
+std::vector<std::string> missing_required(const NvmlApi& api) {
+  std::vector<std::string> missing;
+#define GPUDOC_NVML_X(need, name, ret, params, args) \
+  if ((need) == kRequired && api.name == nullptr) missing.emplace_back(#name);
+  GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
+#undef GPUDOC_NVML_X
+  (void)kOptional;
+  return missing;
+}
+
+NvmlLibrary::~NvmlLibrary() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+core::Result<std::unique_ptr<NvmlLibrary>> load_nvml_library(const std::string& path) {
+  const std::string file = path.empty() ? std::string(kNvmlLibraryName) : path;
+  // dlerror() is process-global state; serialize so concurrent loads report their own error.
+  static std::mutex dl_mutex;
+  std::lock_guard lock(dl_mutex);
+  // RTLD_LOCAL: NVML's symbols must not satisfy anyone else's lookups (e.g. a test fake).
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return core::Error(core::ErrorKind::kEnvironment,
+                       fmt::format("cannot load the NVIDIA management library {} ({}): the NVIDIA driver is "
+                                   "not installed or its library is not on the loader path; {}",
+                                   file, why != nullptr ? why : "unknown reason", kWithoutNvml));
+  }
+  std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
+  lib->handle_ = handle;
+
+#define GPUDOC_NVML_X(need, name, ret, params, args) resolve(handle, #name, lib->api_.name);
+  GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
+#undef GPUDOC_NVML_X
+
+  if (const auto missing = missing_required(lib->api_); !missing.empty()) {
+    return core::Error(core::ErrorKind::kEnvironment,
+                       fmt::format("{} lacks required functions ({}): the NVIDIA driver is too old or the "
+                                   "library is not NVIDIA's; {}",
+                                   file, fmt::join(missing, ", "), kWithoutNvml));
+  }
+  return lib;
+}
+
+core::Error nvml_error(const NvmlApi& api, nvmlReturn_t rc, std::string_view what) {
+  const char* text = api.nvmlErrorString != nullptr ? api.nvmlErrorString(rc) : nullptr;
+  std::string message = fmt::format("{}: {} (NVML error {})", what,
+                                    text != nullptr ? text : "NVML call failed", static_cast<int>(rc));
+  core::ErrorKind kind = core::ErrorKind::kEnvironment;
+  switch (rc) {
+    case NVML_ERROR_GPU_IS_LOST:
+    case NVML_ERROR_RESET_REQUIRED:
+      kind = core::ErrorKind::kGpuLost;
+      break;
+    case NVML_ERROR_TIMEOUT:
+      kind = core::ErrorKind::kTimeout;
+      break;
+    case NVML_ERROR_NOT_SUPPORTED:
+    case NVML_ERROR_FUNCTION_NOT_FOUND:  // this driver's NVML lacks it: not supported here either
+      kind = core::ErrorKind::kNotSupported;
+      break;
+    default:  // NO_PERMISSION, LIB_RM_VERSION_MISMATCH, DRIVER_NOT_LOADED, UNKNOWN, ...
+      kind = core::ErrorKind::kEnvironment;
+      break;
+  }
+  return core::Error(kind, std::move(message));
+}
+
+}  // namespace gpudoc::gpu::nvml

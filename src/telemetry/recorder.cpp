@@ -1,0 +1,188 @@
+#include "telemetry/recorder.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <set>
+
+#include "core/log.hpp"
+#include "core/process.hpp"
+#include "core/version.hpp"
+
+namespace gpudoc::telemetry {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+double seconds_since(std::int64_t start_unix_ns, std::int64_t unix_ns) {
+  return static_cast<double>(unix_ns - start_unix_ns) * 1e-9;
+}
+
+}  // namespace
+
+core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock, const SamplerConfig& config,
+                                      const std::vector<std::string>& command) {
+  TraceHeader h;
+  h.gpudoc_version = core::kVersion;
+  h.host = host_name();
+  h.start_unix_ns = clock.unix_now_ns();
+  auto sys = backend.system_info();
+  if (!sys) return sys.error().with_context("reading driver versions");
+  h.system = *sys;
+  h.command = command;
+  auto count = backend.device_count();
+  if (!count) return count.error().with_context("counting GPUs");
+  std::vector<int> gpus = config.gpus;
+  if (gpus.empty())
+    for (int i = 0; i < *count; ++i) gpus.push_back(i);
+  gpu::MetricSet any;
+  for (int g : gpus) {
+    auto info = backend.device_info(g);
+    if (!info) return info.error().with_context(fmt::format("reading GPU {}", g));
+    h.gpus.push_back(*info);
+    auto caps = backend.capabilities(g);
+    if (caps) any |= *caps;
+  }
+  for (gpu::Metric m : gpu::all_metrics()) {
+    const auto& mi = gpu::info(m);
+    auto period = config.periods[gpu::index(mi.group)];
+    if (!any.test(gpu::index(m)) || period.count() <= 0) continue;
+    h.metrics.push_back({std::string(mi.name), std::string(mi.unit), std::string(gpu::info(mi.group).name),
+                         static_cast<std::int64_t>(period.count())});
+  }
+  return h;
+}
+
+core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
+                                  const std::atomic<int>& stop_requests, std::atomic<int>* stop_forward) {
+  auto header = make_header(backend, clock, options.sampler, options.command);
+  if (!header) return header.error();
+  const std::int64_t start_ns = header->start_unix_ns;
+
+  auto writer = options.output_path == "-" ? TraceWriter::wrap(stdout, *header)
+                                           : TraceWriter::create(options.output_path, *header);
+  if (!writer) return writer.error();
+
+  Sampler sampler(backend, clock, options.sampler);
+  if (auto s = sampler.start(); !s) {
+    (void)writer->close({0, 0, 0, "sampler_failed"});
+    return s.error();
+  }
+
+  RecordResult result;
+  result.gpu_count = header->gpus.size();
+  std::optional<core::ChildProcess> child;
+  core::Status write_status;
+  auto now_t = [&] { return seconds_since(start_ns, clock.unix_now_ns()); };
+
+  if (!options.command.empty()) {
+    auto c = core::ChildProcess::spawn(options.command);
+    if (!c) {
+      sampler.stop();
+      (void)writer->close({now_t(), writer->sample_lines(), 0, "command_failed"});
+      return c.error();
+    }
+    child = std::move(*c);
+    Event e{now_t(), "process_start", std::nullopt, {{"pid", child->pid()}, {"command", options.command}}};
+    write_status = writer->write_event(e);
+  }
+
+  const core::MonoTime t0 = clock.now();
+  core::MonoTime last_flush = t0, last_progress = t0;
+  std::set<int> lost;
+  std::string reason;
+
+  auto consume = [&](std::vector<SamplerRecord>&& records) {
+    for (auto& r : records) {
+      if (!write_status) return;
+      switch (r.kind) {
+        case SamplerRecord::Kind::kSamples:
+          write_status = writer->write_samples(r.gpu, r.samples);
+          break;
+        case SamplerRecord::Kind::kProcesses:
+          write_status = writer->write_processes(r.gpu, r.processes);
+          break;
+        case SamplerRecord::Kind::kEvent: {
+          if (r.event_kind == "gpu_lost") lost.insert(r.gpu);
+          if (r.event_kind == "gpu_recovered") lost.erase(r.gpu);
+          Event e{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields};
+          write_status = writer->write_event(e);
+          break;
+        }
+      }
+    }
+  };
+
+  while (true) {
+    consume(sampler.drain(std::chrono::milliseconds(100)));
+    if (!write_status) {
+      reason = "write_failed";
+      break;
+    }
+    core::MonoTime now = clock.now();
+    if (now - last_flush >= options.flush_interval) {
+      write_status = writer->flush();
+      last_flush = now;
+    }
+    if (options.on_progress && now - last_progress >= std::chrono::seconds(1)) {
+      options.on_progress(core::to_seconds(now - t0), writer->sample_lines());
+      last_progress = now;
+    }
+    if (stop_forward != nullptr && child) {
+      int sig = stop_forward->exchange(0);
+      if (sig != 0) child->signal(sig);
+    }
+    if (child && child->poll()) {
+      reason = "command_exited";
+      break;
+    }
+    int stops = stop_requests.load();
+    if ((stops >= 1 && !child) || stops >= 2) {
+      reason = "interrupted";
+      break;
+    }
+    if (options.duration && now - t0 >= *options.duration) {
+      reason = "duration";
+      break;
+    }
+    if (!lost.empty() && lost.size() == result.gpu_count && !child) {
+      reason = "all_gpus_lost";
+      break;
+    }
+  }
+
+  sampler.stop();
+  consume(sampler.drain(core::Nanos(0)));
+  if (child) {
+    if (child->exited()) {
+      result.command_exit_code = child->exit_code_for_shell();
+      nlohmann::json f = {{"pid", child->pid()}};
+      if (auto c = child->exit_code()) f["exit_code"] = *c;
+      if (auto s = child->term_signal()) f["signal"] = *s;
+      if (write_status) write_status = writer->write_event(Event{now_t(), "process_exit", std::nullopt, f});
+    } else {
+      // Stopped by duration: the command keeps running; say so in the trace.
+      if (write_status)
+        write_status = writer->write_event(
+            Event{now_t(), "annotation", std::nullopt, {{"text", "recording stopped while the command was still running"}}});
+    }
+  }
+  auto stats = sampler.stats();
+  result.duration_s = core::to_seconds(clock.now() - t0);
+  result.sample_lines = writer->sample_lines();
+  result.dropped_records = stats.dropped_records;
+  result.end_reason = reason;
+  result.gpus = stats.gpus;
+  auto closed = writer->close({now_t(), result.sample_lines, result.dropped_records, reason});
+  if (!write_status) return write_status.error().with_context(fmt::format("writing {}", options.output_path));
+  if (!closed) return closed.error().with_context(fmt::format("closing {}", options.output_path));
+  return result;
+}
+
+}  // namespace gpudoc::telemetry

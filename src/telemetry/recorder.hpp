@@ -1,0 +1,62 @@
+// gpudoc::telemetry::record — samples GPUs into a trace file while a command runs, for a duration,
+// or until stopped. The engine behind `gpudoc record` (and later `diagnose -- CMD`), independent
+// of the command line so it runs against the fake backend in tests.
+//
+//   telemetry::RecordOptions opt;
+//   opt.output_path = "run.jsonl";
+//   opt.command = {"python3", "train.py"};
+//   auto r = telemetry::record(backend, clock, opt, stop_requests);   // Result<RecordResult>
+//   return r->command_exit_code.value_or(0);
+//
+// The file is valid whatever happens: the end line is written on a normal end, on a stop request
+// (Ctrl-C) and after a failed write; lines are flushed at least every flush_interval.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "gpu/backend.hpp"
+#include "telemetry/sampler.hpp"
+
+namespace gpudoc::telemetry {
+
+struct RecordOptions {
+  std::string output_path;                      // "-" writes to stdout
+  std::optional<core::Nanos> duration;          // stop after this long (with a command: whichever first)
+  std::vector<std::string> command;             // run this and record while it runs
+  SamplerConfig sampler;
+  core::Nanos flush_interval = std::chrono::milliseconds(500);
+  // Called about once a second with elapsed seconds and sample lines so far (progress display).
+  std::function<void(double elapsed_s, std::uint64_t sample_lines)> on_progress;
+};
+
+struct RecordResult {
+  double duration_s = 0;
+  std::uint64_t sample_lines = 0;
+  std::uint64_t dropped_records = 0;
+  std::string end_reason;                       // duration, command_exited, interrupted, all_gpus_lost
+  std::optional<int> command_exit_code;         // as a shell reports it (128 + N for signal N)
+  std::vector<GpuStats> gpus;
+  std::size_t gpu_count = 0;
+};
+
+// Builds the trace header from the backend: system, every sampled GPU, the metric columns that
+// at least one GPU supports, with their periods. Errors: the backend's.
+[[nodiscard]] core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock,
+                                                     const SamplerConfig& config, const std::vector<std::string>& command);
+
+// Records until the command exits, the duration passes, or a stop is requested: signal handlers
+// increment stop_requests. Without a command one request stops; with a command gpudoc keeps
+// recording until the command exits (it got the Ctrl-C too), and a second request stops at once.
+// stop_forward, when set, is a signal number the caller wants passed on to the command (a signal
+// sent to gpudoc alone by kill(1), not one the terminal already sent to the whole group).
+// Errors: kBadInput (cannot run the command), kIo (cannot write the file), the sampler's.
+[[nodiscard]] core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
+                                                const std::atomic<int>& stop_requests, std::atomic<int>* stop_forward = nullptr);
+
+}  // namespace gpudoc::telemetry

@@ -1,0 +1,45 @@
+// gpudoc::telemetry::detail — the fast path of the trace reader, exposed only for its tests and
+// its fuzz target (not part of the telemetry API; include telemetry/trace.hpp instead).
+//
+// Nearly every line of a trace is a flat object of ASCII keys and scalar values ("sample" and
+// "process" lines). A general JSON parser spends most of its time building a tree for them; this
+// one only splits the line into key/value views, without allocating (the caller reuses `out`).
+//
+//   std::vector<detail::FlatField> fields;
+//   if (detail::parse_flat_line(line, fields) == detail::FlatParse::kOk) { ... fields[i].key ... }
+//   else { /* hand the line to nlohmann::json, the reference for everything else */ }
+//
+// It is strict and deliberately narrow: anything it is not certain about — a nested value, an
+// escape sequence or non-ASCII byte in a string, a repeated key, a syntax error — is answered
+// kFallback, so it never accepts a line the reference parser rejects, and never reads a line
+// differently (the fuzz target checks both against each other). No recursion, no exceptions.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace gpudoc::telemetry::detail {
+
+enum class FlatKind : std::uint8_t { kNumber, kString, kTrue, kFalse, kNull, kNested };
+
+struct FlatValue {
+  FlatKind kind = FlatKind::kNull;
+  double number = 0;            // kNumber: the value, always finite
+  bool exact_u64 = false;       // kNumber: the literal is a non-negative integer that fits below
+  std::uint64_t u64 = 0;        //   ... exactly (byte counts above 2^53 stay exact)
+  std::string_view text;        // kString: the string's content (the parser never needs to unescape)
+};
+
+struct FlatField {
+  std::string_view key;
+  FlatValue value;
+};
+
+enum class FlatParse : std::uint8_t { kOk, kFallback };
+
+// Splits one line (without its '\n') into fields, in order. On kOk the views point into `line`.
+// On kFallback `out` holds garbage. Thread-safe (no shared state).
+[[nodiscard]] FlatParse parse_flat_line(std::string_view line, std::vector<FlatField>& out);
+
+}  // namespace gpudoc::telemetry::detail

@@ -1,0 +1,86 @@
+#include "view/live_state.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gpudoc::view {
+
+LiveState::LiveState(std::vector<gpu::DeviceInfo> gpus, std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods,
+                     std::chrono::milliseconds bucket, std::size_t width)
+    : periods_(periods), bucket_ns_(std::chrono::duration_cast<core::Nanos>(bucket).count()), width_(width) {
+  for (auto& d : gpus) {
+    Gpu g;
+    g.info = std::move(d);
+    gpus_.push_back(std::move(g));
+  }
+}
+
+std::optional<std::size_t> LiveState::slot_of(int gpu) const {
+  for (std::size_t i = 0; i < gpus_.size(); ++i)
+    if (gpus_[i].info.index == gpu) return i;
+  return std::nullopt;
+}
+
+void LiveState::add(const telemetry::SamplerRecord& r) {
+  auto slot = slot_of(r.gpu);
+  if (!slot) return;
+  Gpu& g = gpus_[*slot];
+  switch (r.kind) {
+    case telemetry::SamplerRecord::Kind::kSamples:
+      for (const auto& s : r.samples) {
+        PerMetric& pm = g.metrics[gpu::index(s.metric)];
+        if (!pm.latest || s.time_unix_ns >= pm.latest->time_unix_ns) pm.latest = Latest{s.value, s.time_unix_ns};
+        std::int64_t b = s.time_unix_ns / bucket_ns_;
+        auto it = std::find_if(pm.buckets.rbegin(), pm.buckets.rend(), [&](const auto& e) { return e.first <= b; });
+        if (it != pm.buckets.rend() && it->first == b) {
+          it->second.sum += s.value;
+          it->second.n++;
+        } else {
+          pm.buckets.insert(it.base(), {b, Bucket{s.value, 1}});
+        }
+        while (pm.buckets.size() > width_ + 2) pm.buckets.pop_front();
+      }
+      if (!r.samples.empty() && g.status == "unresponsive") g.status.clear();
+      break;
+    case telemetry::SamplerRecord::Kind::kProcesses:
+      g.processes = r.processes;
+      break;
+    case telemetry::SamplerRecord::Kind::kEvent:
+      if (r.event_kind == "gpu_lost") g.status = "lost";
+      else if (r.event_kind == "gpu_unresponsive") g.status = "unresponsive";
+      else if (r.event_kind == "gpu_recovered") g.status.clear();
+      events_.push_back(fmt::format("GPU {}: {}{}", r.gpu, r.event_kind,
+                                    r.event_fields.contains("code") ? fmt::format(" {}", r.event_fields["code"].dump()) : ""));
+      while (events_.size() > 5) events_.pop_front();
+      break;
+  }
+}
+
+void LiveState::set_now(std::int64_t unix_ns) { now_ns_ = std::max(now_ns_, unix_ns); }
+
+std::optional<double> LiveState::latest(std::size_t slot, gpu::Metric m) const {
+  const auto& pm = gpus_[slot].metrics[gpu::index(m)];
+  if (!pm.latest) return std::nullopt;
+  auto period = std::chrono::duration_cast<core::Nanos>(periods_[gpu::index(gpu::info(m).group)]).count();
+  // A reading older than three periods (and at least a second: buffered sensors arrive late) is stale.
+  std::int64_t max_age = std::max<std::int64_t>(3 * period, 1'500'000'000);
+  if (now_ns_ - pm.latest->time_unix_ns > max_age) return std::nullopt;
+  return pm.latest->value;
+}
+
+std::vector<std::optional<double>> LiveState::history(std::size_t slot, gpu::Metric m) const {
+  std::vector<std::optional<double>> out(width_);
+  const auto& pm = gpus_[slot].metrics[gpu::index(m)];
+  std::int64_t last = now_ns_ / bucket_ns_;
+  std::int64_t first = last - static_cast<std::int64_t>(width_) + 1;
+  for (const auto& [b, bucket] : pm.buckets) {
+    if (b < first || b > last || bucket.n == 0) continue;
+    out[static_cast<std::size_t>(b - first)] = bucket.sum / bucket.n;
+  }
+  return out;
+}
+
+std::vector<std::string> LiveState::recent_events() const { return {events_.begin(), events_.end()}; }
+
+}  // namespace gpudoc::view

@@ -1,0 +1,146 @@
+#include "view/watch_render.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/text.hpp"
+
+namespace gpudoc::view {
+namespace {
+
+using gpu::Metric;
+constexpr std::size_t kLabel = 8;
+constexpr std::size_t kSpark = 32;
+
+std::string num(std::optional<double> v, const char* fmtstr, const char* unit) {
+  if (!v) return "—";
+  return fmt::format(fmt::runtime(fmtstr), *v) + unit;
+}
+
+// "label  ▁▂▅███  value" cut to the width.
+std::string spark_line(const LiveState& s, std::size_t slot, const char* label, Metric m, double lo, double hi,
+                       const std::string& value, std::size_t width) {
+  auto hist = s.history(slot, m);
+  if (hist.size() > kSpark) hist.erase(hist.begin(), hist.end() - static_cast<long>(kSpark));
+  std::string line = " " + core::fit(label, kLabel - 1) + core::sparkline(hist, lo, hi) + "  " + value;
+  return core::fit(line, width);
+}
+
+void trim_right(std::string& line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+}
+
+}  // namespace
+
+std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
+  std::string out;
+  auto add = [&](std::string line) {
+    line = core::fit(line, o.width);
+    trim_right(line);
+    out += line + "\n";
+  };
+  std::string head = o.title;
+  if (!o.clock.empty()) {
+    std::size_t w = core::display_width(head), cw = core::display_width(o.clock);
+    head = (w + cw + 1 < o.width) ? head + std::string(o.width - w - cw, ' ') + o.clock : head + "  " + o.clock;
+  }
+  add(head);
+  if (!o.banner.empty()) add(o.banner);
+
+  for (std::size_t i = 0; i < s.gpu_count(); ++i) {
+    const auto& d = s.device(i);
+    std::string status = s.status(i).empty() ? "" : fmt::format("  [{}]", s.status(i) == "lost" ? "LOST" : "NOT RESPONDING");
+    add(fmt::format("GPU {} {} · {}{}", d.index, d.name, d.pci_bus_id, status));
+
+    auto util = s.latest(i, Metric::kGpuUtilizationPercent);
+    auto memu = s.latest(i, Metric::kMemoryUtilizationPercent);
+    add(spark_line(s, i, "util", Metric::kGpuUtilizationPercent, 0, 100,
+                   fmt::format("{:>6}  mem-bw util {}", num(util, "{:.0f}", " %"), num(memu, "{:.0f}", " %")), o.width));
+
+    auto sm = s.latest(i, Metric::kGpmSmActivityPercent);
+    auto tensor = s.latest(i, Metric::kGpmTensorActivityPercent);
+    auto dram = s.latest(i, Metric::kGpmDramActivityPercent);
+    if (sm || tensor || dram)
+      add(spark_line(s, i, "SM act", Metric::kGpmSmActivityPercent, 0, 100,
+                     fmt::format("{:>6}  tensor {} DRAM {}", num(sm, "{:.0f}", " %"), num(tensor, "{:.0f}", "%"),
+                                 num(dram, "{:.0f}", "%")),
+                     o.width));
+
+    auto power = s.latest(i, Metric::kPowerWatts);
+    auto limit = s.latest(i, Metric::kPowerLimitWatts);
+    if (!limit && d.power_limit_default_watts) limit = d.power_limit_default_watts;
+    add(spark_line(s, i, "power", Metric::kPowerWatts, 0, limit.value_or(700.0),
+                   fmt::format("{:>6} / {}", num(power, "{:.0f}", " W"), num(limit, "{:.0f}", " W")), o.width));
+
+    auto temp = s.latest(i, Metric::kGpuTemperatureCelsius);
+    auto mtemp = s.latest(i, Metric::kMemoryTemperatureCelsius);
+    std::string slowdown = d.temperature_slowdown_celsius ? fmt::format(" slowdown {:.0f}", *d.temperature_slowdown_celsius) : "";
+    add(spark_line(s, i, "temp", Metric::kGpuTemperatureCelsius, 20, d.temperature_slowdown_celsius.value_or(90.0),
+                   fmt::format("{:>6}  HBM {}{}", num(temp, "{:.0f}", " °C"), num(mtemp, "{:.0f}", " °C"), slowdown), o.width));
+
+    auto used = s.latest(i, Metric::kMemoryUsedBytes);
+    double total = d.memory_total_bytes ? static_cast<double>(*d.memory_total_bytes) : 0.0;
+    add(spark_line(s, i, "memory", Metric::kMemoryUsedBytes, 0, total > 0 ? total : 1.0,
+                   fmt::format("{} / {}", used ? core::human_bytes(*used) : "—", total > 0 ? core::human_bytes(total) : "?"),
+                   o.width));
+
+    auto smclk = s.latest(i, Metric::kSmClockMhz);
+    auto memclk = s.latest(i, Metric::kMemoryClockMhz);
+    auto gen = s.latest(i, Metric::kPcieLinkGeneration);
+    auto width = s.latest(i, Metric::kPcieLinkWidth);
+    std::string pcie = gen && width ? fmt::format("  PCIe Gen{:.0f} x{:.0f}", *gen, *width) : "";
+    if (pcie.size() && d.pcie_link_generation_max && d.pcie_link_width_max)
+      pcie += fmt::format(" (max Gen{} x{})", *d.pcie_link_generation_max, *d.pcie_link_width_max);
+    add(fmt::format(" {}SM {} / {}  mem {}{}", core::fit("clocks", kLabel - 1), num(smclk, "{:.0f}", ""),
+                    d.sm_clock_max_mhz ? fmt::format("{:.0f} MHz", *d.sm_clock_max_mhz) : "? MHz", num(memclk, "{:.0f}", " MHz"),
+                    pcie));
+
+    auto reasons = s.latest(i, Metric::kClockEventReasonsMask);
+    if (reasons) {
+      auto mask = static_cast<std::uint64_t>(*reasons);
+      bool slowed = false;
+      for (const auto& r : gpu::clock_event_reasons()) slowed = slowed || ((mask & r.bit) && r.is_slowdown);
+      add(fmt::format(" {}{}{}", core::fit("events", kLabel - 1), gpu::clock_event_reason_names(mask),
+                      slowed ? "  ← clocks held down" : ""));
+    }
+    const auto& procs = s.processes(i);
+    std::vector<gpu::ProcessSample> sorted(procs.begin(), procs.end());
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.memory_used_bytes.value_or(0) > b.memory_used_bytes.value_or(0);
+    });
+    for (std::size_t p = 0; p < sorted.size() && p < o.max_processes; ++p) {
+      const auto& ps = sorted[p];
+      add(fmt::format(" {}{:>7} {:<16} SM {:>5}  {}", core::fit(p == 0 ? "procs" : "", kLabel - 1), ps.pid,
+                      core::fit(ps.name.empty() ? "?" : ps.name, 16), num(ps.sm_utilization_percent, "{:.0f}", " %"),
+                      ps.memory_used_bytes ? core::human_bytes(static_cast<double>(*ps.memory_used_bytes)) : "—"));
+    }
+    if (sorted.size() > o.max_processes) add(fmt::format(" {}… {} more", core::fit("", kLabel - 1), sorted.size() - o.max_processes));
+  }
+  for (const auto& e : s.recent_events()) add("! " + e);
+  return out;
+}
+
+nlohmann::json watch_json(const LiveState& s) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (std::size_t i = 0; i < s.gpu_count(); ++i) {
+    const auto& d = s.device(i);
+    nlohmann::json g = {{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}};
+    if (!s.status(i).empty()) g["status"] = s.status(i);
+    for (gpu::Metric m : gpu::all_metrics())
+      if (auto v = s.latest(i, m)) g[std::string(gpu::info(m).name)] = *v;
+    nlohmann::json procs = nlohmann::json::array();
+    for (const auto& p : s.processes(i)) {
+      nlohmann::json pj = {{"pid", p.pid}, {"name", p.name}};
+      if (p.sm_utilization_percent) pj["sm_utilization_percent"] = *p.sm_utilization_percent;
+      if (p.memory_used_bytes) pj["memory_used_bytes"] = *p.memory_used_bytes;
+      procs.push_back(pj);
+    }
+    g["processes"] = procs;
+    gpus.push_back(g);
+  }
+  return {{"time_unix_ns", s.now_unix_ns()}, {"gpus", gpus}};
+}
+
+}  // namespace gpudoc::view

@@ -1,0 +1,27 @@
+// gpudoc::view::render_watch — one frame of `gpudoc watch` as text, 80 columns wide, and the same
+// frame as JSON. Pure functions of a LiveState.
+//
+//   std::string frame = view::render_watch(state, {.title = "gpudoc watch — node7"});
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "view/live_state.hpp"
+
+namespace gpudoc::view {
+
+struct WatchRenderOptions {
+  std::string title;      // first line, left
+  std::string banner;     // a line under the title, e.g. "REPLAY of run.jsonl — not live"
+  std::string clock;      // first line, right (e.g. "12:03:04" or "t=12.3 s")
+  std::size_t width = 80;
+  std::size_t max_processes = 3;
+};
+
+[[nodiscard]] std::string render_watch(const LiveState& state, const WatchRenderOptions& options);
+// Latest values per GPU, absent when stale: {"gpus":[{"index":0,"name":...,"gpu_utilization_percent":87,...}]}
+[[nodiscard]] nlohmann::json watch_json(const LiveState& state);
+
+}  // namespace gpudoc::view

@@ -1,0 +1,128 @@
+// `gpudoc trace info` end to end: the real binary on good and bad files, exit codes and messages.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CliRun run_gpudoc(const std::string& args) {
+  std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc " + args + " 2>&1";
+  CliRun r;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class TempTrace {
+ public:
+  explicit TempTrace(const std::string& content) {
+    path_ = (std::filesystem::temp_directory_path() / ("cli-trace-" + std::to_string(::getpid()) + "-" +
+                                                        std::to_string(counter_++) + ".jsonl"))
+                .string();
+    std::ofstream(path_, std::ios::binary) << content;
+  }
+  ~TempTrace() { std::filesystem::remove(path_); }
+  TempTrace(const TempTrace&) = delete;
+  TempTrace& operator=(const TempTrace&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+const std::string kGood =
+    R"({"type":"header","format":"gpudoc-trace","version":1,"gpudoc_version":"0.1.0","host":"node7",)"
+    R"("start_unix_ns":1780000000000000000,"backend":"nvml","gpus":[{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}],)"
+    R"("metrics":[{"name":"power_watts","unit":"W","group":"fast","period_ms":100}]})" "\n"
+    R"({"type":"sample","t":0.1,"gpu":0,"power_watts":300})" "\n"
+    R"({"type":"sample","t":0.2,"gpu":0,"power_watts":310})" "\n"
+    R"({"type":"sample","t":1.2,"gpu":0,"power_watts":320})" "\n"
+    R"({"type":"event","t":1.3,"kind":"xid","gpu":0,"code":79})" "\n"
+    R"({"type":"end","t":1.5,"sample_lines":3,"dropped_records":0,"reason":"command_exited"})" "\n";
+
+TEST(CliTraceInfo, SummarisesAValidTrace) {
+  TempTrace f(kGood);
+  CliRun r = run_gpudoc("trace info " + f.path());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("a valid gpudoc trace (format version 1)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node7"), std::string::npos);
+  EXPECT_NE(r.output.find("2026-05-28T20:26:40.000Z"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("clean (command_exited)"), std::string::npos);
+  EXPECT_NE(r.output.find("GPU 0: NVIDIA H200  GPU-a"), std::string::npos);
+  EXPECT_NE(r.output.find("power_watts"), std::string::npos);
+  EXPECT_NE(r.output.find("events: xid 1"), std::string::npos);
+}
+
+TEST(CliTraceInfo, JsonSummary) {
+  TempTrace f(kGood);
+  CliRun r = run_gpudoc("trace info --json " + f.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
+  EXPECT_EQ(j["valid"], true);
+  EXPECT_EQ(j["clean_end"], true);
+  EXPECT_EQ(j["end"]["reason"], "command_exited");
+  const auto& m = j["gpus"][0]["metrics"][0];
+  EXPECT_EQ(m["name"], "power_watts");
+  EXPECT_EQ(m["samples"], 3);
+  EXPECT_EQ(m["gaps"], 1);  // 0.2 -> 1.2 is over 3 x 100 ms
+  EXPECT_DOUBLE_EQ(m["longest_gap_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(m["min"].get<double>(), 300);
+  EXPECT_DOUBLE_EQ(m["max"].get<double>(), 320);
+  EXPECT_EQ(j["events"]["xid"], 1);
+}
+
+TEST(CliTraceInfo, ReportsATraceWithoutEnd) {
+  TempTrace f(kGood.substr(0, kGood.find(R"({"type":"end")")));
+  CliRun r = run_gpudoc("trace info " + f.path());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("none: the recording did not close cleanly"), std::string::npos) << r.output;
+}
+
+TEST(CliTraceInfo, RejectsABadTraceWithExitTwoAndTheLine) {
+  TempTrace f(kGood.substr(0, kGood.find("300")) + R"("300"})" "\n");
+  CliRun r = run_gpudoc("trace info " + f.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "gpudoc: error: " + f.path() + " line 2: \"power_watts\" must be a number\n");
+
+  CliRun j = run_gpudoc("trace info --json " + f.path());
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_NE(j.output.find("\"kind\": \"bad_input\""), std::string::npos) << j.output;
+}
+
+TEST(CliTraceInfo, RejectsATruncatedTrace) {
+  TempTrace f(kGood.substr(0, kGood.size() - 20));
+  CliRun r = run_gpudoc("trace info " + f.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "gpudoc: error: " + f.path() + ": truncated at line 6: the recording was cut off\n");
+}
+
+TEST(CliTraceInfo, MissingFileAndUsage) {
+  CliRun missing = run_gpudoc("trace info /nonexistent/run.jsonl");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("reading /nonexistent/run.jsonl: No such file or directory"), std::string::npos);
+  EXPECT_EQ(run_gpudoc("trace info").exit_code, 2);
+  CliRun help = run_gpudoc("trace info --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("docs/trace-format.md"), std::string::npos) << help.output;
+}
+
+}  // namespace

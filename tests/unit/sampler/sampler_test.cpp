@@ -1,0 +1,258 @@
+// The sampler against the fake backend: cadence, bounded memory, lost and hung GPUs.
+#include "telemetry/sampler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unistd.h>
+
+#include "gpu/fake/fake_backend.hpp"
+
+namespace gpudoc::telemetry {
+namespace {
+
+using namespace std::chrono_literals;
+using gpu::Metric;
+using gpu::MetricGroup;
+
+SamplerConfig only(MetricGroup g, std::chrono::milliseconds period) {
+  SamplerConfig c;
+  c.periods.fill(0ms);
+  c.periods[gpu::index(g)] = period;
+  c.read_events = false;
+  return c;
+}
+
+TEST(Sampler, ReadsEachGroupOnItsOwnPeriod) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  SamplerConfig c;  // catalog defaults: fast 100 ms, utilization 2 s, gpm 200 ms, energy 10 s ...
+  c.read_events = false;
+  Sampler s(fake, clock, c);
+  std::size_t records = 0;
+  ASSERT_TRUE(s.run_until(clock.now() + 60s, [&](SamplerRecord&&) { ++records; }).ok());
+  for (int g = 0; g < 2; ++g) {
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kFast), 600u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kGpm), 300u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 30u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kEnergy), 6u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kProcesses), 12u);
+  }
+  EXPECT_GT(records, 0u);
+}
+
+// Every 200 ms utilization sample of the driver's buffer arrives exactly once, whatever the
+// drain period.
+TEST(Sampler, UtilizationBufferSamplesNeitherLostNorDuplicated) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 1);
+  Sampler s(fake, clock, only(MetricGroup::kUtilization, 1300ms));
+  std::vector<std::int64_t> stamps;
+  ASSERT_TRUE(s.run_until(clock.now() + 30s, [&](SamplerRecord&& r) {
+                 for (const auto& m : r.samples)
+                   if (m.metric == Metric::kGpuUtilizationPercent) stamps.push_back(m.time_unix_ns);
+               }).ok());
+  ASSERT_GE(stamps.size(), 140u);
+  for (std::size_t i = 1; i < stamps.size(); ++i)
+    EXPECT_EQ(stamps[i] - stamps[i - 1], gpu::FakeBackend::kUtilizationSampleNs) << "at " << i;
+}
+
+TEST(Sampler, NotSupportedGroupIsNotPolledAgain) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 1);
+  gpu::MetricSet supported;
+  supported.set();
+  for (Metric m : gpu::all_metrics())
+    if (gpu::info(m).group == MetricGroup::kGpm) supported.reset(gpu::index(m));
+  fake.set_supported(0, supported);
+  SamplerConfig c;
+  c.read_events = false;
+  Sampler s(fake, clock, c);
+  ASSERT_TRUE(s.run_until(clock.now() + 10s, [](SamplerRecord&&) {}).ok());
+  EXPECT_EQ(fake.read_count(0, MetricGroup::kGpm), 1u);
+  EXPECT_TRUE(s.stats().gpus[0].group_disabled[gpu::index(MetricGroup::kGpm)]);
+  EXPECT_EQ(fake.read_count(0, MetricGroup::kFast), 100u);
+}
+
+TEST(Sampler, TransientErrorsSkipOneReadAndAreCounted) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 1);
+  fake.inject_error(0, MetricGroup::kFast, core::ErrorKind::kTimeout, 3);
+  Sampler s(fake, clock, only(MetricGroup::kFast, 100ms));
+  std::size_t sample_records = 0;
+  ASSERT_TRUE(s.run_until(clock.now() + 1s, [&](SamplerRecord&& r) {
+                 if (r.kind == SamplerRecord::Kind::kSamples) ++sample_records;
+               }).ok());
+  EXPECT_EQ(sample_records, 7u);
+  EXPECT_EQ(s.stats().gpus[0].errors, 3u);
+}
+
+TEST(Sampler, UnknownGpuIsBadInput) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  SamplerConfig c;
+  c.gpus = {0, 5};
+  Sampler s(fake, clock, c);
+  auto st = s.start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), core::ErrorKind::kBadInput);
+  EXPECT_EQ(st.error().message(), "GPU 5 does not exist (this machine has 2 GPUs)");
+}
+
+TEST(Sampler, NoDriverIsAnEnvironmentError) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 1);
+  fake.set_device_count_error(core::Error(core::ErrorKind::kEnvironment, "libnvidia-ml.so.1 not found"));
+  Sampler s(fake, clock, SamplerConfig{});
+  auto st = s.start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), core::ErrorKind::kEnvironment);
+  EXPECT_EQ(st.error().message(), "counting GPUs: libnvidia-ml.so.1 not found");
+}
+
+// A GPU lost mid-run: the others keep every sample, the lost one is reported within two periods
+// and produces no values after that.
+TEST(Sampler, LostGpuIsReportedAndOthersKeepTheirSamples) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 4);
+  const auto period = 20ms;
+  auto lost_at = clock.now() + 1s;
+  fake.lose_gpu(2, lost_at);
+  Sampler s(fake, clock, only(MetricGroup::kFast, period));
+  auto t0 = clock.now();
+  ASSERT_TRUE(s.start().ok());
+  std::map<int, std::size_t> lines;
+  std::optional<core::MonoTime> lost_reported;
+  std::int64_t last_value_after_loss_ns = 0;
+  while (clock.now() - t0 < 3s) {
+    for (auto& r : s.drain(50ms)) {
+      if (r.kind == SamplerRecord::Kind::kSamples) {
+        lines[r.gpu]++;
+        if (r.gpu == 2 && lost_reported) last_value_after_loss_ns = r.samples.front().time_unix_ns;
+      }
+      if (r.kind == SamplerRecord::Kind::kEvent && r.event_kind == "gpu_lost" && r.gpu == 2) lost_reported = clock.now();
+    }
+  }
+  s.stop();
+  auto elapsed = clock.now() - t0;
+  ASSERT_TRUE(lost_reported.has_value());
+  EXPECT_LE(*lost_reported - lost_at, 2 * period + 60ms);  // + one drain wait
+  EXPECT_EQ(last_value_after_loss_ns, 0) << "a value was reported for the lost GPU";
+  auto expected = static_cast<double>(elapsed / period);
+  for (int g : {0, 1, 3}) EXPECT_GE(static_cast<double>(lines[g]), 0.99 * expected - 1) << "GPU " << g;
+  EXPECT_TRUE(s.stats().gpus[2].lost);
+  EXPECT_LE(static_cast<double>(lines[2]), 1.0 * static_cast<double>(1s / period) + 2);
+}
+
+// A driver call that hangs on one GPU does not stall the others; the hung GPU is reported as
+// unresponsive and then as recovered.
+TEST(Sampler, HungCallDoesNotStallOtherGpus) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  const auto period = 20ms;
+  SamplerConfig c = only(MetricGroup::kFast, period);
+  c.hang_timeout = 300ms;
+  Sampler s(fake, clock, c);
+  ASSERT_TRUE(s.start().ok());
+  auto t0 = clock.now();
+  std::this_thread::sleep_for(200ms);
+  fake.set_hang(1, MetricGroup::kFast, 1500ms);
+  std::map<int, std::size_t> lines;
+  std::vector<std::string> events_gpu1;
+  while (clock.now() - t0 < 3s) {
+    for (auto& r : s.drain(50ms)) {
+      if (r.kind == SamplerRecord::Kind::kSamples) lines[r.gpu]++;
+      if (r.kind == SamplerRecord::Kind::kEvent && r.gpu == 1) events_gpu1.push_back(r.event_kind);
+    }
+  }
+  s.stop();
+  auto expected = static_cast<double>((clock.now() - t0) / period);
+  EXPECT_GE(static_cast<double>(lines[0]), 0.99 * expected - 1);
+  EXPECT_LE(static_cast<double>(lines[1]), expected - 1500.0 / 20 + 5);  // the hang cost GPU 1 its samples
+  ASSERT_EQ(events_gpu1.size(), 2u);
+  EXPECT_EQ(events_gpu1[0], "gpu_unresponsive");
+  EXPECT_EQ(events_gpu1[1], "gpu_recovered");
+}
+
+TEST(Sampler, StopReturnsWhileACallIsStillHung) {
+  core::SystemClock clock;
+  auto fake = std::make_shared<gpu::FakeBackend>(clock, 1);
+  SamplerConfig c = only(MetricGroup::kFast, 20ms);
+  c.hang_timeout = 100ms;
+  {
+    Sampler s(*fake, clock, c);
+    ASSERT_TRUE(s.start().ok());
+    std::this_thread::sleep_for(50ms);
+    fake->set_hang(0, MetricGroup::kFast, 1s);
+    std::this_thread::sleep_for(100ms);
+    auto t0 = clock.now();
+    s.stop();
+    EXPECT_LT(clock.now() - t0, 600ms);
+  }
+  std::this_thread::sleep_for(1200ms);  // let the detached call finish before the backend goes
+}
+
+TEST(Sampler, QueueIsBoundedAndCountsDrops) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  SamplerConfig c = only(MetricGroup::kFast, 1ms);
+  c.periods[gpu::index(MetricGroup::kFast)] = 1ms;
+  c.queue_capacity = 50;
+  Sampler s(fake, clock, c);
+  ASSERT_TRUE(s.start().ok());
+  std::this_thread::sleep_for(300ms);  // nobody drains
+  auto got = s.drain(0ms);
+  s.stop();
+  EXPECT_LE(got.size(), 50u);
+  EXPECT_GT(s.stats().dropped_records, 0u);
+}
+
+long resident_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// 8 GPUs, 10 minutes, every group at 100 Hz: resident memory stays flat after warm-up
+// (every reading within ±5% of the mean).
+TEST(Sampler, MemoryFlatForTenMinutesOfEightGpusAt100Hz) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 8);
+  std::vector<gpu::ProcessSample> procs(3);
+  for (std::size_t i = 0; i < procs.size(); ++i) procs[i].pid = 1000 + static_cast<std::uint32_t>(i);
+  for (int g = 0; g < 8; ++g) fake.set_processes(g, procs);
+  SamplerConfig c;
+  c.periods.fill(10ms);
+  c.read_events = false;
+  Sampler s(fake, clock, c);
+  std::vector<long> rss;
+  std::uint64_t records = 0, samples = 0;
+  std::deque<SamplerRecord> window;  // a consumer that keeps the last second, like a live view
+  auto t_end = clock.now() + 10min;
+  auto next_probe = clock.now() + 10s;
+  ASSERT_TRUE(s.run_until(t_end, [&](SamplerRecord&& r) {
+                 ++records;
+                 samples += r.samples.size();
+                 window.push_back(std::move(r));
+                 while (window.size() > 8 * 6 * 100) window.pop_front();
+                 if (clock.now() >= next_probe) {
+                   rss.push_back(resident_kib());
+                   next_probe += 10s;
+                 }
+               }).ok());
+  ASSERT_GE(rss.size(), 55u);
+  EXPECT_GE(samples, 8ull * 60000 * 19);  // 8 GPUs × 60000 ticks × 19 non-buffered metrics
+  std::vector<long> steady(rss.begin() + static_cast<long>(rss.size() / 10), rss.end());
+  double mean = std::accumulate(steady.begin(), steady.end(), 0.0) / static_cast<double>(steady.size());
+  for (std::size_t i = 0; i < steady.size(); ++i)
+    EXPECT_NEAR(static_cast<double>(steady[i]), mean, 0.05 * mean) << "probe " << i;
+  RecordProperty("records", std::to_string(records));
+  RecordProperty("rss_mean_kib", std::to_string(static_cast<long>(mean)));
+}
+
+}  // namespace
+}  // namespace gpudoc::telemetry

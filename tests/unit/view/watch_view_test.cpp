@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include "core/text.hpp"
+#include "gpu/fake/fake_backend.hpp"
+#include "telemetry/sampler.hpp"
+#include "view/live_state.hpp"
+#include "view/watch_render.hpp"
+
+namespace gpudoc::view {
+namespace {
+
+using namespace std::chrono_literals;
+using gpu::Metric;
+
+gpu::DeviceInfo h200(int index) {
+  gpu::DeviceInfo d;
+  d.index = index;
+  d.name = "NVIDIA H200";
+  d.pci_bus_id = "00000000:18:00.0";
+  d.memory_total_bytes = 143771ULL << 20;
+  d.sm_clock_max_mhz = 1980;
+  d.temperature_slowdown_celsius = 89;
+  d.power_limit_default_watts = 700;
+  return d;
+}
+
+telemetry::SamplerRecord samples(int gpu, std::int64_t t_ns, std::vector<std::pair<Metric, double>> v) {
+  telemetry::SamplerRecord r;
+  r.gpu = gpu;
+  for (auto [m, x] : v) r.samples.push_back({m, x, t_ns});
+  return r;
+}
+
+constexpr std::int64_t kSec = 1'000'000'000;
+
+TEST(LiveState, LatestGoesStaleAndAbsentIsNotZero) {
+  LiveState s({h200(0)}, telemetry::SamplerConfig::default_periods());
+  s.add(samples(0, 10 * kSec, {{Metric::kPowerWatts, 312.5}}));
+  s.set_now(10 * kSec + kSec / 10);
+  EXPECT_EQ(s.latest(0, Metric::kPowerWatts), 312.5);
+  EXPECT_FALSE(s.latest(0, Metric::kGpmSmActivityPercent).has_value());
+  s.set_now(13 * kSec);  // fast group period 100 ms: 3 s without a reading is stale
+  EXPECT_FALSE(s.latest(0, Metric::kPowerWatts).has_value());
+}
+
+TEST(LiveState, HistoryBucketsMeanAndGaps) {
+  LiveState s({h200(0)}, telemetry::SamplerConfig::default_periods(), 500ms, 4);
+  s.add(samples(0, 10 * kSec, {{Metric::kGpuUtilizationPercent, 100}}));
+  s.add(samples(0, 10 * kSec + kSec / 5, {{Metric::kGpuUtilizationPercent, 50}}));
+  s.add(samples(0, 11 * kSec + kSec / 5, {{Metric::kGpuUtilizationPercent, 0}}));
+  s.set_now(11 * kSec + kSec / 2);  // buckets 20, 21, 22, 23 (of 500 ms)
+  auto h = s.history(0, Metric::kGpuUtilizationPercent);
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[0], 75.0);
+  EXPECT_FALSE(h[1].has_value());
+  EXPECT_EQ(h[2], 0.0);
+  EXPECT_FALSE(h[3].has_value());
+}
+
+TEST(WatchRender, FitsEightyColumnsAndShowsWhatItKnows) {
+  LiveState s({h200(0), h200(1)}, telemetry::SamplerConfig::default_periods());
+  for (int i = 0; i < 20; ++i)
+    s.add(samples(0, 10 * kSec + i * kSec / 5,
+                  {{Metric::kGpuUtilizationPercent, 100}, {Metric::kPowerWatts, 690}, {Metric::kSmClockMhz, 1530},
+                   {Metric::kClockEventReasonsMask, 4}, {Metric::kGpmSmActivityPercent, 92},
+                   {Metric::kMemoryUsedBytes, 40.0 * (1ULL << 30)}}));
+  telemetry::SamplerRecord lost;
+  lost.kind = telemetry::SamplerRecord::Kind::kEvent;
+  lost.gpu = 1;
+  lost.event_kind = "gpu_lost";
+  s.add(lost);
+  s.set_now(14 * kSec);
+  std::string frame = render_watch(s, {.title = "gpudoc watch — test", .banner = "", .clock = "12:00:00"});
+  std::size_t start = 0;
+  while (start < frame.size()) {
+    auto end = frame.find('\n', start);
+    std::string line = frame.substr(start, end - start);
+    EXPECT_LE(core::display_width(line), 80u) << line;
+    start = end + 1;
+  }
+  EXPECT_NE(frame.find("100 %"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("690 W / 700 W"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("SM 1530 / 1980 MHz"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("sw_power_cap  ← clocks held down"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("GPU 1 NVIDIA H200 · 00000000:18:00.0  [LOST]"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("40.0 GiB / 140.4 GiB"), std::string::npos) << frame;
+  auto j = watch_json(s);
+  EXPECT_EQ(j["gpus"][0]["power_watts"], 690);
+  EXPECT_FALSE(j["gpus"][1].contains("power_watts"));
+  EXPECT_EQ(j["gpus"][1]["status"], "lost");
+}
+
+}  // namespace
+}  // namespace gpudoc::view
