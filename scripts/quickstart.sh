@@ -10,7 +10,7 @@ duration="${GPUDOC_QUICKSTART_SECONDS:-20}"
 if "$gpudoc" watch --once >/dev/null 2>&1; then
   exec "$gpudoc" watch --duration "$duration"
 fi
-trace=tests/data/sawtooth_1000ms.jsonl
+trace=tests/data/sawtooth_p1000_d50.jsonl
 echo
 echo "No NVIDIA GPU or driver on this machine, so this is a REPLAY of a real H200 trace"
 echo "($trace, recorded with gpudoc record; see tests/data/README.md), not live telemetry."

@@ -135,6 +135,11 @@ single_gpu_set() {
     record memory_growth          20 memory_growth.py --step-mib 512 --interval-s 1.0
     record contention_turns       16 contention.py --mode turns --phase-s 2
     record contention_concurrent  12 contention.py --mode concurrent
+    # Held out: never used to tune diagnosis thresholds (the test set of the diagnose issue).
+    record heldout_sawtooth_p3000_d30 15 sawtooth.py --period-ms 3000 --duty 0.3
+    record heldout_sawtooth_p700_d70  12 sawtooth.py --period-ms 700 --duty 0.7
+    record heldout_sawtooth_p150_d40  12 sawtooth.py --period-ms 150 --duty 0.4
+    record heldout_memory_growth_2g   15 memory_growth.py --step-mib 2048 --interval-s 1.0
 }
 
 MULTI_GPU_NAMES="allreduce_straggler_slow1 allreduce_straggler_slow0 allreduce_balanced allreduce_straggler_sleep1"

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include "cli/commands.hpp"
@@ -68,9 +69,10 @@ int run_watch(const WatchFlags& f) {
     replay_start_ns = trace->header.start_unix_ns;
     replay_duration = trace->duration_s;
     std::string gpu_name = trace->header.gpus.empty() ? "no GPU" : trace->header.gpus[0].name;
-    banner = fmt::format("REPLAY of {} (recorded {} on {}, {}{}) — not live{}", f.trace, utc_date(replay_start_ns),
-                         trace->header.host, gpu_name, trace->header.gpus.size() > 1 ? fmt::format(" ×{}", trace->header.gpus.size()) : "",
-                         f.speed != 1.0 ? fmt::format(", ×{} speed", f.speed) : "");
+    // "not live" comes first: the banner is cut to the terminal's width, and that must survive.
+    banner = fmt::format("REPLAY, not live{}: {}, recorded {} on {}, {}{}", f.speed != 1.0 ? fmt::format(" (×{})", f.speed) : "",
+                         std::filesystem::path(f.trace).filename().string(), utc_date(replay_start_ns), trace->header.host,
+                         gpu_name, trace->header.gpus.size() > 1 ? fmt::format(" ×{}", trace->header.gpus.size()) : "");
     auto r = gpu::open_replay_backend(std::move(*trace), clock, gpu::ReplayOptions{f.speed});
     if (!r) return report_error(r.error(), f.json);
     replay = r->get();
@@ -85,7 +87,12 @@ int run_watch(const WatchFlags& f) {
   if (header->gpus.empty())
     return report_error(core::Error(core::ErrorKind::kEnvironment, "the NVIDIA driver is loaded but reports no GPU"), f.json);
 
-  view::LiveState state(header->gpus, config->periods);
+  // In a replay the sampler reads every period of wall time, which is `speed` periods of trace
+  // time: staleness is judged on the trace's clock.
+  auto view_periods = config->periods;
+  if (replay != nullptr)
+    for (auto& p : view_periods) p = std::chrono::milliseconds(static_cast<long>(static_cast<double>(p.count()) * std::max(1.0, f.speed)));
+  view::LiveState state(header->gpus, view_periods);
   telemetry::Sampler sampler(*backend, clock, *config);
   if (auto s = sampler.start(); !s) return report_error(s.error(), f.json);
   install_stop_handlers();
@@ -168,7 +175,7 @@ void register_watch(CLI::App& app, Action& action) {
       "  gpudoc watch\n"
       "  gpudoc watch --gpus 0,1 --duration 60\n"
       "  gpudoc watch --once --json | jq '.gpus[].power_watts'\n"
-      "  gpudoc watch tests/data/gemm_saturated.jsonl --speed 4\n"
+      "  gpudoc watch tests/data/sawtooth_p1000_d50.jsonl --speed 4\n"
       "Exit codes: 0 ok, 2 bad flags or trace, 3 no GPU or driver.");
   cmd->callback([f, &action] { action = [f] { return run_watch(*f); }; });
 }

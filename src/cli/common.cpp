@@ -15,7 +15,7 @@ core::Result<std::unique_ptr<gpu::Backend>> open_live_backend() {
   if (!b)
     return core::Error(b.error().kind(),
                        b.error().message() +
-                           "\n  e.g. gpudoc watch tests/data/sawtooth_1000ms.jsonl (a trace recorded on an H200)");
+                           "\n  e.g. gpudoc watch tests/data/sawtooth_p1000_d50.jsonl (a trace recorded on an H200)");
   return b;
 }
 
@@ -25,6 +25,7 @@ void SamplerFlags::add_to(CLI::App& cmd) {
                  "GROUP=MS: read a metric group every MS milliseconds (0 turns it off). Groups and defaults:\n" +
                      describe_groups())
       ->delimiter(',');
+  cmd.add_flag("--no-xid", no_xid, "do not listen for XID error events");
 }
 
 std::string describe_groups() {
@@ -40,6 +41,7 @@ std::string describe_groups() {
 core::Result<telemetry::SamplerConfig> SamplerFlags::to_config() const {
   telemetry::SamplerConfig c;
   c.gpus = gpus;
+  c.read_events = !no_xid;
   for (const auto& p : periods) {
     auto eq = p.find('=');
     if (eq == std::string::npos)

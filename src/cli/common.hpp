@@ -24,6 +24,7 @@ namespace gpudoc::cli {
 struct SamplerFlags {
   std::vector<int> gpus;
   std::vector<std::string> periods;  // "fast=100"
+  bool no_xid = false;
   void add_to(CLI::App& cmd);
   // Errors: kUsage for an unknown group, a malformed value, or a period below the sensor's
   // minimum (the message says why the minimum exists).

@@ -19,13 +19,13 @@ namespace gpudoc::gpu {
 // Groups: one backend read each, on one period.
 //   X(id, name, default period ms, minimum period ms, why this period)
 #define GPUDOC_METRIC_GROUPS(X)                                                                      \
-  X(kUtilization, "utilization", 2000, 200,                                                          \
+  X(kUtilization, "utilization", 5000, 200,                                                          \
     "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~3 ms of CPU a read") \
   X(kFast, "fast", 100, 100, "power, clocks, temperature, throttle reasons: the sensors update ~100 ms")\
   X(kGpm, "gpm", 200, 100, "GPU Performance Monitoring: two samples must be >= 100 ms apart")         \
   X(kSlow, "slow", 1000, 100, "memory temperature, PCIe link, power limit: change slowly")            \
-  X(kEnergy, "energy", 10000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")      \
-  X(kProcesses, "processes", 5000, 200, "per-process utilization and memory cost ~4 ms of CPU a read")
+  X(kEnergy, "energy", 30000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")      \
+  X(kProcesses, "processes", 10000, 200, "per-process samples (buffered, 200 ms) and memory: ~4 ms of CPU a read")
 
 enum class MetricGroup : std::uint8_t {
 #define GPUDOC_X(id, name, period, min_period, why) id,

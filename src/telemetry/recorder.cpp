@@ -120,7 +120,8 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   };
 
   while (true) {
-    consume(sampler.drain(std::chrono::milliseconds(100)));
+    // A quarter second between wake-ups: the child's exit and Ctrl-C are noticed within it.
+    consume(sampler.drain(std::chrono::milliseconds(250)));
     if (!write_status) {
       reason = "write_failed";
       break;

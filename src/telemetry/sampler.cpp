@@ -209,7 +209,8 @@ void Sampler::gpu_thread(GpuState* g) {
 }
 
 void Sampler::watchdog_thread() {
-  const Nanos tick = std::max<Nanos>(std::chrono::milliseconds(10), config_.hang_timeout / 4);
+  // Half the hang timeout: a hung call is reported within 1.5 timeouts, with one wake-up a second.
+  const Nanos tick = std::max<Nanos>(std::chrono::milliseconds(10), config_.hang_timeout / 2);
   while (running_.load()) {
     std::int64_t now = clock_.now().time_since_epoch().count();
     for (auto& g : states_) {
@@ -251,6 +252,7 @@ void Sampler::event_thread() {
 }
 
 void Sampler::push(SamplerRecord&& r) {
+  bool wake;
   {
     std::lock_guard lock(queue_mu_);
     if (queue_.size() >= config_.queue_capacity) {
@@ -258,13 +260,19 @@ void Sampler::push(SamplerRecord&& r) {
       dropped_++;
     }
     queue_.push_back(std::move(r));
+    // The consumer sleeps out its drain interval; wake it early only when the queue is filling up
+    // or an event arrives. Every wake-up costs CPU, and the sampler's budget is a few per second.
+    wake = queue_.size() == config_.queue_capacity / 2 || queue_.back().kind == SamplerRecord::Kind::kEvent;
   }
-  queue_cv_.notify_one();
+  if (wake) queue_cv_.notify_one();
 }
 
 std::vector<SamplerRecord> Sampler::drain(Nanos timeout) {
   std::unique_lock lk(queue_mu_);
-  queue_cv_.wait_for(lk, timeout, [this] { return !queue_.empty() || !running_.load(); });
+  queue_cv_.wait_for(lk, timeout, [this] {
+    return queue_.size() >= config_.queue_capacity / 2 || (!queue_.empty() && queue_.back().kind == SamplerRecord::Kind::kEvent) ||
+           !running_.load();
+  });
   std::vector<SamplerRecord> out;
   out.reserve(queue_.size());
   for (auto& r : queue_) out.push_back(std::move(r));

@@ -90,7 +90,8 @@ class Sampler {
   // between due times; records are passed to `sink` as they are produced (no queue).
   core::Status run_until(core::MonoTime end, const std::function<void(SamplerRecord&&)>& sink);
 
-  // Returns every queued record, waiting up to `timeout` for the first one. One consumer only.
+  // Waits up to `timeout` (less when an event arrives or the queue is half full), then returns
+  // every queued record. One consumer only.
   [[nodiscard]] std::vector<SamplerRecord> drain(core::Nanos timeout);
 
   [[nodiscard]] SamplerStats stats() const;

@@ -57,7 +57,7 @@ struct TraceHeader {
 struct Event {
   double t = 0;                            // seconds since start
   std::string kind;
-  std::optional<int> gpu;
+  std::optional<int> gpu;                  // read: position in header.gpus; written: see TraceWriter
   nlohmann::json fields = nlohmann::json::object();   // every other key of the line
 };
 
@@ -118,13 +118,22 @@ class TraceWriter {
   TraceWriter& operator=(TraceWriter&&) noexcept;
   ~TraceWriter();
 
-  // Device metrics of one GPU: samples with the same timestamp share a line.
+  // `gpu` (here and in Event::gpu) is the backend's index, as in the header's DeviceInfo::index;
+  // the file records the GPU's position in the header's list (they differ when a subset is
+  // recorded; when the header's indices are not distinct, `gpu` is taken as the position).
+  // Errors: kInternal for a GPU not in the header or an event t outside -1..kMaxTraceSeconds;
+  // kIo when writing fails (then every later call returns that error).
+  // Device metrics of one GPU: consecutive samples with the same timestamp share a line; NaN/Inf
+  // values and samples from before start - 1 s are not written.
   core::Status write_samples(int gpu, std::span<const gpu::MetricSample> samples);
   core::Status write_processes(int gpu, std::span<const gpu::ProcessSample> processes);
   core::Status write_event(const Event& event);
   // Pushes buffered lines to the OS (the sampler calls this at least once a second).
   core::Status flush();
-  // Writes the end line and closes the file. Idempotent.
+  // Writes the end line, fsyncs and closes the file (a wrapped stream is flushed, not closed).
+  // Idempotent: later calls return the first call's status. The end line's sample_lines is the
+  // writer's own count (what the file holds), not summary.sample_lines. A writer destroyed
+  // without close() closes with reason "destroyed".
   core::Status close(const TraceSummary& summary);
 
   [[nodiscard]] std::int64_t start_unix_ns() const;

@@ -147,9 +147,13 @@ const std::vector<KnownKind>& known_kinds() {
        false,
        {{"id", FieldType::kString, true}, {"severity", FieldType::kString, true}, {"message", FieldType::kString, true}}},
       {"annotation", false, {{"text", FieldType::kString, true}}},
-      {"gpu_lost", true, {}},
-      {"gpu_unresponsive", true, {{"call", FieldType::kString, false}, {"waited_ms", FieldType::kNumber, false}}},
-      {"gpu_recovered", true, {}},
+      {"gpu_lost", true, {{"message", FieldType::kString, false}}},
+      {"gpu_unresponsive",
+       true,
+       {{"call", FieldType::kString, false},
+        {"group", FieldType::kString, false},
+        {"waited_ms", FieldType::kNumber, false}}},
+      {"gpu_recovered", true, {{"after", FieldType::kString, false}}},
       {"sampler_overrun", false, {{"dropped", FieldType::kUnsigned, true}}},
   };
   return kinds;
@@ -656,12 +660,18 @@ core::Result<Trace> read_trace_file(const std::string& path) {
     std::FILE* f = std::fopen(path.c_str(), "rbe");
     if (f == nullptr)
       return core::Error(core::ErrorKind::kIo, fmt::format("reading {}: {}", path, std::strerror(errno)));
-    // The real size, so the content is read without reallocating (a 1 h, 8-GPU trace is ~100 MB).
+    // Read straight into a buffer of the file's size (a 1 h, 8-GPU trace is ~100 MB); then in
+    // chunks, since a trace still being recorded grows while we read it.
     struct stat st {};
-    if (::fstat(::fileno(f), &st) == 0 && st.st_size > 0) content.reserve(static_cast<std::size_t>(st.st_size));
+    std::size_t have = 0;
+    if (::fstat(::fileno(f), &st) == 0 && st.st_size > 0) {
+      content.resize(static_cast<std::size_t>(st.st_size));
+      have = std::fread(content.data(), 1, content.size(), f);
+      content.resize(have);
+    }
     char buf[1 << 16];
     std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) content.append(buf, n);
+    while (!std::ferror(f) && (n = std::fread(buf, 1, sizeof buf, f)) > 0) content.append(buf, n);
     bool failed = std::ferror(f) != 0;
     int err = errno;
     std::fclose(f);

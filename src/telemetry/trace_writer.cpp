@@ -4,8 +4,10 @@
 // in stdio, so what reaches the kernel is always a sequence of complete lines and a `kill -9`
 // leaves a readable trace without an end line, not a cut-off record.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bitset>
 #include <cerrno>
 #include <cmath>
@@ -75,7 +77,10 @@ std::optional<std::int64_t> micros_of_seconds(double t) {
 
 template <class J>
 void put_opt(J& j, const char* key, const std::optional<double>& v) {
-  if (v && std::isfinite(*v)) j[key] = *v;  // never NaN or Inf in a trace
+  if (!v || !std::isfinite(*v)) return;  // never NaN or Inf in a trace
+  // Whole values as integers ("sm_clock_max_mhz":1980), as in sample lines.
+  if (std::fabs(*v) < 9.0e15 && std::trunc(*v) == *v) j[key] = static_cast<std::int64_t>(*v);
+  else j[key] = *v;
 }
 template <class J, class T>
 void put_opt(J& j, const char* key, const std::optional<T>& v) {
@@ -169,6 +174,9 @@ struct TraceWriter::Impl {
   std::string path;                 // for messages; "<stream>" for wrap()
   std::int64_t start_unix_ns = 0;
   std::size_t gpu_count = 0;
+  // Callers name GPUs by their backend index (DeviceInfo::index); the file by position in the
+  // header's list. They differ when a subset is recorded (`record --gpus 2,3`).
+  std::vector<std::pair<int, int>> slot_of_index;   // (index, position), sorted; empty = identity
   std::string buf;
   std::uint64_t sample_lines = 0;
   std::int64_t last_t_us = 0;       // the latest t written, for an end line written by the destructor
@@ -218,6 +226,23 @@ struct TraceWriter::Impl {
     return core::ok_status();
   }
 
+  // The position in the header of the GPU the caller calls `gpu`.
+  core::Result<int> slot(int gpu) const {
+    if (slot_of_index.empty()) {
+      if (gpu >= 0 && static_cast<std::size_t>(gpu) < gpu_count) return gpu;
+    } else {
+      auto it = std::lower_bound(slot_of_index.begin(), slot_of_index.end(), std::pair<int, int>(gpu, -1));
+      if (it != slot_of_index.end() && it->first == gpu) return it->second;
+    }
+    std::vector<int> known;
+    for (const auto& [index, position] : slot_of_index) known.push_back(index);
+    if (slot_of_index.empty())
+      for (std::size_t i = 0; i < gpu_count; ++i) known.push_back(static_cast<int>(i));
+    if (known.size() > 16) known.resize(16);  // enough to see the numbering
+    return bug(fmt::format("TraceWriter: GPU {} is not in the trace header (its GPUs: {}{})", gpu,
+                           fmt::join(known, ", "), gpu_count > known.size() ? ", ..." : ""));
+  }
+
   void note_t(std::int64_t us) { last_t_us = std::max(last_t_us, us); }
 
   // Writes the header line and hands it to the OS at once: a trace file that exists is readable.
@@ -225,6 +250,16 @@ struct TraceWriter::Impl {
     if (header.gpus.size() > kMaxGpus) return bug(fmt::format("a trace holds at most {} GPUs", kMaxGpus));
     start_unix_ns = header.start_unix_ns;
     gpu_count = header.gpus.size();
+    for (std::size_t i = 0; i < header.gpus.size(); ++i)
+      slot_of_index.emplace_back(header.gpus[i].index, static_cast<int>(i));
+    std::sort(slot_of_index.begin(), slot_of_index.end());
+    bool identity = true;
+    bool distinct = true;
+    for (std::size_t i = 0; i < header.gpus.size(); ++i) identity = identity && header.gpus[i].index == static_cast<int>(i);
+    for (std::size_t i = 1; i < slot_of_index.size(); ++i)
+      distinct = distinct && slot_of_index[i - 1].first != slot_of_index[i].first;
+    // Indices that do not identify a GPU (a hand-made header) leave the caller's numbers as positions.
+    if (identity || !distinct) slot_of_index.clear();
     try {
       buf = header_line(header);
     } catch (const std::exception& e) {
@@ -296,8 +331,8 @@ core::Status TraceWriter::write_samples(int gpu, std::span<const gpu::MetricSamp
   Impl& w = *impl_;
   if (w.closed) return bug("TraceWriter: write after close");
   if (w.failed) return *w.failed;
-  if (gpu < 0 || static_cast<std::size_t>(gpu) >= w.gpu_count)
-    return bug(fmt::format("TraceWriter: GPU {} is not in the trace header ({} GPUs)", gpu, w.gpu_count));
+  auto slot = w.slot(gpu);
+  if (!slot) return slot.error();
   bool open = false;
   std::int64_t line_time = 0;
   std::bitset<gpu::kMetricCount> on_line;
@@ -313,7 +348,7 @@ core::Status TraceWriter::write_samples(int gpu, std::span<const gpu::MetricSamp
       if (!us) continue;
       w.buf += "{\"type\":\"sample\",\"t\":";
       append_t(w.buf, *us);
-      fmt::format_to(std::back_inserter(w.buf), ",\"gpu\":{}", gpu);
+      fmt::format_to(std::back_inserter(w.buf), ",\"gpu\":{}", *slot);
       w.note_t(*us);
       ++w.sample_lines;
       open = true;
@@ -331,8 +366,8 @@ core::Status TraceWriter::write_processes(int gpu, std::span<const gpu::ProcessS
   Impl& w = *impl_;
   if (w.closed) return bug("TraceWriter: write after close");
   if (w.failed) return *w.failed;
-  if (gpu < 0 || static_cast<std::size_t>(gpu) >= w.gpu_count)
-    return bug(fmt::format("TraceWriter: GPU {} is not in the trace header ({} GPUs)", gpu, w.gpu_count));
+  auto slot = w.slot(gpu);
+  if (!slot) return slot.error();
   auto out = std::back_inserter(w.buf);
   for (const auto& p : processes) {
     auto us = micros_since(p.time_unix_ns, w.start_unix_ns);
@@ -340,7 +375,7 @@ core::Status TraceWriter::write_processes(int gpu, std::span<const gpu::ProcessS
     w.buf += "{\"type\":\"process\",\"t\":";
     append_t(w.buf, *us);
     w.note_t(*us);
-    fmt::format_to(out, ",\"gpu\":{},\"pid\":{}", gpu, p.pid);
+    fmt::format_to(out, ",\"gpu\":{},\"pid\":{}", *slot, p.pid);
     if (!p.name.empty()) fmt::format_to(out, ",\"name\":{}", json_string(p.name));
     if (p.sm_utilization_percent && std::isfinite(*p.sm_utilization_percent))
       fmt::format_to(out, ",\"sm_utilization_percent\":{}", *p.sm_utilization_percent);
@@ -361,8 +396,12 @@ core::Status TraceWriter::write_event(const Event& event) {
   auto us = micros_of_seconds(event.t);
   if (!us) return bug(fmt::format("TraceWriter: event t {} is outside -1..{:.0f} s", event.t, kMaxTraceSeconds));
   if (event.kind.empty()) return bug("TraceWriter: an event needs a kind");
-  if (event.gpu && (*event.gpu < 0 || static_cast<std::size_t>(*event.gpu) >= w.gpu_count))
-    return bug(fmt::format("TraceWriter: GPU {} is not in the trace header ({} GPUs)", *event.gpu, w.gpu_count));
+  std::optional<int> slot;
+  if (event.gpu) {
+    auto s = w.slot(*event.gpu);
+    if (!s) return s.error();
+    slot = *s;
+  }
   if (!event.fields.is_object() && !event.fields.is_null()) return bug("TraceWriter: event fields must be an object");
   std::string line;
   try {
@@ -370,7 +409,7 @@ core::Status TraceWriter::write_event(const Event& event) {
     append_t(line, *us);
     line += ",\"kind\":";
     line += json_string(event.kind);
-    if (event.gpu) fmt::format_to(std::back_inserter(line), ",\"gpu\":{}", *event.gpu);
+    if (slot) fmt::format_to(std::back_inserter(line), ",\"gpu\":{}", *slot);
     if (event.fields.is_object()) {
       for (auto it = event.fields.begin(); it != event.fields.end(); ++it) {
         const std::string& k = it.key();

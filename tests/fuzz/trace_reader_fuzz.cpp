@@ -12,6 +12,7 @@
 // The same entry point runs under gcc in CI (tests/unit/telemetry/trace_fuzz_corpus_test.cpp).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -98,6 +99,16 @@ void check_well_formed(const Trace& t) {
 
 std::int64_t unix_ns(const Trace& t, double s) { return t.header.start_unix_ns + std::llround(s * 1e9); }
 
+// The number TraceWriter knows GPU position g by: its DeviceInfo::index when the header's
+// indices are distinct, else the position itself (see TraceWriter::write_samples).
+int writer_gpu(const Trace& t, std::size_t g) {
+  std::vector<int> idx;
+  for (const auto& d : t.header.gpus) idx.push_back(d.index);
+  std::sort(idx.begin(), idx.end());
+  bool distinct = std::adjacent_find(idx.begin(), idx.end()) == idx.end();
+  return distinct ? t.header.gpus[g].index : static_cast<int>(g);
+}
+
 // Writes `t` with TraceWriter into memory and returns the text.
 std::string write_back(const Trace& t) {
   char* buf = nullptr;
@@ -113,15 +124,16 @@ std::string write_back(const Trace& t) {
         const auto& s = t.gpus[g].metric(m);
         for (std::size_t i = 0; i < s.size(); ++i) samples.push_back({m, s.v[i], unix_ns(t, s.t[i])});
       }
-      FUZZ_CHECK(w->write_samples(static_cast<int>(g), samples).ok());
+      FUZZ_CHECK(w->write_samples(writer_gpu(t, g), samples).ok());
       std::vector<gpu::ProcessSample> procs;
       for (const auto& p : t.gpus[g].processes) {
         procs.push_back(p.sample);
         procs.back().time_unix_ns = unix_ns(t, p.t);
       }
-      FUZZ_CHECK(w->write_processes(static_cast<int>(g), procs).ok());
+      FUZZ_CHECK(w->write_processes(writer_gpu(t, g), procs).ok());
     }
-    for (const auto& e : t.events) {
+    for (telemetry::Event e : t.events) {
+      if (e.gpu) e.gpu = writer_gpu(t, static_cast<std::size_t>(*e.gpu));
       auto st = w->write_event(e);
       FUZZ_CHECK(st.ok(), st.ok() ? "" : st.error().message());
     }

@@ -37,7 +37,9 @@ std::vector<std::string> missing_required(const NvmlApi& api) {
 }
 
 NvmlLibrary::~NvmlLibrary() {
-  if (handle_ != nullptr) dlclose(handle_);
+  // NVML is never dlclose'd: the driver library can leave threads or exit handlers behind that
+  // would run unmapped code. A crash at exit seen on a 2-GPU H200 (2026-11-29) is suspected to be
+  // this; not confirmed. The mapping lives until the process ends.
 }
 
 core::Result<std::unique_ptr<NvmlLibrary>> load_nvml_library(const std::string& path) {

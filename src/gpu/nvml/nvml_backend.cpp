@@ -68,6 +68,8 @@ constexpr unsigned int kMaxUtilizationCapacity = 8192;
 constexpr unsigned int kInitialProcessCapacity = 64;
 constexpr unsigned int kMaxProcessCapacity = 65536;
 constexpr int kMaxGrowAttempts = 6;
+// Two utilization samples closer than this are one 200 ms sample read twice (see read_utilization).
+constexpr unsigned long long kUtilizationRewriteUs = 50'000;
 // Events drained per wait_events() call once the first one arrived.
 constexpr int kMaxEventsPerWait = 256;
 // Enough for every NVML string (names, UUIDs, versions: 96 bytes at most in nvml.h).
@@ -123,6 +125,8 @@ struct DeviceState {
 
   // kUtilization: the newest driver timestamp returned so far, per buffer (µs since the epoch).
   std::array<unsigned long long, kUtilizationBuffers.size()> util_last_seen_us{};
+  // The timestamp of the last sample handed out, per buffer (0: none yet).
+  std::array<unsigned long long, kUtilizationBuffers.size()> util_last_returned_us{};
   unsigned int util_capacity = kMinUtilizationCapacity;
   std::vector<nvmlSample_t> util_buf;
 
@@ -258,6 +262,7 @@ class NvmlBackend final : public Backend {
   bool initialized_ = false;
   std::vector<std::unique_ptr<DeviceState>> devices_;  // fixed after init()
 
+  std::mutex gpm_mu_;     // every nvmlGpm* call, whatever the GPU (see read_gpm)
   std::mutex events_mu_;  // wait_events() is one waiter at a time
   bool events_set_up_ = false;
   nvmlEventSet_t event_set_ = nullptr;
@@ -404,6 +409,7 @@ core::Status NvmlBackend::probe(DeviceState& d, int gpu) {
   if (!gpm_symbols) {
     core::log_debug("GPU {}: GPM metrics are not supported (this NVML lacks the nvmlGpm* functions)", gpu);
   } else {
+    std::lock_guard gpm_lock(gpm_mu_);
     nvmlGpmSupport_t support{};
     support.version = NVML_GPM_SUPPORT_VERSION;
     nvmlReturn_t rc = api_.nvmlGpmQueryDeviceSupport(h, &support);
@@ -553,10 +559,16 @@ core::Status NvmlBackend::read_utilization(DeviceState& d, int gpu, GroupRead& g
     for (auto it = d.util_buf.begin(); it != end; ++it) {
       // Strictly newer than the last one returned: nothing twice, even if the driver overlaps.
       if (it->timeStamp <= newest) continue;
+      newest = it->timeStamp;
+      // The driver rewrites its newest entry while that sample period is still open: read at that
+      // moment, the same 200 ms sample comes back on the next read with a timestamp a fraction of a
+      // millisecond later (seen on an H200, driver 580.159.04: 0.26 ms and 0.17 ms apart). A sample
+      // that close to the last one returned is that rewrite, not a new period: skip it.
+      if (d.util_last_returned_us[i] != 0 && it->timeStamp - d.util_last_returned_us[i] < kUtilizationRewriteUs) continue;
       const auto v = value_as_double(type, it->sampleValue);
       if (!v) continue;
       push(g, b.metric, *v, micros_to_nanos(it->timeStamp));
-      newest = it->timeStamp;
+      d.util_last_returned_us[i] = it->timeStamp;
     }
     d.util_last_seen_us[i] = newest;
   }
@@ -627,6 +639,10 @@ core::Status NvmlBackend::read_energy(DeviceState& d, int gpu, GroupRead& g) {
 #undef GPUDOC_READ
 
 core::Status NvmlBackend::read_gpm(DeviceState& d, int gpu, GroupRead& g) {
+  // GPM calls for different GPUs from different threads crashed gpudoc (SIGSEGV, 5 of 5 runs) on a
+  // 2-GPU H200 with driver 580.159.04, and never with GPM off (0 of 5): NVML's GPM is treated as
+  // not thread-safe across devices, and every GPM call in this process goes through one lock.
+  std::lock_guard gpm_lock(gpm_mu_);
   // A failure of the sample calls concerns the whole group.
   const auto group_failed = [&](nvmlReturn_t rc, std::string_view what) -> core::Status {
     core::Error e = nvml_error(api_, rc, fmt::format("GPU {}: {}", gpu, what));
@@ -752,41 +768,34 @@ core::Status NvmlBackend::read_processes(DeviceState& d, int gpu, GroupRead& g) 
     }
     if (rc == NVML_SUCCESS) {
       g.any_success = true;
-      // NVML may return several ~200 ms samples per process since last_seen: average them so the
-      // figure covers the whole window since the previous read, stamped with the newest sample.
-      struct Sum {
-        double sm = 0, mem = 0;
-        int n = 0;
-        unsigned long long newest = 0;
-      };
-      std::unordered_map<std::uint32_t, Sum> sums;
-      std::vector<std::uint32_t> order;  // first-seen order, so output is stable
+      // NVML returns one sample per process per ~200 ms since last_seen: each becomes its own
+      // observation with the driver's timestamp (none lost, none repeated), carrying the memory
+      // figure of the process list read just before. Contention shows in these per-sample turns.
+      std::vector<ProcessSample> samples;
+      std::unordered_map<std::uint32_t, bool> sampled;
       unsigned long long newest = last_seen;
       for (unsigned int i = 0; i < std::min(count, d.process_util_capacity); ++i) {
         const nvmlProcessUtilizationSample_t& u = d.process_util_buf[i];
         if (u.timeStamp <= last_seen) continue;  // already returned
-        auto [it, inserted] = sums.try_emplace(u.pid);
-        if (inserted) order.push_back(u.pid);
-        it->second.sm += u.smUtil;
-        it->second.mem += u.memUtil;
-        it->second.n += 1;
-        it->second.newest = std::max(it->second.newest, u.timeStamp);
+        ProcessSample p;
+        if (auto it = by_pid.find(u.pid); it != by_pid.end()) p = out[it->second];
+        p.pid = u.pid;
+        p.sm_utilization_percent = u.smUtil;
+        p.memory_utilization_percent = u.memUtil;
+        p.time_unix_ns = micros_to_nanos(u.timeStamp);
+        samples.push_back(std::move(p));
+        sampled[u.pid] = true;
         newest = std::max(newest, u.timeStamp);
       }
       d.process_util_last_seen_us = newest;
-      for (std::uint32_t pid : order) {
-        const Sum& s = sums[pid];
-        auto [it, inserted] = by_pid.try_emplace(pid, out.size());
-        if (inserted) {  // sampled but no longer (or never) in the compute list: still real usage
-          ProcessSample p;
-          p.pid = pid;
-          out.push_back(std::move(p));
-        }
-        ProcessSample& p = out[it->second];
-        p.sm_utilization_percent = s.sm / s.n;
-        p.memory_utilization_percent = s.mem / s.n;
-        p.time_unix_ns = micros_to_nanos(s.newest);
-      }
+      // Processes in the list without a new utilization sample keep their list entry (memory only).
+      std::vector<ProcessSample> merged;
+      for (auto& p : out)
+        if (!sampled.count(p.pid)) merged.push_back(std::move(p));
+      std::stable_sort(samples.begin(), samples.end(),
+                [](const ProcessSample& a, const ProcessSample& b) { return a.time_unix_ns < b.time_unix_ns; });
+      for (auto& p : samples) merged.push_back(std::move(p));
+      out = std::move(merged);
     } else if (rc == NVML_ERROR_NOT_FOUND) {
       g.any_success = true;  // no new per-process sample since the last read
     } else if (auto s = failed(rc, "per-process utilization", d.process_utilization_supported); !s) {

@@ -66,7 +66,11 @@ core::Result<int> ReplayBackend::device_count() { return static_cast<int>(trace_
 
 core::Result<DeviceInfo> ReplayBackend::device_info(int gpu) {
   if (gpu < 0 || static_cast<std::size_t>(gpu) >= trace_.gpus.size()) return no_such_gpu(gpu, trace_.gpus.size());
-  return trace_.header.gpus[static_cast<std::size_t>(gpu)];
+  // The replay numbers its GPUs 0..n-1 whatever the recording machine called them, and a
+  // DeviceInfo's index is the number its backend answers to.
+  DeviceInfo d = trace_.header.gpus[static_cast<std::size_t>(gpu)];
+  d.index = gpu;
+  return d;
 }
 
 core::Result<MetricSet> ReplayBackend::capabilities(int gpu) {

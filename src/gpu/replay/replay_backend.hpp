@@ -43,6 +43,7 @@ class ReplayBackend final : public Backend {
   // The recording's system, with backend "replay".
   [[nodiscard]] core::Result<SystemInfo> system_info() override;
   [[nodiscard]] core::Result<int> device_count() override;
+  // The recorded DeviceInfo, with index = gpu (the replay's own numbering, 0..n-1).
   [[nodiscard]] core::Result<DeviceInfo> device_info(int gpu) override;
   // The metrics that have at least one sample for this GPU in the trace.
   [[nodiscard]] core::Result<MetricSet> capabilities(int gpu) override;

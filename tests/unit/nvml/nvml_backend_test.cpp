@@ -246,6 +246,47 @@ TEST_F(nvml_backend, UtilizationSamplesAreDrainedWithoutLossOrRepeat) {
   EXPECT_EQ(gpu_times.size(), 200U);
 }
 
+// Seen on an H200 (driver 580.159.04): read while its newest 200 ms period is still open, the
+// driver returns that sample, then rewrites it with a timestamp ~0.2 ms later, so the next read
+// hands the same period back as "newer". It must be counted once.
+TEST_F(nvml_backend, UtilizationSampleRewrittenByTheDriverIsCountedOnce) {
+  FakeNvml fake;
+  const unsigned long long t0 = now_us();
+  std::vector<nvmlSample_t> ring;
+  auto sample = [](unsigned long long ts, unsigned int v) {
+    nvmlSample_t x{};
+    x.timeStamp = ts;
+    x.sampleValue.uiVal = v;
+    return x;
+  };
+  ring = {sample(t0 + 200'000, 10), sample(t0 + 400'000, 20)};
+  fake.nvmlDeviceGetSamples = [&ring](nvmlDevice_t, nvmlSamplingType_t, unsigned long long last, nvmlValueType_t* vt,
+                                      unsigned int* count, nvmlSample_t* out) {
+    *vt = NVML_VALUE_TYPE_UNSIGNED_INT;
+    unsigned int n = 0;
+    for (const auto& x : ring)
+      if (x.timeStamp > last && n < *count) out[n++] = x;
+    if (n == 0) return NVML_ERROR_NOT_FOUND;
+    *count = n;
+    return NVML_SUCCESS;
+  };
+  auto b = open(fake);
+  std::vector<std::int64_t> times;
+  auto drain = [&] {
+    auto r = b->read(0, MetricGroup::kUtilization);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    for (const auto& m : r->metrics)
+      if (m.metric == Metric::kGpuUtilizationPercent) times.push_back(m.time_unix_ns);
+  };
+  drain();
+  ASSERT_EQ(times.size(), 2U);
+  // The driver rewrites its newest entry 0.26 ms later, then takes the next sample.
+  ring = {sample(t0 + 200'000, 10), sample(t0 + 400'260, 21), sample(t0 + 600'260, 30)};
+  drain();
+  ASSERT_EQ(times.size(), 3U) << "the rewritten sample came back as a new one";
+  EXPECT_EQ(times[2], static_cast<std::int64_t>(t0 + 600'260) * 1000);
+}
+
 TEST_F(nvml_backend, UtilizationNotFoundMeansAnEmptyReading) {
   FakeNvml fake;
   fake.nvmlDeviceGetSamples = [](nvmlDevice_t, nvmlSamplingType_t, unsigned long long, nvmlValueType_t*,
@@ -639,7 +680,7 @@ TEST_F(nvml_backend, ProcessListGrowsOnInsufficientSizeAndMapsAbsentFields) {
   EXPECT_EQ(fake.calls("nvmlDeviceGetComputeRunningProcesses_v3"), 4) << "the grown buffer is kept";
 }
 
-TEST_F(nvml_backend, ProcessUtilizationIsIncrementalAndAveragedPerPid) {
+TEST_F(nvml_backend, ProcessUtilizationIsIncrementalOneObservationPerSample) {
   FakeNvml fake;
   fake.missing = {"nvmlDeviceGetComputeRunningProcesses_v3"};  // falls back to _v2
   fake.nvmlDeviceGetComputeRunningProcesses_v2 = [](nvmlDevice_t, unsigned int* count, nvmlProcessInfo_t* infos) {
@@ -681,16 +722,22 @@ TEST_F(nvml_backend, ProcessUtilizationIsIncrementalAndAveragedPerPid) {
   auto b = open(fake);
   auto r = b->read(0, MetricGroup::kProcesses);
   ASSERT_TRUE(r.ok()) << r.error().message();
-  ASSERT_EQ(r->processes.size(), 2U);
+  // Each driver sample newer than open is its own observation, in time order, with its own
+  // timestamp; the process list's memory figure rides along.
+  ASSERT_EQ(r->processes.size(), 3U);
   const ProcessSample& a = r->processes[0];
   EXPECT_EQ(a.pid, 4242U);
   EXPECT_EQ(a.memory_used_bytes, 1ULL << 30);
-  EXPECT_DOUBLE_EQ(*a.sm_utilization_percent, 50.0);
-  EXPECT_DOUBLE_EQ(*a.memory_utilization_percent, 20.0);
-  EXPECT_EQ(a.time_unix_ns, static_cast<std::int64_t>(t0 + 400'000) * 1000);
-  EXPECT_EQ(r->processes[1].pid, 777U);
-  EXPECT_FALSE(r->processes[1].memory_used_bytes);
-  EXPECT_DOUBLE_EQ(*r->processes[1].sm_utilization_percent, 5.0);
+  EXPECT_DOUBLE_EQ(*a.sm_utilization_percent, 40.0);
+  EXPECT_DOUBLE_EQ(*a.memory_utilization_percent, 10.0);
+  EXPECT_EQ(a.time_unix_ns, static_cast<std::int64_t>(t0 + 200'000) * 1000);
+  const ProcessSample& b2 = r->processes[1];
+  EXPECT_EQ(b2.pid, 4242U);
+  EXPECT_DOUBLE_EQ(*b2.sm_utilization_percent, 60.0);
+  EXPECT_EQ(b2.time_unix_ns, static_cast<std::int64_t>(t0 + 400'000) * 1000);
+  EXPECT_EQ(r->processes[2].pid, 777U);
+  EXPECT_FALSE(r->processes[2].memory_used_bytes);
+  EXPECT_DOUBLE_EQ(*r->processes[2].sm_utilization_percent, 5.0);
   EXPECT_EQ(last_seen_args.back(), t0) << "first read: only samples newer than open";
 
   // Nothing new: the process is still listed, without utilization.

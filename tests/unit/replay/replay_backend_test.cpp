@@ -91,6 +91,7 @@ TEST(ReplayBackend, ReportsTheRecordedSystem) {
   EXPECT_EQ((*b)->system_info()->backend, "replay");
   EXPECT_EQ((*b)->system_info()->driver_version, "580.159.03");
   EXPECT_EQ((*b)->device_info(1)->uuid, "GPU-b");
+  EXPECT_EQ((*b)->device_info(1)->index, 1);
   EXPECT_EQ((*b)->device_info(2).error().kind(), core::ErrorKind::kBadInput);
   EXPECT_EQ((*b)->read(-1, MetricGroup::kFast).error().kind(), core::ErrorKind::kBadInput);
 

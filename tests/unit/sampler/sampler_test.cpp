@@ -29,7 +29,7 @@ SamplerConfig only(MetricGroup g, std::chrono::milliseconds period) {
 TEST(Sampler, ReadsEachGroupOnItsOwnPeriod) {
   core::ManualClock clock;
   gpu::FakeBackend fake(clock, 2);
-  SamplerConfig c;  // catalog defaults: fast 100 ms, utilization 2 s, gpm 200 ms, energy 10 s ...
+  SamplerConfig c;  // catalog defaults: fast 100 ms, utilization 5 s, gpm 200 ms, energy 30 s ...
   c.read_events = false;
   Sampler s(fake, clock, c);
   std::size_t records = 0;
@@ -37,9 +37,9 @@ TEST(Sampler, ReadsEachGroupOnItsOwnPeriod) {
   for (int g = 0; g < 2; ++g) {
     EXPECT_EQ(fake.read_count(g, MetricGroup::kFast), 600u);
     EXPECT_EQ(fake.read_count(g, MetricGroup::kGpm), 300u);
-    EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 30u);
-    EXPECT_EQ(fake.read_count(g, MetricGroup::kEnergy), 6u);
-    EXPECT_EQ(fake.read_count(g, MetricGroup::kProcesses), 12u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 12u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kEnergy), 2u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kProcesses), 6u);
   }
   EXPECT_GT(records, 0u);
 }

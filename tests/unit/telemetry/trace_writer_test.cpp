@@ -361,7 +361,7 @@ TEST(TraceWriter, RejectsMisuse) {
   auto w = TraceWriter::create(f.path(), full_header(1));
   ASSERT_TRUE(w.ok());
   std::vector<gpu::MetricSample> s = {{Metric::kPowerWatts, 1, at(1)}};
-  EXPECT_EQ(w->write_samples(1, s).error().message(), "TraceWriter: GPU 1 is not in the trace header (1 GPUs)");
+  EXPECT_EQ(w->write_samples(1, s).error().message(), "TraceWriter: GPU 1 is not in the trace header (its GPUs: 0)");
   EXPECT_EQ(w->write_event({std::nan(""), "x", std::nullopt, {}}).error().kind(), core::ErrorKind::kInternal);
   EXPECT_EQ(w->write_event({1, "", std::nullopt, {}}).error().kind(), core::ErrorKind::kInternal);
   EXPECT_EQ(w->write_event({1, "x", 3, {}}).error().kind(), core::ErrorKind::kInternal);
@@ -372,6 +372,31 @@ TEST(TraceWriter, RejectsMisuse) {
   ASSERT_EQ(t.events.size(), 1u);
   EXPECT_EQ(t.events[0].kind, "x");
   EXPECT_EQ(t.events[0].fields, (nlohmann::json{{"k", 1}}));
+}
+
+TEST(TraceWriter, NumbersARecordedSubsetByPositionInTheHeader) {
+  // `record --gpus 2,3`: the sampler names GPUs 2 and 3; the file calls them 0 and 1.
+  TraceHeader h = full_header(0);
+  h.gpus = {testing::full_device(3), testing::full_device(2)};
+  TempFile f;
+  auto w = TraceWriter::create(f.path(), h);
+  ASSERT_TRUE(w.ok());
+  std::vector<gpu::MetricSample> s = {{Metric::kPowerWatts, 2, at(1)}};
+  ASSERT_TRUE(w->write_samples(2, s).ok());
+  gpu::ProcessSample p;
+  p.pid = 3;
+  p.time_unix_ns = at(1);
+  std::vector<gpu::ProcessSample> ps = {p};
+  ASSERT_TRUE(w->write_processes(3, ps).ok());
+  ASSERT_TRUE(w->write_event({1, "xid", 3, {{"code", 79}}}).ok());
+  EXPECT_EQ(w->write_samples(0, s).error().message(), "TraceWriter: GPU 0 is not in the trace header (its GPUs: 2, 3)");
+  ASSERT_TRUE(w->close({1, 0, 0, "duration"}).ok());
+  Trace t = read_back(f.path());
+  EXPECT_EQ(t.header.gpus[0].index, 3);  // the recording machine's numbers are kept
+  EXPECT_EQ(t.header.gpus[1].index, 2);
+  EXPECT_EQ(t.gpus[1].metric(Metric::kPowerWatts).v, std::vector<double>{2});
+  EXPECT_EQ(t.gpus[0].processes.size(), 1u);
+  EXPECT_EQ(t.events[0].gpu, 0);
 }
 
 TEST(TraceWriter, ReplacesInvalidUtf8InNames) {
