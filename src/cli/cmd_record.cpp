@@ -24,6 +24,11 @@ struct RecordFlags {
 
 int run_record(const RecordFlags& f) {
   if (f.duration_s < 0) return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be positive"), f.json);
+  if (f.output == "-" && !f.command.empty())
+    return report_error(core::Error(core::ErrorKind::kUsage,
+                                    "-o - writes the trace to stdout, where the command's own output would mix into it; "
+                                    "give a file name"),
+                        f.json);
   auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);
   auto backend = open_live_backend();
@@ -90,7 +95,7 @@ void register_record(CLI::App& app, Action& action) {
       "updates; a metric the GPU does not support is left out, never written as 0. With a command\n"
       "after --, gpudoc runs it (output untouched), records while it runs and exits with its exit\n"
       "code. Ctrl-C leaves a valid file: the trace ends with an \"end\" line saying why it stopped.");
-  cmd->add_option("-o,--output", f->output, "trace file to write (- for stdout)")->required();
+  cmd->add_option("-o,--output", f->output, "trace file to write (- for stdout, without a command)")->required();
   cmd->add_option("-d,--duration", f->duration_s, "stop after this many seconds (with a command: whichever comes first)");
   f->sampler.add_to(*cmd);
   cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");

@@ -75,6 +75,9 @@ TEST(CliRecord, UsageErrorsAreExitTwo) {
   EXPECT_EQ(g.exit_code, 2);
   EXPECT_NE(g.output.find("unknown group 'warp'"), std::string::npos) << g.output;
   EXPECT_EQ(run_gpudoc("no-such-command").exit_code, 2);
+  auto mix = run_gpudoc("record -o - -- true");
+  EXPECT_EQ(mix.exit_code, 2);
+  EXPECT_NE(mix.output.find("would mix into it"), std::string::npos) << mix.output;
 }
 
 TEST(CliHelp, EveryCommandTeaches) {
