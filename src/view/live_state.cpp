@@ -29,17 +29,13 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
   switch (r.kind) {
     case telemetry::SamplerRecord::Kind::kSamples:
       for (const auto& s : r.samples) {
-        PerMetric& pm = g.metrics[gpu::index(s.metric)];
-        if (!pm.latest || s.time_unix_ns >= pm.latest->time_unix_ns) pm.latest = Latest{s.value, s.time_unix_ns};
-        std::int64_t b = s.time_unix_ns / bucket_ns_;
-        auto it = std::find_if(pm.buckets.rbegin(), pm.buckets.rend(), [&](const auto& e) { return e.first <= b; });
-        if (it != pm.buckets.rend() && it->first == b) {
-          it->second.sum += s.value;
-          it->second.n++;
-        } else {
-          pm.buckets.insert(it.base(), {b, Bucket{s.value, 1}});
+        add_point(g.metrics[gpu::index(s.metric)], s.value, s.time_unix_ns);
+        if (s.metric == gpu::Metric::kClockEventReasonsMask) {
+          auto mask = static_cast<std::uint64_t>(s.value);
+          bool slowed = false;
+          for (const auto& reason : gpu::clock_event_reasons()) slowed = slowed || ((mask & reason.bit) && reason.is_slowdown);
+          add_point(g.slowdown, slowed ? 1.0 : 0.0, s.time_unix_ns);
         }
-        while (pm.buckets.size() > width_ + 2) pm.buckets.pop_front();
       }
       if (!r.samples.empty() && g.status == "unresponsive") g.status.clear();
       break;
@@ -57,6 +53,19 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
   }
 }
 
+void LiveState::add_point(PerMetric& pm, double value, std::int64_t time_unix_ns) {
+  if (!pm.latest || time_unix_ns >= pm.latest->time_unix_ns) pm.latest = Latest{value, time_unix_ns};
+  std::int64_t b = time_unix_ns / bucket_ns_;
+  auto it = std::find_if(pm.buckets.rbegin(), pm.buckets.rend(), [&](const auto& e) { return e.first <= b; });
+  if (it != pm.buckets.rend() && it->first == b) {
+    it->second.sum += value;
+    it->second.n++;
+  } else {
+    pm.buckets.insert(it.base(), {b, Bucket{value, 1}});
+  }
+  while (pm.buckets.size() > width_ + 2) pm.buckets.pop_front();
+}
+
 void LiveState::set_now(std::int64_t unix_ns) { now_ns_ = std::max(now_ns_, unix_ns); }
 
 std::optional<double> LiveState::latest(std::size_t slot, gpu::Metric m) const {
@@ -70,8 +79,15 @@ std::optional<double> LiveState::latest(std::size_t slot, gpu::Metric m) const {
 }
 
 std::vector<std::optional<double>> LiveState::history(std::size_t slot, gpu::Metric m) const {
+  return history_of(gpus_[slot].metrics[gpu::index(m)]);
+}
+
+std::vector<std::optional<double>> LiveState::slowdown_history(std::size_t slot) const {
+  return history_of(gpus_[slot].slowdown);
+}
+
+std::vector<std::optional<double>> LiveState::history_of(const PerMetric& pm) const {
   std::vector<std::optional<double>> out(width_);
-  const auto& pm = gpus_[slot].metrics[gpu::index(m)];
   std::int64_t last = now_ns_ / bucket_ns_;
   std::int64_t first = last - static_cast<std::int64_t>(width_) + 1;
   for (const auto& [b, bucket] : pm.buckets) {

@@ -42,6 +42,9 @@ class LiveState {
   [[nodiscard]] std::optional<double> latest(std::size_t slot, gpu::Metric m) const;
   // Mean per bucket, oldest first, `width` entries; absent where no sample fell.
   [[nodiscard]] std::vector<std::optional<double>> history(std::size_t slot, gpu::Metric m) const;
+  // Share of each bucket during which a slowdown reason (power cap, thermal, HW slowdown) was
+  // active, 0..1, from the clock-event reasons; absent where none was read.
+  [[nodiscard]] std::vector<std::optional<double>> slowdown_history(std::size_t slot) const;
   [[nodiscard]] const std::vector<gpu::ProcessSample>& processes(std::size_t slot) const { return gpus_[slot].processes; }
   // "lost", "unresponsive", or empty.
   [[nodiscard]] const std::string& status(std::size_t slot) const { return gpus_[slot].status; }
@@ -60,10 +63,13 @@ class LiveState {
   struct Gpu {
     gpu::DeviceInfo info;
     std::array<PerMetric, gpu::kMetricCount> metrics;
+    PerMetric slowdown;  // 1 when a slowdown reason was active, 0 otherwise
     std::vector<gpu::ProcessSample> processes;
     std::string status;
   };
   [[nodiscard]] std::optional<std::size_t> slot_of(int gpu) const;
+  void add_point(PerMetric& pm, double value, std::int64_t time_unix_ns);
+  [[nodiscard]] std::vector<std::optional<double>> history_of(const PerMetric& pm) const;
 
   std::vector<Gpu> gpus_;
   std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods_;

@@ -88,22 +88,34 @@ std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
 
     auto smclk = s.latest(i, Metric::kSmClockMhz);
     auto memclk = s.latest(i, Metric::kMemoryClockMhz);
-    auto gen = s.latest(i, Metric::kPcieLinkGeneration);
-    auto width = s.latest(i, Metric::kPcieLinkWidth);
-    std::string pcie = gen && width ? fmt::format("  PCIe Gen{:.0f} x{:.0f}", *gen, *width) : "";
-    if (pcie.size() && d.pcie_link_generation_max && d.pcie_link_width_max)
-      pcie += fmt::format(" (max Gen{} x{})", *d.pcie_link_generation_max, *d.pcie_link_width_max);
-    add(fmt::format(" {}SM {} / {}  mem {}{}", core::fit("clocks", kLabel - 1), num(smclk, "{:.0f}", ""),
-                    d.sm_clock_max_mhz ? fmt::format("{:.0f} MHz", *d.sm_clock_max_mhz) : "? MHz", num(memclk, "{:.0f}", " MHz"),
-                    pcie));
+    add(spark_line(s, i, "clocks", Metric::kSmClockMhz, 0, d.sm_clock_max_mhz.value_or(2000.0),
+                   fmt::format("SM {} / {}  mem {}", num(smclk, "{:.0f}", ""),
+                               d.sm_clock_max_mhz ? fmt::format("{:.0f} MHz", *d.sm_clock_max_mhz) : "? MHz",
+                               num(memclk, "{:.0f}", " MHz")),
+                   o.width));
 
     auto reasons = s.latest(i, Metric::kClockEventReasonsMask);
     if (reasons) {
       auto mask = static_cast<std::uint64_t>(*reasons);
       bool slowed = false;
       for (const auto& r : gpu::clock_event_reasons()) slowed = slowed || ((mask & r.bit) && r.is_slowdown);
-      add(fmt::format(" {}{}{}", core::fit("events", kLabel - 1), gpu::clock_event_reason_names(mask),
-                      slowed ? "  ← clocks held down" : ""));
+      // The sparkline is the share of time a slowdown reason held the clocks down.
+      auto hist = s.slowdown_history(i);
+      if (hist.size() > kSpark) hist.erase(hist.begin(), hist.end() - static_cast<long>(kSpark));
+      add(core::fit(" " + core::fit("reasons", kLabel - 1) + core::sparkline(hist, 0, 1) + "  " +
+                        gpu::clock_event_reason_names(mask) + (slowed ? " ← held down" : ""),
+                    o.width));
+    }
+    auto gen = s.latest(i, Metric::kPcieLinkGeneration);
+    auto width = s.latest(i, Metric::kPcieLinkWidth);
+    if (gen && width) {
+      std::string pcie = fmt::format("PCIe Gen{:.0f} x{:.0f}", *gen, *width);
+      if (d.pcie_link_generation_max && d.pcie_link_width_max) {
+        pcie += fmt::format(" (max Gen{} x{})", *d.pcie_link_generation_max, *d.pcie_link_width_max);
+        // A link below its maximum under load is a classic silent slowdown; at idle it is power saving.
+        if (*gen < *d.pcie_link_generation_max || *width < *d.pcie_link_width_max) pcie += " ← below max";
+      }
+      add(fmt::format(" {}{}", core::fit("link", kLabel - 1), pcie));
     }
     const auto& procs = s.processes(i);
     std::vector<gpu::ProcessSample> sorted(procs.begin(), procs.end());

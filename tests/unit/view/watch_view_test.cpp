@@ -81,7 +81,7 @@ TEST(WatchRender, FitsEightyColumnsAndShowsWhatItKnows) {
   EXPECT_NE(frame.find("100 %"), std::string::npos) << frame;
   EXPECT_NE(frame.find("690 W / 700 W"), std::string::npos) << frame;
   EXPECT_NE(frame.find("SM 1530 / 1980 MHz"), std::string::npos) << frame;
-  EXPECT_NE(frame.find("sw_power_cap  ← clocks held down"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("████████   sw_power_cap ← held down"), std::string::npos) << frame;  // held down all along
   EXPECT_NE(frame.find("GPU 1 NVIDIA H200 · 00000000:18:00.0  [LOST]"), std::string::npos) << frame;
   EXPECT_NE(frame.find("40.0 GiB / 140.4 GiB"), std::string::npos) << frame;
   auto j = watch_json(s);
