@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "core/text.hpp"
 #include "gpu/metrics.hpp"
+#include "telemetry/input.hpp"
 #include "telemetry/trace.hpp"
 
 namespace gpudoc::cli {
@@ -238,7 +239,7 @@ int print_text(const std::string& path, const telemetry::Trace& t) {
 }
 
 int run_info(const InfoOptions& opts) {
-  auto trace = telemetry::read_trace_file(opts.path);
+  auto trace = telemetry::read_telemetry_file(opts.path);
   if (!trace) return report_error(trace.error(), opts.json);
   return opts.json ? print_json(opts.path, *trace) : print_text(opts.path, *trace);
 }

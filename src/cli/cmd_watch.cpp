@@ -14,6 +14,7 @@
 #include "core/clock.hpp"
 #include "core/text.hpp"
 #include "gpu/replay/replay_backend.hpp"
+#include "telemetry/input.hpp"
 #include "telemetry/recorder.hpp"
 #include "view/live_state.hpp"
 #include "view/watch_render.hpp"
@@ -64,7 +65,7 @@ int run_watch(const WatchFlags& f) {
   std::int64_t replay_start_ns = 0;
   double replay_duration = 0;
   if (!f.trace.empty()) {
-    auto trace = telemetry::read_trace_file(f.trace);
+    auto trace = telemetry::read_telemetry_file(f.trace);
     if (!trace) return report_error(trace.error(), f.json);
     replay_start_ns = trace->header.start_unix_ns;
     replay_duration = trace->duration_s;

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/file.hpp"
 #include "telemetry/trace.hpp"
 #include "telemetry/trace_line.hpp"
 
@@ -655,31 +656,9 @@ core::Result<Trace> parse_trace(std::string_view content, std::string_view name)
 }
 
 core::Result<Trace> read_trace_file(const std::string& path) {
-  std::string content;
-  try {
-    std::FILE* f = std::fopen(path.c_str(), "rbe");
-    if (f == nullptr)
-      return core::Error(core::ErrorKind::kIo, fmt::format("reading {}: {}", path, std::strerror(errno)));
-    // Read straight into a buffer of the file's size (a 1 h, 8-GPU trace is ~100 MB); then in
-    // chunks, since a trace still being recorded grows while we read it.
-    struct stat st {};
-    std::size_t have = 0;
-    if (::fstat(::fileno(f), &st) == 0 && st.st_size > 0) {
-      content.resize(static_cast<std::size_t>(st.st_size));
-      have = std::fread(content.data(), 1, content.size(), f);
-      content.resize(have);
-    }
-    char buf[1 << 16];
-    std::size_t n = 0;
-    while (!std::ferror(f) && (n = std::fread(buf, 1, sizeof buf, f)) > 0) content.append(buf, n);
-    bool failed = std::ferror(f) != 0;
-    int err = errno;
-    std::fclose(f);
-    if (failed) return core::Error(core::ErrorKind::kIo, fmt::format("reading {}: {}", path, std::strerror(err)));
-  } catch (const std::bad_alloc&) {
-    return core::Error(core::ErrorKind::kIo, fmt::format("reading {}: too large to read into memory", path));
-  }
-  return parse_trace(content, path);
+  auto content = core::read_file(path);
+  if (!content) return content.error();
+  return parse_trace(*content, path);
 }
 
 }  // namespace gpudoc::telemetry

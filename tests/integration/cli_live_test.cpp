@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +44,31 @@ TEST(CliWatch, JsonFramesCarryLatestValuesOfEveryGpu) {
   EXPECT_TRUE(j["gpus"][0].contains("power_watts"));
   EXPECT_TRUE(j["gpus"][1].contains("gpm_sm_activity_percent"));
   EXPECT_EQ(j["replay"], data_file("allreduce_straggler_slow1.jsonl"));
+}
+
+TEST(CliWatch, ReplaysAnNvidiaSmiCsvLog) {
+  std::string path = "/tmp/gpudoc-cli-smi-" + std::to_string(::getpid()) + ".csv";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("timestamp, index, utilization.gpu [%], power.draw [W], clocks.current.sm [MHz], clocks_event_reasons.active\n", f);
+    for (int i = 0; i < 30; ++i)
+      std::fprintf(f, "2026/11/29 18:45:%02d.%03d, 0, %d %%, %d.5 W, 1530 MHz, 0x0000000000000004\n", 10 + i / 10, (i % 10) * 100,
+                   i % 2 == 0 ? 100 : 0, 600 + i);
+    std::fclose(f);
+  }
+  auto info = run_gpudoc("trace info " + path);
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+  auto r = run_gpudoc("watch " + path + " --speed 4 --interval 300 --duration 0.3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output.substr(0, r.output.find('\n')), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
+  EXPECT_EQ(j["gpus"][0]["sm_clock_mhz"], 1530);
+  EXPECT_EQ(j["gpus"][0]["clock_event_reasons_mask"], 4);
+  std::remove(path.c_str());
+  auto bad = run_gpudoc("trace info " + data_file("README.md"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("neither a gpudoc trace"), std::string::npos) << bad.output;
 }
 
 TEST(CliWatch, BadTraceIsExitTwoNamingTheFile) {
