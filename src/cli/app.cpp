@@ -37,12 +37,14 @@ int run(int argc, char** argv) {
       "  gpudoc watch                          live view of every GPU\n"
       "  gpudoc record -o run.jsonl -- python3 train.py\n"
       "  gpudoc trace info run.jsonl\n"
+      "  gpudoc bench --quick                 memory bandwidth and launch cost of the GPU\n"
       "Run `gpudoc COMMAND --help` for each command's options.");
 
   Action action;
   register_watch(app, action);
   register_record(app, action);
   register_trace(app, action);
+  register_bench(app, action);
 
   try {
     app.parse(argc, argv);

@@ -24,6 +24,7 @@ int run(int argc, char** argv);
 void register_record(CLI::App& app, Action& action);
 void register_watch(CLI::App& app, Action& action);
 void register_trace(CLI::App& app, Action& action);
+void register_bench(CLI::App& app, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns
 // the exit code for its kind.

@@ -1,0 +1,43 @@
+// gpudoc::bench::cuda launch — the cost of launching work: back-to-back empty kernel launches,
+// one launch between two events, and CUDA Graph replay per node. Plain C++ interface over
+// launch.cu; no CUDA header is included.
+//
+//   cuda::LaunchOptions opt{.device = 0, .repetitions = 20};
+//   auto t = cuda::run_launch(cuda::LaunchKind::kThroughput, opt);  // t->seconds: per launch
+//
+// Not thread-safe. Errors: every CUDA failure as a core::Error naming the call; kNotSupported
+// without CUDA.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpudoc::bench::cuda {
+
+enum class LaunchKind {
+  kThroughput,  // `launches` empty kernels back to back between two events; sample = time / launches
+  kLatency,     // one empty kernel between two events; sample = that time
+  kGraphNode,   // a graph of `graph_nodes` empty kernels replayed; sample = replay time / nodes
+};
+
+struct LaunchOptions {
+  int device = 0;
+  int warmup = 3;
+  int repetitions = 20;   // samples
+  int launches = 10000;   // kThroughput: launches per sample
+  int graph_nodes = 1000; // kGraphNode: kernels in the graph
+};
+
+struct LaunchTiming {
+  std::vector<double> seconds;  // per launch (or per graph node), one entry per sample
+  // Outside the timed region the same launches are repeated with a kernel that increments a
+  // counter; verified when the counter equals the number of launches (every launch really ran).
+  bool verified = false;
+  std::string verify_detail;
+};
+
+[[nodiscard]] core::Result<LaunchTiming> run_launch(LaunchKind kind, const LaunchOptions& options);
+
+}  // namespace gpudoc::bench::cuda

@@ -1,0 +1,63 @@
+// The launch.* benchmarks: the cost of launching work, through cuda/launch.hpp.
+#include "bench/cuda/launch.hpp"
+#include "bench/registry.hpp"
+
+namespace gpudoc::bench {
+namespace {
+
+class LaunchBenchmark final : public Benchmark {
+ public:
+  LaunchBenchmark(cuda::LaunchKind kind, std::string key, std::string description)
+      : kind_(kind), key_(std::move(key)), description_(std::move(description)) {}
+  std::string key() const override { return key_; }
+  std::string description() const override { return description_; }
+  std::optional<std::string> applicable(const Context& ctx) const override { return gpu_waiver(ctx); }
+
+  core::Result<BenchResult> run(const Context& ctx, const RunOptions& options) const override {
+    cuda::LaunchOptions opt;
+    opt.device = ctx.device;
+    const bool quick = options.mode == Mode::kQuick;
+    if (kind_ == cuda::LaunchKind::kLatency) {
+      // One launch per sample: many samples, each cheap.
+      opt.repetitions = quick ? 200 : (options.mode == Mode::kFull ? 5000 : 1000);
+    } else {
+      opt.repetitions = quick ? 10 : (options.mode == Mode::kFull ? 50 : 20);
+    }
+    if (options.repetitions > 0) opt.repetitions = options.repetitions;
+    auto t = cuda::run_launch(kind_, opt);
+    if (!t) return t.error().with_context(key_);
+    BenchResult r;
+    r.key = key_;
+    r.unit = "us";
+    r.higher_is_better = false;
+    for (double s : t->seconds) r.samples.push_back(s * 1e6);
+    summarize_into(r);
+    r.params = {{"warmup", opt.warmup}, {"repetitions", opt.repetitions}, {"grid", 1}, {"block", 1}};
+    if (kind_ == cuda::LaunchKind::kThroughput) r.params["launches_per_sample"] = opt.launches;
+    if (kind_ == cuda::LaunchKind::kGraphNode) r.params["graph_nodes"] = opt.graph_nodes;
+    r.verified = t->verified;
+    r.verify_detail = t->verify_detail;
+    return r;
+  }
+
+ private:
+  cuda::LaunchKind kind_;
+  std::string key_;
+  std::string description_;
+};
+
+}  // namespace
+
+void add_launch_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out) {
+  out.push_back(std::make_unique<LaunchBenchmark>(
+      cuda::LaunchKind::kThroughput, "launch.throughput",
+      "empty kernels launched back to back on one stream: us = event time of 10000 launches / 10000"));
+  out.push_back(std::make_unique<LaunchBenchmark>(
+      cuda::LaunchKind::kLatency, "launch.latency",
+      "one empty kernel between two events on an idle stream: us = event time (median of many)"));
+  out.push_back(std::make_unique<LaunchBenchmark>(
+      cuda::LaunchKind::kGraphNode, "launch.graph_node",
+      "CUDA Graph of 1000 empty kernels replayed: us = event time of one replay / 1000"));
+}
+
+}  // namespace gpudoc::bench
