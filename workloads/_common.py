@@ -367,6 +367,28 @@ def warm_up(fn: Callable[[], None], seconds: float) -> None:
         torch.cuda.synchronize()
 
 
+def run_pipelined(reporter: "Reporter", duration: float, fn: Callable[[], None], batch: int,
+                  figures: Callable[[float], dict]) -> None:
+    """Run ``batch`` calls of ``fn`` per step until ``duration`` s have passed, keeping the GPU
+    queue non-empty: after launching a batch, wait only for the *previous* one (an event), so the
+    host never leaves a gap. Each step reports its time and ``figures(step_ms)``."""
+    previous = None
+    last_done = time.perf_counter()
+    while reporter.elapsed() < duration:
+        for _ in range(batch):
+            fn()
+        done = torch.cuda.Event()
+        done.record()
+        if previous is not None:
+            previous.synchronize()
+            now = time.perf_counter()
+            step_ms = (now - last_done) * 1e3
+            last_done = now
+            reporter.step(step_ms, **figures(step_ms))
+        previous = done
+    torch.cuda.synchronize()
+
+
 def calls_for(target_ms: float, per_call_ms: float) -> int:
     """How many calls of ``per_call_ms`` fill ``target_ms`` (at least one)."""
     if per_call_ms <= 0:

@@ -12,8 +12,6 @@ the host synchronizes.
 """
 from __future__ import annotations
 
-import time
-
 import _common as C
 from _common import torch
 
@@ -36,21 +34,8 @@ def main() -> int:
     reporter = C.Reporter("gemm_saturated", C.params_of(args))
     with reporter.running(**C.device_info(device), matmul_ms=per_call_ms,
                           matmuls_per_step=batch):
-        previous = None
-        last_done = time.perf_counter()
-        while reporter.elapsed() < args.duration:
-            for _ in range(batch):
-                matmul()
-            done = torch.cuda.Event()
-            done.record()
-            if previous is not None:
-                previous.synchronize()
-                now = time.perf_counter()
-                step_ms = (now - last_done) * 1e3
-                last_done = now
-                reporter.step(step_ms, tflops=flop_per_step / (step_ms * 1e-3) / 1e12)
-            previous = done
-        torch.cuda.synchronize(device)
+        C.run_pipelined(reporter, args.duration, matmul, batch,
+                        lambda step_ms: {"tflops": flop_per_step / (step_ms * 1e-3) / 1e12})
     return C.EXIT_OK
 
 

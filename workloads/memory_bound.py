@@ -14,8 +14,6 @@ Like ``gemm_saturated``, the loop waits only for the previous batch, so the queu
 """
 from __future__ import annotations
 
-import time
-
 import _common as C
 from _common import torch
 
@@ -58,21 +56,8 @@ def main() -> int:
     reporter = C.Reporter("memory_bound", C.params_of(args))
     with reporter.running(**C.device_info(device), op_ms=per_op_ms, ops_per_step=batch,
                           op_gbps=bytes_per_op / (per_op_ms * 1e-3) / 1e9):
-        previous = None
-        last_done = time.perf_counter()
-        while reporter.elapsed() < args.duration:
-            for _ in range(batch):
-                op()
-            done = torch.cuda.Event()
-            done.record()
-            if previous is not None:
-                previous.synchronize()
-                now = time.perf_counter()
-                step_ms = (now - last_done) * 1e3
-                last_done = now
-                reporter.step(step_ms, gbps=bytes_per_step / (step_ms * 1e-3) / 1e9)
-            previous = done
-        torch.cuda.synchronize(device)
+        C.run_pipelined(reporter, args.duration, op, batch,
+                        lambda step_ms: {"gbps": bytes_per_step / (step_ms * 1e-3) / 1e9})
     return C.EXIT_OK
 
 

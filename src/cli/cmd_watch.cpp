@@ -50,13 +50,12 @@ std::string utc_date(std::int64_t unix_ns) {
 int run_watch(const WatchFlags& f) {
   if (f.interval_ms < 100) return report_error(core::Error(core::ErrorKind::kUsage, "--interval must be at least 100 ms"), f.json);
   if (f.speed <= 0 || f.speed > 1000) return report_error(core::Error(core::ErrorKind::kUsage, "--speed must be in (0, 1000]"), f.json);
-  auto config = f.sampler.to_config();
-  if (!config) return report_error(config.error(), f.json);
   // A live view drains the utilization buffer more often than a recording does, so the newest
-  // bars are not a second behind; still never faster than the buffer's 200 ms samples.
-  if (std::find_if(f.sampler.periods.begin(), f.sampler.periods.end(),
-                   [](const std::string& p) { return p.rfind("utilization=", 0) == 0; }) == f.sampler.periods.end())
-    config->periods[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(500);
+  // bars are not seconds behind; still never faster than the buffer's 200 ms samples.
+  auto defaults = telemetry::SamplerConfig::default_periods();
+  defaults[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(500);
+  auto config = f.sampler.to_config(defaults);
+  if (!config) return report_error(config.error(), f.json);
 
   core::SystemClock clock;
   std::unique_ptr<gpu::Backend> backend;

@@ -38,8 +38,10 @@ std::string describe_groups() {
   return out;
 }
 
-core::Result<telemetry::SamplerConfig> SamplerFlags::to_config() const {
+core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
+    const std::array<std::chrono::milliseconds, gpu::kMetricGroupCount>& defaults) const {
   telemetry::SamplerConfig c;
+  c.periods = defaults;
   c.gpus = gpus;
   c.read_events = !no_xid;
   for (const auto& p : periods) {

@@ -26,9 +26,12 @@ struct SamplerFlags {
   std::vector<std::string> periods;  // "fast=100"
   bool no_xid = false;
   void add_to(CLI::App& cmd);
+  // The flags applied over `defaults` (a command's own periods; the catalog's by default).
   // Errors: kUsage for an unknown group, a malformed value, or a period below the sensor's
   // minimum (the message says why the minimum exists).
-  [[nodiscard]] core::Result<telemetry::SamplerConfig> to_config() const;
+  [[nodiscard]] core::Result<telemetry::SamplerConfig> to_config(
+      const std::array<std::chrono::milliseconds, gpu::kMetricGroupCount>& defaults =
+          telemetry::SamplerConfig::default_periods()) const;
 };
 
 // The text listing each group, its default period and why (for --help).

@@ -76,6 +76,12 @@ MetricSet metrics_in(MetricGroup g) {
 
 const std::array<ClockEventReason, 9>& clock_event_reasons() { return kReasons; }
 
+bool is_slowdown(std::uint64_t mask) {
+  for (const auto& r : kReasons)
+    if ((mask & r.bit) && r.is_slowdown) return true;
+  return false;
+}
+
 std::string clock_event_reason_names(std::uint64_t mask) {
   std::string out;
   std::uint64_t known = 0;

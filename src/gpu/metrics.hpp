@@ -120,6 +120,8 @@ struct ClockEventReason {
   bool is_slowdown;              // true when it means the clocks are held down (not GPU idle / app setting)
 };
 [[nodiscard]] const std::array<ClockEventReason, 9>& clock_event_reasons();
+// True when a bit in mask means the clocks are held down (power cap, thermal, HW slowdown).
+[[nodiscard]] bool is_slowdown(std::uint64_t mask);
 // "sw_power_cap,hw_thermal_slowdown" or "none".
 [[nodiscard]] std::string clock_event_reason_names(std::uint64_t mask);
 

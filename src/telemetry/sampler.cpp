@@ -14,14 +14,18 @@ using gpu::MetricGroup;
 
 namespace {
 
-SamplerRecord record_of(const gpu::DeviceEvent& e) {
+SamplerRecord event_record(int gpu, std::int64_t time_unix_ns, std::string kind, nlohmann::json fields) {
   SamplerRecord r;
   r.kind = SamplerRecord::Kind::kEvent;
-  r.gpu = e.gpu;
-  r.time_unix_ns = e.time_unix_ns;
-  r.event_kind = e.kind;
-  r.event_fields = {{"code", e.code}};
+  r.gpu = gpu;
+  r.time_unix_ns = time_unix_ns;
+  r.event_kind = std::move(kind);
+  r.event_fields = std::move(fields);
   return r;
+}
+
+SamplerRecord record_of(const gpu::DeviceEvent& e) {
+  return event_record(e.gpu, e.time_unix_ns, e.kind, {{"code", e.code}});
 }
 
 }  // namespace
@@ -77,13 +81,7 @@ core::Status Sampler::resolve_gpus() {
 
 MonoTime Sampler::poll_due(GpuState& g, MonoTime now, const std::function<void(SamplerRecord&&)>& emit) {
   auto event = [&](std::string kind, nlohmann::json fields) {
-    SamplerRecord r;
-    r.kind = SamplerRecord::Kind::kEvent;
-    r.gpu = g.gpu;
-    r.time_unix_ns = clock_.unix_now_ns();
-    r.event_kind = std::move(kind);
-    r.event_fields = std::move(fields);
-    emit(std::move(r));
+    emit(event_record(g.gpu, clock_.unix_now_ns(), std::move(kind), std::move(fields)));
   };
 
   if (g.lost) {
@@ -224,13 +222,8 @@ void Sampler::watchdog_thread() {
           std::lock_guard lock(g->stats_mu);
           g->stats.unresponsive = true;
         }
-        SamplerRecord r;
-        r.kind = SamplerRecord::Kind::kEvent;
-        r.gpu = g->gpu;
-        r.time_unix_ns = clock_.unix_now_ns();
-        r.event_kind = "gpu_unresponsive";
-        r.event_fields = {{"group", group_name}, {"waited_ms", (now - started) / 1'000'000}};
-        push(std::move(r));
+        push(event_record(g->gpu, clock_.unix_now_ns(), "gpu_unresponsive",
+                          {{"group", group_name}, {"waited_ms", (now - started) / 1'000'000}}));
       }
     }
     std::unique_lock lk(stop_mu_);

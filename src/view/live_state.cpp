@@ -30,12 +30,8 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
     case telemetry::SamplerRecord::Kind::kSamples:
       for (const auto& s : r.samples) {
         add_point(g.metrics[gpu::index(s.metric)], s.value, s.time_unix_ns);
-        if (s.metric == gpu::Metric::kClockEventReasonsMask) {
-          auto mask = static_cast<std::uint64_t>(s.value);
-          bool slowed = false;
-          for (const auto& reason : gpu::clock_event_reasons()) slowed = slowed || ((mask & reason.bit) && reason.is_slowdown);
-          add_point(g.slowdown, slowed ? 1.0 : 0.0, s.time_unix_ns);
-        }
+        if (s.metric == gpu::Metric::kClockEventReasonsMask)
+          add_point(g.slowdown, gpu::is_slowdown(static_cast<std::uint64_t>(s.value)) ? 1.0 : 0.0, s.time_unix_ns);
       }
       if (!r.samples.empty() && g.status == "unresponsive") g.status.clear();
       break;

@@ -19,13 +19,11 @@ std::string num(std::optional<double> v, const char* fmtstr, const char* unit) {
   return fmt::format(fmt::runtime(fmtstr), *v) + unit;
 }
 
-// "label  ▁▂▅███  value" cut to the width.
-std::string spark_line(const LiveState& s, std::size_t slot, const char* label, Metric m, double lo, double hi,
-                       const std::string& value, std::size_t width) {
-  auto hist = s.history(slot, m);
+// "label  ▁▂▅███  value" (the caller cuts it to the width).
+std::string spark_line(const char* label, std::vector<std::optional<double>> hist, double lo, double hi,
+                       const std::string& value) {
   if (hist.size() > kSpark) hist.erase(hist.begin(), hist.end() - static_cast<long>(kSpark));
-  std::string line = " " + core::fit(label, kLabel - 1) + core::sparkline(hist, lo, hi) + "  " + value;
-  return core::fit(line, width);
+  return " " + core::fit(label, kLabel - 1) + core::sparkline(hist, lo, hi) + "  " + value;
 }
 
 void trim_right(std::string& line) {
@@ -56,55 +54,47 @@ std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
 
     auto util = s.latest(i, Metric::kGpuUtilizationPercent);
     auto memu = s.latest(i, Metric::kMemoryUtilizationPercent);
-    add(spark_line(s, i, "util", Metric::kGpuUtilizationPercent, 0, 100,
-                   fmt::format("{:>6}  mem-bw util {}", num(util, "{:.0f}", " %"), num(memu, "{:.0f}", " %")), o.width));
+    add(spark_line("util", s.history(i, Metric::kGpuUtilizationPercent), 0, 100,
+                   fmt::format("{:>6}  mem-bw util {}", num(util, "{:.0f}", " %"), num(memu, "{:.0f}", " %"))));
 
     auto sm = s.latest(i, Metric::kGpmSmActivityPercent);
     auto tensor = s.latest(i, Metric::kGpmTensorActivityPercent);
     auto dram = s.latest(i, Metric::kGpmDramActivityPercent);
     if (sm || tensor || dram)
-      add(spark_line(s, i, "SM act", Metric::kGpmSmActivityPercent, 0, 100,
+      add(spark_line("SM act", s.history(i, Metric::kGpmSmActivityPercent), 0, 100,
                      fmt::format("{:>6}  tensor {} DRAM {}", num(sm, "{:.0f}", " %"), num(tensor, "{:.0f}", "%"),
-                                 num(dram, "{:.0f}", "%")),
-                     o.width));
+                                 num(dram, "{:.0f}", "%"))));
 
     auto power = s.latest(i, Metric::kPowerWatts);
     auto limit = s.latest(i, Metric::kPowerLimitWatts);
     if (!limit && d.power_limit_default_watts) limit = d.power_limit_default_watts;
-    add(spark_line(s, i, "power", Metric::kPowerWatts, 0, limit.value_or(700.0),
-                   fmt::format("{:>6} / {}", num(power, "{:.0f}", " W"), num(limit, "{:.0f}", " W")), o.width));
+    add(spark_line("power", s.history(i, Metric::kPowerWatts), 0, limit.value_or(700.0),
+                   fmt::format("{:>6} / {}", num(power, "{:.0f}", " W"), num(limit, "{:.0f}", " W"))));
 
     auto temp = s.latest(i, Metric::kGpuTemperatureCelsius);
     auto mtemp = s.latest(i, Metric::kMemoryTemperatureCelsius);
     std::string slowdown = d.temperature_slowdown_celsius ? fmt::format(" slowdown {:.0f}", *d.temperature_slowdown_celsius) : "";
-    add(spark_line(s, i, "temp", Metric::kGpuTemperatureCelsius, 20, d.temperature_slowdown_celsius.value_or(90.0),
-                   fmt::format("{:>6}  HBM {}{}", num(temp, "{:.0f}", " °C"), num(mtemp, "{:.0f}", " °C"), slowdown), o.width));
+    add(spark_line("temp", s.history(i, Metric::kGpuTemperatureCelsius), 20, d.temperature_slowdown_celsius.value_or(90.0),
+                   fmt::format("{:>6}  HBM {}{}", num(temp, "{:.0f}", " °C"), num(mtemp, "{:.0f}", " °C"), slowdown)));
 
     auto used = s.latest(i, Metric::kMemoryUsedBytes);
     double total = d.memory_total_bytes ? static_cast<double>(*d.memory_total_bytes) : 0.0;
-    add(spark_line(s, i, "memory", Metric::kMemoryUsedBytes, 0, total > 0 ? total : 1.0,
-                   fmt::format("{} / {}", used ? core::human_bytes(*used) : "—", total > 0 ? core::human_bytes(total) : "?"),
-                   o.width));
+    add(spark_line("memory", s.history(i, Metric::kMemoryUsedBytes), 0, total > 0 ? total : 1.0,
+                   fmt::format("{} / {}", used ? core::human_bytes(*used) : "—", total > 0 ? core::human_bytes(total) : "?")));
 
     auto smclk = s.latest(i, Metric::kSmClockMhz);
     auto memclk = s.latest(i, Metric::kMemoryClockMhz);
-    add(spark_line(s, i, "clocks", Metric::kSmClockMhz, 0, d.sm_clock_max_mhz.value_or(2000.0),
+    add(spark_line("clocks", s.history(i, Metric::kSmClockMhz), 0, d.sm_clock_max_mhz.value_or(2000.0),
                    fmt::format("SM {} / {}  mem {}", num(smclk, "{:.0f}", ""),
                                d.sm_clock_max_mhz ? fmt::format("{:.0f} MHz", *d.sm_clock_max_mhz) : "? MHz",
-                               num(memclk, "{:.0f}", " MHz")),
-                   o.width));
+                               num(memclk, "{:.0f}", " MHz"))));
 
     auto reasons = s.latest(i, Metric::kClockEventReasonsMask);
     if (reasons) {
       auto mask = static_cast<std::uint64_t>(*reasons);
-      bool slowed = false;
-      for (const auto& r : gpu::clock_event_reasons()) slowed = slowed || ((mask & r.bit) && r.is_slowdown);
       // The sparkline is the share of time a slowdown reason held the clocks down.
-      auto hist = s.slowdown_history(i);
-      if (hist.size() > kSpark) hist.erase(hist.begin(), hist.end() - static_cast<long>(kSpark));
-      add(core::fit(" " + core::fit("reasons", kLabel - 1) + core::sparkline(hist, 0, 1) + "  " +
-                        gpu::clock_event_reason_names(mask) + (slowed ? " ← held down" : ""),
-                    o.width));
+      add(spark_line("reasons", s.slowdown_history(i), 0, 1,
+                     gpu::clock_event_reason_names(mask) + (gpu::is_slowdown(mask) ? " ← held down" : "")));
     }
     auto gen = s.latest(i, Metric::kPcieLinkGeneration);
     auto width = s.latest(i, Metric::kPcieLinkWidth);
