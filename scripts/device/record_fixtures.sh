@@ -140,6 +140,14 @@ single_gpu_set() {
     record heldout_sawtooth_p700_d70  12 sawtooth.py --period-ms 700 --duty 0.7
     record heldout_sawtooth_p150_d40  12 sawtooth.py --period-ms 150 --duty 0.4
     record heldout_memory_growth_2g   15 memory_growth.py --step-mib 2048 --interval-s 1.0
+    # Held out, second set (one per pattern, other parameters than the tuned traces).
+    record heldout_idle_1g            10 idle.py --mem-mib 1024
+    record heldout_gemm_fp16          15 gemm_saturated.py --dtype fp16
+    record heldout_sawtooth_p1500_d60 15 sawtooth.py --period-ms 1500 --duty 0.6
+    record heldout_sawtooth_p80_d30   12 sawtooth.py --period-ms 80 --duty 0.3     # below sensor resolution
+    record heldout_tiny_kernels_4k    12 tiny_kernels.py --numel 4096
+    record heldout_memory_bound_copy  12 memory_bound.py --gib 8 --op copy
+    record heldout_contention_turns_p3 16 contention.py --mode turns --phase-s 3
 }
 
 MULTI_GPU_NAMES="allreduce_straggler_slow1 allreduce_straggler_slow0 allreduce_balanced allreduce_straggler_sleep1"

@@ -120,8 +120,10 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   };
 
   while (true) {
-    // A quarter second between wake-ups: the child's exit and Ctrl-C are noticed within it.
-    consume(sampler.drain(std::chrono::milliseconds(250)));
+    // Half a second between wake-ups: the child's exit and Ctrl-C are noticed within it. Every
+    // wake-up of an idle process costs tens of microseconds of CPU (scheduler, futex, timers):
+    // at the sampler's budget (0.5 % of a core per GPU) they are counted.
+    consume(sampler.drain(std::chrono::milliseconds(500)));
     if (!write_status) {
       reason = "write_failed";
       break;

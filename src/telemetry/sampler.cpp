@@ -133,6 +133,15 @@ MonoTime Sampler::poll_due(GpuState& g, MonoTime now, const std::function<void(S
           emit(std::move(rec));
         }
         if (grp == MetricGroup::kProcesses) {
+          if (config_.contended_processes_period.count() > 0 && config_.contended_processes_period < period) {
+            std::vector<std::uint32_t> pids;
+            for (const auto& p : r->processes)
+              if (std::find(pids.begin(), pids.end(), p.pid) == pids.end()) pids.push_back(p.pid);
+            const bool contended = pids.size() >= 2;
+            if (contended) period = config_.contended_processes_period;
+            std::lock_guard lock(g.stats_mu);
+            g.stats.contended = contended;
+          }
           SamplerRecord rec;
           rec.kind = SamplerRecord::Kind::kProcesses;
           rec.gpu = g.gpu;
@@ -170,6 +179,7 @@ MonoTime Sampler::poll_due(GpuState& g, MonoTime now, const std::function<void(S
           core::log_warn("GPU {}: reading {} failed ({} so far): {}", g.gpu, gpu::info(grp).name, errors, e.message());
       }
       // Fixed cadence: the next slot after now, without bursts to catch up after a stall.
+      // (The processes group's period may have just changed: see contended_processes_period.)
       MonoTime after = clock_.now();
       g.next_due[i] += period;
       if (g.next_due[i] <= after) {
@@ -233,7 +243,9 @@ void Sampler::watchdog_thread() {
 
 void Sampler::event_thread() {
   while (running_.load()) {
-    auto events = backend_.wait_events(std::chrono::milliseconds(250));
+    // The wait returns early when an event arrives; its timeout only bounds how long stop()
+    // waits for this thread. Two wake-ups a second instead of four: each one costs CPU.
+    auto events = backend_.wait_events(std::chrono::milliseconds(500));
     if (!events) {
       core::log_debug("device events unavailable: {}", events.error().message());
       std::unique_lock lk(stop_mu_);

@@ -42,6 +42,11 @@ struct SamplerConfig {
   core::Nanos lost_retry = std::chrono::seconds(5);    // how often a lost GPU is tried again
   std::size_t queue_capacity = 1 << 16;        // records held before the oldest are dropped
   bool read_events = true;                     // poll the backend's XID events
+  // While a GPU's last process read saw two or more processes, its processes group is read at
+  // this period instead (when shorter): NVML keeps only the newest per-process sample, so turns
+  // taken by co-located processes (contention) are only visible when read this often. One
+  // process, or none, costs the default period's CPU. 0 turns this off.
+  std::chrono::milliseconds contended_processes_period{1000};
 
   [[nodiscard]] static std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> default_periods();
 };
@@ -62,6 +67,7 @@ struct GpuStats {
   std::uint64_t reads = 0;                      // backend calls made
   std::uint64_t samples = 0;                    // metric samples produced
   std::uint64_t errors = 0;                     // failed reads (not counting lost)
+  bool contended = false;                       // last process read saw >= 2 processes
   bool lost = false;
   bool unresponsive = false;
   std::array<bool, gpu::kMetricGroupCount> group_disabled{};   // answered NOT_SUPPORTED

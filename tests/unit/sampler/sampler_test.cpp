@@ -44,6 +44,40 @@ TEST(Sampler, ReadsEachGroupOnItsOwnPeriod) {
   EXPECT_GT(records, 0u);
 }
 
+// Two processes on a GPU: their turns are only visible when the processes group is read often, so
+// the sampler reads it every second while it sees two or more, and at the default period otherwise.
+TEST(Sampler, ProcessesReadOftenOnlyWhileSeveralShareAGpu) {
+  core::ManualClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  gpu::ProcessSample a, b;
+  a.pid = 100;
+  b.pid = 200;
+  fake.set_processes(0, {a, b});   // GPU 0 shared by two processes
+  fake.set_processes(1, {a});      // GPU 1 has one
+  SamplerConfig c = only(MetricGroup::kProcesses, 10000ms);
+  Sampler s(fake, clock, c);
+  ASSERT_TRUE(s.run_until(clock.now() + 60s, [](SamplerRecord&&) {}).ok());
+  EXPECT_EQ(fake.read_count(0, MetricGroup::kProcesses), 60u);   // first read at 0, then every 1 s
+  EXPECT_EQ(fake.read_count(1, MetricGroup::kProcesses), 6u);    // every 10 s
+  EXPECT_TRUE(s.stats().gpus[0].contended);
+  EXPECT_FALSE(s.stats().gpus[1].contended);
+
+  // When the second process leaves, the period goes back to the default.
+  fake.set_processes(0, {a});
+  ASSERT_TRUE(s.run_until(clock.now() + 60s, [](SamplerRecord&&) {}).ok());
+  EXPECT_LE(fake.read_count(0, MetricGroup::kProcesses), 60u + 7u);
+  EXPECT_FALSE(s.stats().gpus[0].contended);
+
+  // Off when asked.
+  core::ManualClock clock2;
+  gpu::FakeBackend fake2(clock2, 1);
+  fake2.set_processes(0, {a, b});
+  c.contended_processes_period = 0ms;
+  Sampler s2(fake2, clock2, c);
+  ASSERT_TRUE(s2.run_until(clock2.now() + 60s, [](SamplerRecord&&) {}).ok());
+  EXPECT_EQ(fake2.read_count(0, MetricGroup::kProcesses), 6u);
+}
+
 // Every 200 ms utilization sample of the driver's buffer arrives exactly once, whatever the
 // drain period.
 TEST(Sampler, UtilizationBufferSamplesNeitherLostNorDuplicated) {
