@@ -27,3 +27,16 @@ if(NOT GPUDOC_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "gpudoc: CUDA benchmarks ${GPUDOC_HAVE_CUDA}")
+
+# SQLite (libsqlite3-dev) for the baseline store. The portable build links the static archive the
+# same package ships, so the binary carries its own SQLite.
+find_package(SQLite3 REQUIRED)
+if(GPUDOC_PORTABLE)
+  find_library(GPUDOC_SQLITE3_STATIC NAMES libsqlite3.a REQUIRED)
+  add_library(gpudoc_sqlite3 INTERFACE)
+  target_include_directories(gpudoc_sqlite3 INTERFACE ${SQLite3_INCLUDE_DIRS})
+  target_link_libraries(gpudoc_sqlite3 INTERFACE ${GPUDOC_SQLITE3_STATIC} Threads::Threads ${CMAKE_DL_LIBS} m)
+else()
+  add_library(gpudoc_sqlite3 INTERFACE)
+  target_link_libraries(gpudoc_sqlite3 INTERFACE SQLite::SQLite3)
+endif()

@@ -19,12 +19,17 @@ Report run_benchmarks(const std::vector<const Benchmark*>& selected, const Conte
   Report report;
   report.context = ctx;
   report.mode = options.mode;
+  const auto run_start = std::chrono::steady_clock::now();
+  auto unix_now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
   for (std::size_t i = 0; i < selected.size(); ++i) {
     const Benchmark& b = *selected[i];
     Outcome o;
     o.key = b.key();
     if (progress) progress(i, selected.size(), o.key);
     const auto start = std::chrono::steady_clock::now();
+    o.started_unix_ns = unix_now_ns();
     if (auto waiver = b.applicable(ctx)) {
       o.status = OutcomeStatus::kWaived;
       o.reason = *waiver;
@@ -52,8 +57,10 @@ Report run_benchmarks(const std::vector<const Benchmark*>& selected, const Conte
       }
     }
     o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    o.ended_unix_ns = unix_now_ns();
     report.outcomes.push_back(std::move(o));
   }
+  report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   return report;
 }
 
@@ -73,9 +80,14 @@ nlohmann::json to_json(const Report& report) {
     if (!o.reason.empty()) j["reason"] = o.reason;
     if (o.error_kind) j["error_kind"] = core::to_string(*o.error_kind);
     if (o.result) j["result"] = to_json(*o.result);
+    if (o.conditions) j["conditions"] = to_json(*o.conditions);
     results.push_back(std::move(j));
   }
-  return {{"machine", to_json(report.context)}, {"mode", to_string(report.mode)}, {"results", std::move(results)},
+  return {{"machine", to_json(report.context)},
+          {"mode", to_string(report.mode)},
+          {"results", std::move(results)},
+          {"wall_seconds", report.wall_seconds},
+          {"conditions", report.conditions ? to_json(*report.conditions) : nlohmann::json(nullptr)},
           {"exit_code", exit_code(report)}};
 }
 

@@ -51,7 +51,7 @@ class LaunchBenchmark final : public Benchmark {
 void add_launch_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out) {
   out.push_back(std::make_unique<LaunchBenchmark>(
       cuda::LaunchKind::kThroughput, "launch.throughput",
-      "empty kernels launched back to back on one stream: us = event time of 10000 launches / 10000"));
+      "empty kernels launched back to back on one stream: us = event time of 30000 launches / 30000"));
   out.push_back(std::make_unique<LaunchBenchmark>(
       cuda::LaunchKind::kLatency, "launch.latency",
       "one empty kernel between two events on an idle stream: us = event time (median of many)"));

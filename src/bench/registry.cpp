@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/cuda/p2p.hpp"
 #include "bench/stats.hpp"
 
 namespace gpudoc::bench {
@@ -29,6 +30,17 @@ Context probe_context(int device) {
     return ctx;
   }
   ctx.gpu = *info;
+  // Every GPU and which pairs can map each other's memory, for p2p.* and nccl.*.
+  ctx.device_count = *count;
+  for (int d = 0; d < *count; ++d)
+    if (auto other = cuda::device_info(d)) ctx.gpus.push_back(*other);
+  ctx.peer_access.assign(static_cast<std::size_t>(*count), std::vector<bool>(static_cast<std::size_t>(*count), false));
+  for (int i = 0; i < *count; ++i)
+    for (int j = 0; j < *count; ++j)
+      if (i != j) {
+        auto can = cuda::can_access_peer(i, j);
+        ctx.peer_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = can && *can;
+      }
   return ctx;
 }
 
@@ -47,6 +59,19 @@ nlohmann::json to_json(const Context& ctx) {
   } else {
     j["gpu"] = nullptr;
     j["no_gpu_reason"] = ctx.no_gpu_reason;
+  }
+  j["device_count"] = ctx.device_count;
+  if (ctx.device_count > 1) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& g : ctx.gpus) gpus.push_back({{"index", g.index}, {"name", g.name}, {"uuid", g.uuid}});
+    j["gpus"] = std::move(gpus);
+    j["peer_access"] = ctx.peer_access;
+  }
+  if (ctx.machine) {
+    j["nvml"] = to_json(*ctx.machine);
+  } else {
+    j["nvml"] = nullptr;
+    j["nvml_unavailable_reason"] = ctx.machine_reason;
   }
   return j;
 }
@@ -130,7 +155,11 @@ const Registry& registry() {
   static const Registry r = [] {
     std::vector<std::unique_ptr<Benchmark>> list;
     add_hbm_benchmarks(list);
+    add_pcie_benchmarks(list);
+    add_gemm_benchmarks(list);
     add_launch_benchmarks(list);
+    add_p2p_benchmarks(list);
+    add_nccl_benchmarks(list);
     return Registry(std::move(list));
   }();
   return r;

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/cuda/device.hpp"
+#include "bench/machine.hpp"
 #include "core/result.hpp"
 
 namespace gpudoc::bench {
@@ -30,6 +31,15 @@ struct Context {
   bool cuda_built = false;
   std::optional<cuda::DeviceInfo> gpu;  // absent: no GPU usable (see no_gpu_reason)
   std::string no_gpu_reason;            // why gpu is absent, e.g. "cudaGetDeviceCount: no CUDA-capable device"
+  // Driver, clocks, power limit, temperature from NVML (bench/machine.hpp); filled by the caller,
+  // which owns the NVML backend. Absent: machine_reason says why (no NVML, no GPU...).
+  std::optional<MachineInfo> machine;
+  std::string machine_reason;
+  // Every visible GPU, for the benchmarks that use several (p2p.*, nccl.*), whatever `device` is.
+  // device_count is 0 when no GPU is usable (then gpu is absent too).
+  int device_count = 0;
+  std::vector<cuda::DeviceInfo> gpus;           // by CUDA ordinal; may be shorter if one could not be read
+  std::vector<std::vector<bool>> peer_access;   // [i][j]: GPU i can map GPU j's memory (cudaDeviceCanAccessPeer)
 };
 
 // Probes CUDA for `device`. Never fails: what is missing is recorded in the Context.
@@ -75,6 +85,8 @@ class Benchmark {
 
 // The waiver shared by every GPU benchmark: built without CUDA, or no GPU.
 [[nodiscard]] std::optional<std::string> gpu_waiver(const Context& ctx);
+// gpu_waiver, or "waived: needs 2 or more GPUs (1 visible)" (p2p.cpp).
+[[nodiscard]] std::optional<std::string> multi_gpu_waiver(const Context& ctx);
 
 class Registry {
  public:
@@ -95,6 +107,10 @@ class Registry {
 
 // Factories of the built-in benchmarks (hbm.cpp, launch.cpp).
 void add_hbm_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out);
+void add_pcie_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out);  // pcie.cpp
+void add_gemm_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out);  // gemm.cpp
 void add_launch_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out);
+void add_p2p_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out);   // p2p.cpp
+void add_nccl_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out);  // nccl.cpp
 
 }  // namespace gpudoc::bench

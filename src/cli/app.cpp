@@ -34,17 +34,27 @@ int run(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log what gpudoc does to stderr (or set GPUDOC_LOG=debug)");
   app.footer(
       "Examples:\n"
+      "  gpudoc doctor                         what holds every GPU back (a short live look)\n"
+      "  gpudoc diagnose run.jsonl --html run.html\n"
+      "  gpudoc diagnose -- python3 train.py   record while it runs, then diagnose\n"
       "  gpudoc watch                          live view of every GPU\n"
       "  gpudoc record -o run.jsonl -- python3 train.py\n"
       "  gpudoc trace info run.jsonl\n"
       "  gpudoc bench --quick                 memory bandwidth and launch cost of the GPU\n"
+      "  gpudoc baseline check train           CI gate: exit 1 on a confirmed regression\n"
+      "  gpudoc health                         is this node healthy and set up right (exit 1 on a failed check)\n"
       "Run `gpudoc COMMAND --help` for each command's options.");
 
   Action action;
+  register_doctor(app, action);
+  register_diagnose(app, action);
   register_watch(app, action);
   register_record(app, action);
   register_trace(app, action);
   register_bench(app, action);
+  register_baseline(app, action);
+  register_health(app, action);
+  register_report(app, action);
 
   try {
     app.parse(argc, argv);

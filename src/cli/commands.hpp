@@ -25,6 +25,11 @@ void register_record(CLI::App& app, Action& action);
 void register_watch(CLI::App& app, Action& action);
 void register_trace(CLI::App& app, Action& action);
 void register_bench(CLI::App& app, Action& action);
+void register_baseline(CLI::App& app, Action& action);
+void register_diagnose(CLI::App& app, Action& action);
+void register_doctor(CLI::App& app, Action& action);
+void register_health(CLI::App& app, Action& action);
+void register_report(CLI::App& app, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns
 // the exit code for its kind.

@@ -13,7 +13,8 @@ extern char** environ;
 
 namespace gpudoc::core {
 
-Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                                         bool stdout_to_stderr) {
   if (argv.empty()) return Error(ErrorKind::kUsage, "no command given");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -35,7 +36,11 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, &attr, args.data(), env.data());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0)
     return Error(ErrorKind::kBadInput, fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));

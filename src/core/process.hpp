@@ -19,8 +19,11 @@ namespace gpudoc::core {
 
 class ChildProcess {
  public:
+  // stdout_to_stderr: the child's stdout goes to gpudoc's stderr (when gpudoc's own stdout must
+  // stay one clean document, e.g. `diagnose --json -- CMD`).
   [[nodiscard]] static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
-                                                  const std::vector<std::string>& extra_env = {});
+                                                  const std::vector<std::string>& extra_env = {},
+                                                  bool stdout_to_stderr = false);
   [[nodiscard]] pid_t pid() const { return pid_; }
   // True once the child has exited (reaps it). Never blocks.
   bool poll();

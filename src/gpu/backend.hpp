@@ -65,6 +65,53 @@ struct DeviceInfo {
   std::vector<MigInstance> mig_instances;
 };
 
+enum class ComputeMode { kDefault, kExclusiveThread, kProhibited, kExclusiveProcess };
+[[nodiscard]] const char* to_string(ComputeMode m) noexcept;   // "default", "exclusive_process", ...
+
+// One NVLink of a device. Counters are since the driver loaded (NVML's DL error counters).
+struct NvlinkFacts {
+  int link = 0;
+  std::optional<bool> active;
+  std::optional<int> version;                          // NVLink version (4 on Hopper)
+  std::optional<std::uint64_t> replay_errors;          // data-link transmit replays
+  std::optional<std::uint64_t> recovery_errors;        // data-link recoveries (link retrained)
+  std::optional<std::uint64_t> crc_flit_errors;        // receive flow-control-digit CRC errors
+  std::optional<std::uint64_t> crc_data_errors;        // receive data CRC errors
+};
+
+// The slow, configuration-like facts a health check reads once: modes, error counters, limits.
+// Unlike DeviceInfo they are read fresh on every health_facts() call (counters move). Anything the
+// device or driver does not support is absent, never 0 or false.
+struct HealthFacts {
+  std::optional<bool> persistence_mode;
+  std::optional<ComputeMode> compute_mode;
+  std::optional<bool> mig_current;
+  std::optional<bool> mig_pending;                     // differs from current until the GPU is reset
+  std::optional<bool> ecc_current;
+  std::optional<bool> ecc_pending;                     // differs from current until the next reboot
+  std::optional<std::uint64_t> ecc_volatile_corrected;      // since the driver loaded
+  std::optional<std::uint64_t> ecc_volatile_uncorrected;
+  std::optional<std::uint64_t> ecc_aggregate_corrected;     // over the board's life
+  std::optional<std::uint64_t> ecc_aggregate_uncorrected;
+  std::optional<std::uint32_t> remapped_rows_corrected;     // rows remapped after correctable errors
+  std::optional<std::uint32_t> remapped_rows_uncorrected;   // ... after uncorrectable errors
+  std::optional<bool> remap_pending;                   // a remap waits for the next GPU reset
+  std::optional<bool> remap_failed;                    // a remap failed: the memory cannot be repaired
+  std::optional<std::uint32_t> retired_pages_single_bit;    // pre-Ampere dynamic page retirement
+  std::optional<std::uint32_t> retired_pages_double_bit;
+  std::optional<bool> retired_pages_pending;
+  std::optional<double> power_limit_watts;             // the management limit currently set
+  std::optional<double> power_limit_enforced_watts;    // the limit the board enforces (min of all)
+  std::optional<double> power_limit_default_watts;
+  std::optional<double> temperature_slowdown_celsius;
+  std::optional<double> temperature_shutdown_celsius;
+  std::optional<double> temperature_gpu_max_celsius;
+  std::optional<double> temperature_memory_max_celsius;
+  std::optional<int> pcie_link_generation_max;         // the most this device *and system* allow
+  std::optional<int> pcie_link_width_max;
+  std::vector<NvlinkFacts> nvlinks;                    // only links the device has; empty: no NVLink
+};
+
 // One reading of one metric. time_unix_ns is when the sensor took it: for buffered sensors (the
 // utilization buffer) the driver's own timestamp, otherwise the time of the read.
 struct MetricSample {
@@ -118,6 +165,11 @@ class Backend {
   // Waits up to `timeout` for asynchronous events (XIDs) on any device. Backends without events
   // return an empty list after the timeout. Thread-safe with read().
   [[nodiscard]] virtual core::Result<std::vector<DeviceEvent>> wait_events(core::Nanos timeout) = 0;
+  // Modes, error counters, limits and NVLink state of one device, read now (a few ms on NVML: one
+  // call per fact and per link). Errors: kBadInput for an index out of range, kGpuLost; a fact
+  // that fails alone is left absent. Backends without these facts (replay) answer kNotSupported.
+  // Thread-safety: as read().
+  [[nodiscard]] virtual core::Result<HealthFacts> health_facts(int gpu);
 };
 
 }  // namespace gpudoc::gpu

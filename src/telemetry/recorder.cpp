@@ -82,7 +82,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   auto now_t = [&] { return seconds_since(start_ns, clock.unix_now_ns()); };
 
   if (!options.command.empty()) {
-    auto c = core::ChildProcess::spawn(options.command);
+    auto c = core::ChildProcess::spawn(options.command, {}, options.command_stdout_to_stderr);
     if (!c) {
       sampler.stop();
       (void)writer->close({now_t(), writer->sample_lines(), 0, "command_failed"});

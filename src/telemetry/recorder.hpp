@@ -29,6 +29,7 @@ struct RecordOptions {
   std::string output_path;                      // "-" writes to stdout
   std::optional<core::Nanos> duration;          // stop after this long (with a command: whichever first)
   std::vector<std::string> command;             // run this and record while it runs
+  bool command_stdout_to_stderr = false;        // the command's stdout goes to stderr (gpudoc prints a document)
   SamplerConfig sampler;
   core::Nanos flush_interval = std::chrono::milliseconds(500);
   // Called about once a second with elapsed seconds and sample lines so far (progress display).

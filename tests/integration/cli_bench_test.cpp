@@ -9,7 +9,16 @@
 namespace gpudoc::testing {
 namespace {
 
-const char* const kKeys[] = {"hbm.copy", "hbm.read", "hbm.write", "launch.throughput", "launch.latency", "launch.graph_node"};
+const char* const kKeys[] = {"hbm.copy", "hbm.read", "hbm.write",
+                             "pcie.h2d.pinned", "pcie.d2h.pinned", "pcie.bidir.pinned",
+                             "pcie.h2d.pageable", "pcie.d2h.pageable", "pcie.bidir.pageable",
+                             "gemm.fp32", "gemm.tf32", "gemm.fp16", "gemm.bf16", "gemm.fp8",
+                             "gemm.sweep.bf16.1024", "gemm.sweep.bf16.2048", "gemm.sweep.bf16.4096", "gemm.sweep.bf16.16384",
+                             "launch.throughput", "launch.latency", "launch.graph_node",
+                             "p2p.bandwidth", "p2p.bidirectional", "p2p.latency", "nccl.all_reduce", "nccl.all_gather",
+                             "nccl.reduce_scatter"};
+const char* const kMultiGpuKeys[] = {"p2p.bandwidth",   "p2p.bidirectional", "p2p.latency",
+                                     "nccl.all_reduce", "nccl.all_gather",   "nccl.reduce_scatter"};
 
 bool machine_has_gpu() {
   const CliRun r = run_gpudoc("bench --only launch.latency --quick --json");
@@ -67,6 +76,78 @@ TEST(CliBench, WithoutGpuJsonRecordsEachWaiver) {
     EXPECT_THAT(r["reason"].get<std::string>(), ::testing::StartsWith("waived: ")) << r.dump();
   }
   EXPECT_TRUE(j["machine"]["gpu"].is_null());
+}
+
+// p2p.* and nccl.* without a GPU: listed, each waived with its reason, exit 3, valid JSON.
+TEST(CliBench, WithoutGpuMultiGpuBenchmarksAreWaivedExit3) {
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const CliRun r = run_gpudoc("bench --only p2p,nccl");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  for (const char* key : kMultiGpuKeys) EXPECT_THAT(r.output, ::testing::HasSubstr(key));
+  EXPECT_THAT(r.output, ::testing::AnyOf(::testing::HasSubstr("waived: no GPU"), ::testing::HasSubstr("waived: built without CUDA")));
+
+  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc bench --only nccl,p2p --quick --json 2>/dev/null";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 3);
+  const auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["results"].size(), std::size(kMultiGpuKeys));
+  for (std::size_t i = 0; i < std::size(kMultiGpuKeys); ++i) {
+    EXPECT_EQ(j["results"][i]["key"], kMultiGpuKeys[i]);  // registry order, whatever --only's order
+    EXPECT_EQ(j["results"][i]["status"], "waived");
+    EXPECT_THAT(j["results"][i]["reason"].get<std::string>(), ::testing::StartsWith("waived: "));
+  }
+}
+
+// gemm.* and pcie.* without a GPU: listed, each waived with its reason, exit 3, valid JSON whose
+// machine context says why there is no NVML context either.
+TEST(CliBench, WithoutGpuGemmAndPcieAreWaivedExit3) {
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const CliRun r = run_gpudoc("bench --only gemm,pcie --quick");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("gemm.sweep.bf16.16384"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("pcie.bidir.pageable"));
+
+  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc bench --only pcie,gemm --quick --json 2>/dev/null";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 3);
+  const auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["results"].size(), 15u);  // 6 pcie + 5 gemm + 4 sweep sizes
+  EXPECT_EQ(j["results"][0]["key"], "pcie.h2d.pinned");  // registry order: pcie before gemm
+  EXPECT_EQ(j["results"][6]["key"], "gemm.fp32");
+  for (const auto& res : j["results"]) {
+    EXPECT_EQ(res["status"], "waived") << res.dump();
+    EXPECT_THAT(res["reason"].get<std::string>(),
+                ::testing::AnyOf(::testing::StartsWith("waived: no GPU"), ::testing::StartsWith("waived: built without CUDA")))
+        << res.dump();
+  }
+  EXPECT_TRUE(j["machine"]["nvml"].is_null());
+  EXPECT_FALSE(j["machine"]["nvml_unavailable_reason"].get<std::string>().empty());
+  EXPECT_TRUE(j["conditions"].is_null());
+  EXPECT_TRUE(j["wall_seconds"].is_number());
+}
+
+TEST(CliBench, ListTeachesTheGemmAndPcieFormulas) {
+  const CliRun r = run_gpudoc("bench --list");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("TFLOP/s = 2*M*N*K / time per matmul / 1e12"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("(bytes in + bytes out) / time / 1e9"));
+}
+
+TEST(CliBench, ListNamesTheMultiGpuFormulas) {
+  const CliRun r = run_gpudoc("bench --list");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("2(n-1)/n"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("cudaMemcpyPeerAsync"));
 }
 
 }  // namespace

@@ -84,6 +84,57 @@ void FakeBackend::push_event(DeviceEvent event) {
   events_.push_back(std::move(event));
 }
 
+void FakeBackend::set_health_facts(int gpu, HealthFacts facts) {
+  std::lock_guard lock(mu_);
+  gpus_.at(static_cast<std::size_t>(gpu))->health = std::move(facts);
+}
+
+void FakeBackend::inject_health_error(int gpu, core::ErrorKind kind, int count) {
+  std::lock_guard lock(mu_);
+  gpus_.at(static_cast<std::size_t>(gpu))->health_error = Injected{kind, count};
+}
+
+HealthFacts FakeBackend::default_health_facts() {
+  HealthFacts f;
+  f.persistence_mode = true;
+  f.compute_mode = ComputeMode::kDefault;
+  f.mig_current = false;
+  f.mig_pending = false;
+  f.ecc_current = true;
+  f.ecc_pending = true;
+  f.ecc_volatile_corrected = 0;
+  f.ecc_volatile_uncorrected = 0;
+  f.ecc_aggregate_corrected = 0;
+  f.ecc_aggregate_uncorrected = 0;
+  f.remapped_rows_corrected = 0;
+  f.remapped_rows_uncorrected = 0;
+  f.remap_pending = false;
+  f.remap_failed = false;
+  f.power_limit_watts = 700;
+  f.power_limit_enforced_watts = 700;
+  f.power_limit_default_watts = 700;
+  f.temperature_slowdown_celsius = 89;
+  f.temperature_shutdown_celsius = 95;
+  f.temperature_gpu_max_celsius = 87;
+  f.temperature_memory_max_celsius = 95;
+  f.pcie_link_generation_max = 5;
+  f.pcie_link_width_max = 16;
+  for (int i = 0; i < 18; ++i) f.nvlinks.push_back(NvlinkFacts{i, true, 4, 0, 0, 0, 0});
+  return f;
+}
+
+core::Result<HealthFacts> FakeBackend::health_facts(int gpu) {
+  std::lock_guard lock(mu_);
+  if (auto s = check_index(gpu); !s) return s.error();
+  Gpu& g = *gpus_[static_cast<std::size_t>(gpu)];
+  if (g.health_error && g.health_error->remaining > 0) {
+    const core::ErrorKind kind = g.health_error->kind;
+    if (--g.health_error->remaining == 0) g.health_error.reset();
+    return core::Error(kind, fmt::format("injected {} on GPU {}", core::to_string(kind), gpu));
+  }
+  return g.health;
+}
+
 std::uint64_t FakeBackend::read_count(int gpu, MetricGroup group) const {
   return gpus_.at(static_cast<std::size_t>(gpu))->reads[index(group)].load();
 }

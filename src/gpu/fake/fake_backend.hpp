@@ -42,6 +42,13 @@ class FakeBackend final : public Backend {
   void set_hang(int gpu, MetricGroup group, core::Nanos duration);
   void set_device_count_error(std::optional<core::Error> error);
   void push_event(DeviceEvent event);
+  // What health_facts(gpu) returns from now on; default_health_facts() until set.
+  void set_health_facts(int gpu, HealthFacts facts);
+  // The next `count` health_facts(gpu) calls fail with `kind` (kNotSupported, kTimeout, ...).
+  void inject_health_error(int gpu, core::ErrorKind kind, int count = 1);
+  // A healthy H200: persistence on, default compute mode, MIG and ECC as they ship, no errors,
+  // thresholds 87/89/95/95 C, 700 W limits, PCIe Gen5 x16, 18 active NVLink 4 links.
+  [[nodiscard]] static HealthFacts default_health_facts();
 
   // --- observation ---
   [[nodiscard]] std::uint64_t read_count(int gpu, MetricGroup group) const;
@@ -54,6 +61,7 @@ class FakeBackend final : public Backend {
   [[nodiscard]] core::Result<MetricSet> capabilities(int gpu) override;
   [[nodiscard]] core::Result<GroupReading> read(int gpu, MetricGroup group) override;
   [[nodiscard]] core::Result<std::vector<DeviceEvent>> wait_events(core::Nanos timeout) override;
+  [[nodiscard]] core::Result<HealthFacts> health_facts(int gpu) override;
 
   static constexpr std::int64_t kUtilizationSampleNs = 200'000'000;
 
@@ -70,6 +78,8 @@ class FakeBackend final : public Backend {
     std::array<core::Nanos, kMetricGroupCount> hang{};
     std::array<std::atomic<std::uint64_t>, kMetricGroupCount> reads{};
     std::int64_t last_util_sample_ns = 0;   // unix ns of the last buffered sample returned
+    HealthFacts health = default_health_facts();
+    std::optional<Injected> health_error;
   };
 
   [[nodiscard]] core::Status check_index(int gpu) const;

@@ -268,6 +268,45 @@ struct nvmlGpmSupport_t {
   unsigned int isSupportedDevice;
 };
 
+// ---- Health facts (nvml.h), read by health_facts() ----
+enum nvmlEnableState_t : int {
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+};
+
+enum nvmlComputeMode_t : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,  // support removed; still a value NVML may name
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+
+enum nvmlMemoryErrorType_t : int {
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+};
+
+enum nvmlEccCounterType_t : int {
+  NVML_VOLATILE_ECC = 0,   // since the last driver load
+  NVML_AGGREGATE_ECC = 1,  // over the board's life (InfoROM)
+};
+
+enum nvmlPageRetirementCause_t : int {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+};
+
+enum nvmlNvLinkErrorCounter_t : int {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2,
+  NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
+};
+
+// 18 since CUDA 11 (6 and 12 in older headers); links past the device's own answer NOT_SUPPORTED
+// or INVALID_ARGUMENT.
+inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 18;
+
 // Layouts as nvml.h has them on x86-64 / aarch64 Linux (LP64).
 static_assert(sizeof(nvmlValue_t) == 8);
 static_assert(sizeof(nvmlSample_t) == 16);
@@ -291,6 +330,9 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8 && offsetof(nvmlGpmMet
 static_assert(sizeof(nvmlGpmSupport_t) == 8);
 static_assert(sizeof(nvmlTemperature_v1_t) == 12 && offsetof(nvmlTemperature_v1_t, temperature) == 8);
 static_assert(sizeof(nvmlReturn_t) == 4 && sizeof(nvmlClockType_t) == 4 && sizeof(nvmlValueType_t) == 4);
+static_assert(sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlComputeMode_t) == 4 && sizeof(nvmlMemoryErrorType_t) == 4 &&
+              sizeof(nvmlEccCounterType_t) == 4 && sizeof(nvmlPageRetirementCause_t) == 4 &&
+              sizeof(nvmlNvLinkErrorCounter_t) == 4);
 
 // ---- The one list of NVML functions gpudoc calls ------------------------------------------------
 //   X(need, name, return type, (parameters), (argument names))
@@ -399,7 +441,37 @@ static_assert(sizeof(nvmlReturn_t) == 4 && sizeof(nvmlClockType_t) == 4 && sizeo
     (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set), (device, eventTypes, set))    \
   X(kOptional, nvmlEventSetWait_v2, nvmlReturn_t,                                                          \
     (nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms), (set, data, timeoutms))           \
-  X(kOptional, nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set), (set))
+  X(kOptional, nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set), (set))                                \
+  /* health_facts */                                                                                       \
+  X(kOptional, nvmlDeviceGetPersistenceMode, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t* mode),  \
+    (device, mode))                                                                                        \
+  X(kOptional, nvmlDeviceGetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t* mode),      \
+    (device, mode))                                                                                        \
+  X(kOptional, nvmlDeviceGetEccMode, nvmlReturn_t,                                                         \
+    (nvmlDevice_t device, nvmlEnableState_t* current, nvmlEnableState_t* pending), (device, current, pending)) \
+  X(kOptional, nvmlDeviceGetTotalEccErrors, nvmlReturn_t,                                                  \
+    (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,               \
+     unsigned long long* eccCounts),                                                                       \
+    (device, errorType, counterType, eccCounts))                                                           \
+  X(kOptional, nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                    \
+    (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows, unsigned int* isPending,          \
+     unsigned int* failureOccurred),                                                                       \
+    (device, corrRows, uncRows, isPending, failureOccurred))                                               \
+  X(kOptional, nvmlDeviceGetRetiredPages, nvmlReturn_t,                                                    \
+    (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* pageCount,                        \
+     unsigned long long* addresses),                                                                       \
+    (device, cause, pageCount, addresses))                                                                 \
+  X(kOptional, nvmlDeviceGetRetiredPagesPendingStatus, nvmlReturn_t,                                       \
+    (nvmlDevice_t device, nvmlEnableState_t* isPending), (device, isPending))                              \
+  X(kOptional, nvmlDeviceGetPowerManagementLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit), \
+    (device, limit))                                                                                       \
+  X(kOptional, nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                     \
+    (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive), (device, link, isActive))       \
+  X(kOptional, nvmlDeviceGetNvLinkVersion, nvmlReturn_t,                                                   \
+    (nvmlDevice_t device, unsigned int link, unsigned int* version), (device, link, version))              \
+  X(kOptional, nvmlDeviceGetNvLinkErrorCounter, nvmlReturn_t,                                              \
+    (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter, unsigned long long* counterValue), \
+    (device, link, counter, counterValue))
 
 // The function table. A null pointer means the loaded library lacks that symbol.
 struct NvmlApi {

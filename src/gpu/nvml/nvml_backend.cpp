@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -203,6 +204,7 @@ class NvmlBackend final : public Backend {
   [[nodiscard]] core::Result<MetricSet> capabilities(int gpu) override;
   [[nodiscard]] core::Result<GroupReading> read(int gpu, MetricGroup group) override;
   [[nodiscard]] core::Result<std::vector<DeviceEvent>> wait_events(core::Nanos timeout) override;
+  [[nodiscard]] core::Result<HealthFacts> health_facts(int gpu) override;
 
  private:
   [[nodiscard]] core::Result<DeviceState*> device(int gpu);
@@ -827,6 +829,148 @@ core::Result<SystemInfo> NvmlBackend::system_info() {
     s.cuda_driver_version = fmt::format("{}.{}", cuda / 1000, (cuda % 1000) / 10);
   }
   return s;
+}
+
+core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
+  auto dev = device(gpu);
+  if (!dev) return dev.error();
+  DeviceState& d = **dev;
+  std::lock_guard lock(d.mu);
+  const nvmlDevice_t h = d.handle;
+  LostCheck check(api_, gpu);
+  HealthFacts f;
+  nvmlEnableState_t current = NVML_FEATURE_DISABLED;
+  nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
+  if (api_.nvmlDeviceGetPersistenceMode != nullptr &&
+      check.ok(api_.nvmlDeviceGetPersistenceMode(h, &current), "persistence mode")) {
+    f.persistence_mode = current == NVML_FEATURE_ENABLED;
+  }
+  nvmlComputeMode_t mode = NVML_COMPUTEMODE_DEFAULT;
+  if (api_.nvmlDeviceGetComputeMode != nullptr && check.ok(api_.nvmlDeviceGetComputeMode(h, &mode), "compute mode")) {
+    switch (mode) {
+      case NVML_COMPUTEMODE_DEFAULT: f.compute_mode = ComputeMode::kDefault; break;
+      case NVML_COMPUTEMODE_EXCLUSIVE_THREAD: f.compute_mode = ComputeMode::kExclusiveThread; break;
+      case NVML_COMPUTEMODE_PROHIBITED: f.compute_mode = ComputeMode::kProhibited; break;
+      case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS: f.compute_mode = ComputeMode::kExclusiveProcess; break;
+    }
+  }
+  unsigned int mig_current = 0;
+  unsigned int mig_pending = 0;
+  if (api_.nvmlDeviceGetMigMode != nullptr &&
+      check.ok(api_.nvmlDeviceGetMigMode(h, &mig_current, &mig_pending), "MIG mode")) {
+    f.mig_current = mig_current == NVML_DEVICE_MIG_ENABLE;
+    f.mig_pending = mig_pending == NVML_DEVICE_MIG_ENABLE;
+  }
+  if (api_.nvmlDeviceGetEccMode != nullptr && check.ok(api_.nvmlDeviceGetEccMode(h, &current, &pending), "ECC mode")) {
+    f.ecc_current = current == NVML_FEATURE_ENABLED;
+    f.ecc_pending = pending == NVML_FEATURE_ENABLED;
+  }
+  if (api_.nvmlDeviceGetTotalEccErrors != nullptr) {
+    const std::array<std::tuple<nvmlMemoryErrorType_t, nvmlEccCounterType_t, std::optional<std::uint64_t>*>, 4> ecc = {{
+        {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &f.ecc_volatile_corrected},
+        {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &f.ecc_volatile_uncorrected},
+        {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, &f.ecc_aggregate_corrected},
+        {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &f.ecc_aggregate_uncorrected},
+    }};
+    for (const auto& [type, counter, field] : ecc) {
+      unsigned long long n = 0;
+      if (check.ok(api_.nvmlDeviceGetTotalEccErrors(h, type, counter, &n), "ECC error count")) *field = n;
+    }
+  }
+  unsigned int corr = 0;
+  unsigned int unc = 0;
+  unsigned int is_pending = 0;
+  unsigned int failure = 0;
+  if (api_.nvmlDeviceGetRemappedRows != nullptr &&
+      check.ok(api_.nvmlDeviceGetRemappedRows(h, &corr, &unc, &is_pending, &failure), "remapped rows")) {
+    f.remapped_rows_corrected = corr;
+    f.remapped_rows_uncorrected = unc;
+    f.remap_pending = is_pending != 0;
+    f.remap_failed = failure != 0;
+  }
+  if (api_.nvmlDeviceGetRetiredPages != nullptr) {
+    // With a null address buffer and a count of 0, NVML answers the count (SUCCESS, or
+    // INSUFFICIENT_SIZE on some drivers when pages exist: the count is set either way).
+    const std::array<std::pair<nvmlPageRetirementCause_t, std::optional<std::uint32_t>*>, 2> causes = {{
+        {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, &f.retired_pages_single_bit},
+        {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &f.retired_pages_double_bit},
+    }};
+    for (const auto& [cause, field] : causes) {
+      unsigned int count = 0;
+      nvmlReturn_t rc = api_.nvmlDeviceGetRetiredPages(h, cause, &count, nullptr);
+      if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
+      if (check.ok(rc, "retired pages")) *field = count;
+    }
+  }
+  if (api_.nvmlDeviceGetRetiredPagesPendingStatus != nullptr &&
+      check.ok(api_.nvmlDeviceGetRetiredPagesPendingStatus(h, &pending), "retired pages pending")) {
+    f.retired_pages_pending = pending == NVML_FEATURE_ENABLED;
+  }
+  unsigned int v = 0;
+  // NVML reports power limits in milliwatts.
+  if (api_.nvmlDeviceGetPowerManagementLimit != nullptr &&
+      check.ok(api_.nvmlDeviceGetPowerManagementLimit(h, &v), "power limit")) {
+    f.power_limit_watts = v / 1000.0;
+  }
+  if (api_.nvmlDeviceGetEnforcedPowerLimit != nullptr &&
+      check.ok(api_.nvmlDeviceGetEnforcedPowerLimit(h, &v), "enforced power limit")) {
+    f.power_limit_enforced_watts = v / 1000.0;
+  }
+  if (api_.nvmlDeviceGetPowerManagementDefaultLimit != nullptr &&
+      check.ok(api_.nvmlDeviceGetPowerManagementDefaultLimit(h, &v), "default power limit")) {
+    f.power_limit_default_watts = v / 1000.0;
+  }
+  if (api_.nvmlDeviceGetTemperatureThreshold != nullptr) {
+    const std::array<std::pair<nvmlTemperatureThresholds_t, std::optional<double>*>, 4> thresholds = {{
+        {NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &f.temperature_slowdown_celsius},
+        {NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &f.temperature_shutdown_celsius},
+        {NVML_TEMPERATURE_THRESHOLD_GPU_MAX, &f.temperature_gpu_max_celsius},
+        {NVML_TEMPERATURE_THRESHOLD_MEM_MAX, &f.temperature_memory_max_celsius},
+    }};
+    for (const auto& [type, field] : thresholds) {
+      if (check.ok(api_.nvmlDeviceGetTemperatureThreshold(h, type, &v), "temperature threshold")) *field = v;
+    }
+  }
+  if (api_.nvmlDeviceGetMaxPcieLinkGeneration != nullptr &&
+      check.ok(api_.nvmlDeviceGetMaxPcieLinkGeneration(h, &v), "max PCIe generation")) {
+    f.pcie_link_generation_max = static_cast<int>(v);
+  }
+  if (api_.nvmlDeviceGetMaxPcieLinkWidth != nullptr &&
+      check.ok(api_.nvmlDeviceGetMaxPcieLinkWidth(h, &v), "max PCIe width")) {
+    f.pcie_link_width_max = static_cast<int>(v);
+  }
+  if (api_.nvmlDeviceGetNvLinkState != nullptr) {
+    for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+      nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+      // NOT_SUPPORTED / INVALID_ARGUMENT: the device has no such link (or no NVLink at all).
+      if (!check.ok(api_.nvmlDeviceGetNvLinkState(h, link, &active), "NVLink state")) {
+        if (check.lost()) break;
+        continue;
+      }
+      NvlinkFacts l;
+      l.link = static_cast<int>(link);
+      l.active = active == NVML_FEATURE_ENABLED;
+      if (api_.nvmlDeviceGetNvLinkVersion != nullptr &&
+          check.ok(api_.nvmlDeviceGetNvLinkVersion(h, link, &v), "NVLink version")) {
+        l.version = static_cast<int>(v);
+      }
+      if (api_.nvmlDeviceGetNvLinkErrorCounter != nullptr) {
+        const std::array<std::pair<nvmlNvLinkErrorCounter_t, std::optional<std::uint64_t>*>, 4> counters = {{
+            {NVML_NVLINK_ERROR_DL_REPLAY, &l.replay_errors},
+            {NVML_NVLINK_ERROR_DL_RECOVERY, &l.recovery_errors},
+            {NVML_NVLINK_ERROR_DL_CRC_FLIT, &l.crc_flit_errors},
+            {NVML_NVLINK_ERROR_DL_CRC_DATA, &l.crc_data_errors},
+        }};
+        for (const auto& [counter, field] : counters) {
+          unsigned long long n = 0;
+          if (check.ok(api_.nvmlDeviceGetNvLinkErrorCounter(h, link, counter, &n), "NVLink error counter")) *field = n;
+        }
+      }
+      f.nvlinks.push_back(l);
+    }
+  }
+  if (check.lost()) return *check.lost();
+  return f;
 }
 
 core::Result<DeviceInfo> NvmlBackend::device_info(int gpu) {

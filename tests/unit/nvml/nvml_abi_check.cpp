@@ -22,6 +22,7 @@ constexpr unsigned real_gpm_get_ver = NVML_GPM_METRICS_GET_VERSION;
 constexpr unsigned real_gpm_sup_ver = NVML_GPM_SUPPORT_VERSION;
 constexpr unsigned long long real_na = static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE);
 constexpr unsigned real_temperature_v1 = nvmlTemperature_v1;
+constexpr unsigned real_nvlink_max = NVML_NVLINK_MAX_LINKS;
 #undef nvmlEventTypeXidCriticalError
 #undef NVML_FI_DEV_MEMORY_TEMP
 #undef NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
@@ -30,6 +31,7 @@ constexpr unsigned real_temperature_v1 = nvmlTemperature_v1;
 #undef NVML_DEVICE_MIG_DISABLE
 #undef NVML_GPM_METRICS_GET_VERSION
 #undef NVML_GPM_SUPPORT_VERSION
+#undef NVML_NVLINK_MAX_LINKS
 
 #include "gpu/nvml/nvml_api.hpp"
 
@@ -94,6 +96,18 @@ static_assert(my::NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE == real_pci_sz && my::NVML_
 static_assert(my::NVML_DEVICE_MIG_ENABLE == real_mig_en && my::NVML_DEVICE_MIG_DISABLE == real_mig_dis);
 static_assert(my::NVML_GPM_METRICS_GET_VERSION == real_gpm_get_ver && my::NVML_GPM_SUPPORT_VERSION == real_gpm_sup_ver);
 static_assert(my::NVML_VALUE_NOT_AVAILABLE_ULL == real_na);
+// health_facts: the enums its functions take.
+SAME_LAYOUT(nvmlEnableState_t); SAME_LAYOUT(nvmlComputeMode_t); SAME_LAYOUT(nvmlMemoryErrorType_t);
+SAME_LAYOUT(nvmlEccCounterType_t); SAME_LAYOUT(nvmlPageRetirementCause_t); SAME_LAYOUT(nvmlNvLinkErrorCounter_t);
+SAME_VALUE(NVML_FEATURE_DISABLED); SAME_VALUE(NVML_FEATURE_ENABLED);
+SAME_VALUE(NVML_COMPUTEMODE_DEFAULT); SAME_VALUE(NVML_COMPUTEMODE_EXCLUSIVE_THREAD); SAME_VALUE(NVML_COMPUTEMODE_PROHIBITED);
+SAME_VALUE(NVML_COMPUTEMODE_EXCLUSIVE_PROCESS);
+SAME_VALUE(NVML_MEMORY_ERROR_TYPE_CORRECTED); SAME_VALUE(NVML_MEMORY_ERROR_TYPE_UNCORRECTED);
+SAME_VALUE(NVML_VOLATILE_ECC); SAME_VALUE(NVML_AGGREGATE_ECC);
+SAME_VALUE(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS); SAME_VALUE(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+SAME_VALUE(NVML_NVLINK_ERROR_DL_REPLAY); SAME_VALUE(NVML_NVLINK_ERROR_DL_RECOVERY); SAME_VALUE(NVML_NVLINK_ERROR_DL_CRC_FLIT);
+SAME_VALUE(NVML_NVLINK_ERROR_DL_CRC_DATA);
+static_assert(my::NVML_NVLINK_MAX_LINKS == real_nvlink_max);
 
 TEST(nvml_abi, MirrorMatchesNvmlH) {
   // The static_asserts above did the checking; this records what was compared against.

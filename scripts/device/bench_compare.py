@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""gpudoc bench beside PyTorch on the same GPU, in one run: the issue-4 comparison.
+
+On the GPU machine, from the repository root (binaries carried in .device/bin):
+
+    python3 scripts/device/bench_compare.py OUTDIR [--bin .device/bin] [--device 0] [--skip-full]
+
+runs, in this order,
+  1. gpudoc bench --quick --json   (its wall clock is the "--quick <= 60 s" check)
+  2. gpudoc bench --full --json    (the figures compared)
+  3. test_bench_live               (the GPU tests, when .device/bin/test_bench_live exists)
+  4. scripts/device/torch_bench.py (PyTorch's figures, same method)
+and writes to OUTDIR (7 files at most, as the device tool brings back 8):
+  compare.md          the table: gpudoc vs PyTorch per figure, % of the datasheet, must-reach checks
+  gpudoc_quick.json   gpudoc_full.json   torch.json   (raw: every sample, parameters, machine context)
+  env.txt             machine, driver, libraries, commit     run.log   bench_live.log
+cuBLASLt is loaded at run time: LD_LIBRARY_PATH gets /usr/local/cuda-13.0/lib64 (and the targets/
+folder) in front. Set GPUDOC_COMMIT to record the commit when the tree has no .git.
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# NVIDIA H200 SXM datasheet, dense (the tensor-core figures the datasheet prints are with 2:4
+# sparsity: these are half of them). PCIe Gen5 x16: 64 GB/s each way.
+DATASHEET = {
+    "hbm": (4800.0, "GB/s", "HBM3e 4.8 TB/s"),
+    "gemm.fp32": (67.0, "TFLOP/s", "FP32 67 TFLOPS"),
+    "gemm.tf32": (494.7, "TFLOP/s", "TF32 989 sparse / 2"),
+    "gemm.fp16": (989.4, "TFLOP/s", "FP16 1979 sparse / 2"),
+    "gemm.bf16": (989.4, "TFLOP/s", "BF16 1979 sparse / 2"),
+    "gemm.sweep.bf16": (989.4, "TFLOP/s", "BF16 1979 sparse / 2"),
+    "gemm.fp8": (1978.9, "TFLOP/s", "FP8 3958 sparse / 2"),
+    "pcie.bidir": (128.0, "GB/s", "PCIe Gen5 x16, both ways"),
+    "pcie": (64.0, "GB/s", "PCIe Gen5 x16, one way"),
+}
+# Measured through PyTorch on an H200 (../shared/reference/h200.md), for the record.
+REFERENCE_TORCH = {"hbm.copy": 4238, "gemm.bf16": 779.0, "gemm.fp16": 753.0, "gemm.tf32": 408.7, "gemm.fp32": 51.2,
+                   "gemm.fp8": 1412.6, "pcie.h2d.pinned": 55.5, "pcie.d2h.pinned": 55.2}
+HEADLINE = {"hbm.copy", "hbm.read", "hbm.write", "gemm.fp32", "gemm.tf32", "gemm.fp16", "gemm.bf16", "gemm.fp8",
+            "pcie.h2d.pinned", "pcie.d2h.pinned", "pcie.bidir.pinned", "launch.throughput"}
+
+
+def datasheet(key):
+    best = None
+    for prefix, v in DATASHEET.items():
+        if key == prefix or key.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, v)
+    return best[1] if best else None
+
+
+def run(cmd, log, env, stdout_path=None, timeout=900):
+    log.write(f"\n$ {' '.join(cmd)}\n")
+    log.flush()
+    t0 = time.monotonic()
+    out = open(stdout_path, "w") if stdout_path else log
+    try:
+        p = subprocess.run(cmd, stdout=out, stderr=log, env=env, timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    except OSError as e:
+        log.write(f"cannot run: {e}\n")
+        rc = "not run"
+    finally:
+        if stdout_path:
+            out.close()
+    wall = time.monotonic() - t0
+    log.write(f"exit {rc}, {wall:.1f} s\n")
+    log.flush()
+    return rc, wall
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fmt(v, digits=None):
+    if v is None:
+        return "—"
+    if digits is None:
+        digits = 0 if abs(v) >= 100 else (1 if abs(v) >= 10 else 2)
+    return f"{v:.{digits}f}"
+
+
+def cv(r):
+    return f"{r['cv'] * 100:.2f} %" if r and "cv" in r else "—"
+
+
+def must_reach(key, g, t):
+    """The issue's must-reach checks that apply to this figure: list of (text, passed)."""
+    checks = []
+    med = g["median"] if g else None
+    tm = t.get("median") if t else None
+    if key in HEADLINE and g:
+        checks.append((f"CV {g['cv'] * 100:.2f} % <= 2 %", g["cv"] <= 0.02))
+    if key == "hbm.copy" and med is not None:
+        checks.append((f">= 88 % of 4800 GB/s", med >= 0.88 * 4800))
+    if (key == "hbm.copy" or (key.startswith("gemm.") and not key.startswith("gemm.sweep."))) and med is not None and tm:
+        checks.append((">= PyTorch", med >= tm))
+    if key in ("pcie.h2d.pinned", "pcie.d2h.pinned") and med is not None:
+        checks.append((">= 54 GB/s", med >= 54.0))
+    return checks
+
+
+def table(full, quick, torch, quick_wall, quick_rc, env_line):
+    lines = [f"# gpudoc bench beside PyTorch — {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
+             env_line, ""]
+    if full:
+        m = full.get("machine", {})
+        gpu = m.get("gpu") or {}
+        nvml = m.get("nvml") or {}
+        lines.append(f"GPU: {gpu.get('name', '?')} ({gpu.get('uuid', '?')}), driver {nvml.get('driver_version', '?')} "
+                     f"(CUDA {nvml.get('cuda_driver_version', '?')}), runtime {gpu.get('runtime_version', '?')}, "
+                     f"SM clock max {nvml.get('sm_clock_max_mhz', '?')} MHz, power limit {nvml.get('power_limit_watts', '?')} W")
+        c = full.get("conditions") or {}
+        if c:
+            sm = c.get("sm_clock_mhz") or {}
+            lines.append(f"During the full run: SM clock {fmt(sm.get('min'))}–{fmt(sm.get('max'))} MHz, "
+                         f"clock-event reasons seen: {c.get('clock_event_reasons')}; full run {fmt(full.get('wall_seconds'), 1)} s")
+    if torch:
+        lines.append(f"PyTorch {torch.get('torch')} (CUDA {torch.get('cuda')}) on {torch.get('device')}")
+    ok_quick = quick_rc == 0 and quick_wall <= 60
+    lines += ["", f"**`gpudoc bench --quick`: {quick_wall:.1f} s wall clock, exit {quick_rc} "
+                  f"(must reach: <= 60 s) — {'PASS' if ok_quick else 'FAIL'}**", ""]
+    lines.append("| figure | unit | gpudoc (full) | CV | gpudoc (quick) | PyTorch | CV | gpudoc / PyTorch | datasheet | % of datasheet | SM MHz, slowdown (full) | must reach |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    qres = {r["key"]: r for r in (quick or {}).get("results", [])}
+    tres = (torch or {}).get("results", {})
+    waived = []
+    failures = 0
+    for o in (full or {}).get("results", []):
+        key = o["key"]
+        if o["status"] == "waived":
+            waived.append(f"- `{key}`: {o.get('reason', '')}")
+            continue
+        g = o.get("result")
+        q = (qres.get(key) or {}).get("result")
+        t = tres.get(key) if isinstance(tres.get(key), dict) and "median" in tres.get(key, {}) else None
+        unit = g["unit"] if g else ""
+        ds = datasheet(key)
+        ratio = f"{g['median'] / t['median'] * 100:.1f} %" if g and t and t["median"] else "—"
+        pct = f"{g['median'] / ds[0] * 100:.1f} %" if g and ds else "—"
+        cond = o.get("conditions") or {}
+        sm = (cond.get("sm_clock_mhz") or {}).get("median")
+        reasons = cond.get("clock_event_reasons")
+        cond_text = f"{fmt(sm)}, {reasons}" if sm is not None else "—"
+        checks = must_reach(key, g, t)
+        failures += sum(1 for _, passed in checks if not passed)
+        check_text = "; ".join(f"{'✅' if passed else '❌'} {text}" for text, passed in checks)
+        if o["status"] != "ok":
+            check_text = f"❌ {o['status']}: {o.get('reason', '')} " + check_text
+            failures += 1
+        if key in REFERENCE_TORCH and not t:
+            t_text = f"({REFERENCE_TORCH[key]} earlier)"
+        else:
+            t_text = fmt(t["median"]) if t else "—"
+        lines.append(f"| `{key}` | {unit} | {fmt(g['median']) if g else '—'} | {cv(g)} | {fmt(q['median']) if q else '—'} | "
+                     f"{t_text} | {cv(t)} | {ratio} | {fmt(ds[0]) if ds else '—'} | {pct} | {cond_text} | {check_text} |")
+    # PyTorch figures gpudoc has no row for, and PyTorch errors.
+    have = {o["key"] for o in (full or {}).get("results", [])}
+    for key, t in tres.items():
+        if "error" in t:
+            lines.append(f"| `{key}` (PyTorch) | | | | | error: {t['error']} | | | | | | |")
+        elif key not in have:
+            lines.append(f"| `{key}` (PyTorch only) | {t['unit']} | | | | {fmt(t['median'])} | {cv(t)} | | | | | |")
+    if waived:
+        lines += ["", "Waived:"] + waived
+    lines += ["", f"Must-reach checks failed: {failures + (0 if ok_quick else 1)}",
+              "", "Datasheet: NVIDIA H200 SXM, dense tensor-core figures (the datasheet's are with 2:4 sparsity, "
+              "halved here); HBM3e 4.8 TB/s; PCIe Gen5 x16 64 GB/s each way. GB/s = 1e9 bytes/s. "
+              "Method and formulas: docs/methodology.md."]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--bin", default=".device/bin", help="folder holding gpudoc (and test_bench_live)")
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--skip-full", action="store_true", help="compare the --quick figures (faster)")
+    args = ap.parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    gpudoc = os.path.join(args.bin, "gpudoc")
+
+    env = dict(os.environ)
+    libs = [d for d in ("/usr/local/cuda-13.0/lib64", "/usr/local/cuda-13.0/targets/x86_64-linux/lib") if os.path.isdir(d)]
+    env["LD_LIBRARY_PATH"] = ":".join(libs + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    out = lambda name: os.path.join(args.outdir, name)
+
+    commit = env.get("GPUDOC_COMMIT", "")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            commit = ""
+    with open(out("env.txt"), "w") as f:
+        f.write(f"date {datetime.datetime.now(datetime.timezone.utc).isoformat()}\ncommit {commit or 'unknown'}\n")
+        f.write(f"LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}\n")
+        for cmd in (["uname", "-a"], ["nvidia-smi", "-L"],
+                    ["nvidia-smi", "--query-gpu=driver_version,pstate,clocks.sm,clocks.max.sm,power.limit,temperature.gpu,pcie.link.gen.current,pcie.link.width.current",
+                     "--format=csv"],
+                    ["ldd", gpudoc], ["sh", "-c", "ls -la /usr/local/cuda*/lib64/libcublasLt.so* 2>&1"],
+                    [sys.executable, "-c", "import torch; print('torch', torch.__version__, torch.version.cuda, torch.cuda.device_count())"]):
+            f.write(f"\n$ {' '.join(cmd)}\n")
+            f.flush()
+            try:
+                subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                f.write(f"cannot run: {e}\n")
+
+    with open(out("run.log"), "w") as log:
+        dev = ["--device", str(args.device)]
+        quick_rc, quick_wall = run([gpudoc, "bench", "--quick", "--json"] + dev, log, env, out("gpudoc_quick.json"))
+        full_path = out("gpudoc_quick.json")
+        if not args.skip_full:
+            run([gpudoc, "bench", "--full", "--json"] + dev, log, env, out("gpudoc_full.json"))
+            full_path = out("gpudoc_full.json")
+        live = os.path.join(args.bin, "test_bench_live")
+        if os.path.exists(live):
+            run([live], log, env, out("bench_live.log"))
+        run([sys.executable, os.path.join(HERE, "torch_bench.py"), "--device", str(args.device)], log, env, out("torch.json"))
+
+    full = load(full_path)
+    quick = load(out("gpudoc_quick.json"))
+    torch = load(out("torch.json"))
+    env_line = f"commit {commit or 'unknown'}; gpudoc from {gpudoc}; compared: {'--full' if not args.skip_full else '--quick'}"
+    md = table(full, quick, torch, quick_wall, quick_rc, env_line)
+    with open(out("compare.md"), "w") as f:
+        f.write(md)
+    sys.stdout.write(md)
+    if shutil.which("nvidia-smi") is None:
+        print("note: nvidia-smi not found", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

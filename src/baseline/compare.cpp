@@ -1,0 +1,307 @@
+#include "baseline/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace gpudoc::baseline {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lo + hi) / 2;
+}
+
+double noise_percent(const std::vector<double>& samples) {
+  if (samples.size() < 3) return 0;
+  const double m = median(samples);
+  if (m == 0) return 0;
+  std::vector<double> dev;
+  dev.reserve(samples.size());
+  for (double s : samples) dev.push_back(std::fabs(s - m));
+  return 1.4826 * median(dev) / std::fabs(m) * 100.0;
+}
+
+std::optional<double> mann_whitney_greater_p(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t m = a.size(), n = b.size();
+  if (m == 0 || n == 0) return std::nullopt;
+  // U = pairs where b beats a, ties count one half.
+  double u = 0;
+  for (double x : a)
+    for (double y : b) u += y > x ? 1.0 : (y == x ? 0.5 : 0.0);
+
+  std::vector<double> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  double tie_term = 0;
+  bool ties = false;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    if (t > 1) ties = true;
+    tie_term += t * t * t - t;
+    i = j;
+  }
+
+  if (!ties && m * n <= 400) {
+    // Exact: f[i][j][u] = arrangements of i a's and j b's (sorted) with U = u. The largest element
+    // is a b (beating all i a's: u - i) or an a (adding nothing).
+    const std::size_t umax = m * n;
+    std::vector<std::vector<std::vector<double>>> f(m + 1, std::vector<std::vector<double>>(n + 1));
+    for (std::size_t i = 0; i <= m; ++i)
+      for (std::size_t j = 0; j <= n; ++j) {
+        f[i][j].assign(i * j + 1, 0.0);
+        if (i == 0 || j == 0) {
+          f[i][j][0] = 1;
+          continue;
+        }
+        for (std::size_t uu = 0; uu <= i * j; ++uu) {
+          double c = 0;
+          if (uu >= i && uu - i <= i * (j - 1)) c += f[i][j - 1][uu - i];
+          if (uu <= (i - 1) * j) c += f[i - 1][j][uu];
+          f[i][j][uu] = c;
+        }
+      }
+    double total = 0, tail = 0;
+    const auto u_obs = static_cast<std::size_t>(std::llround(u));
+    for (std::size_t uu = 0; uu <= umax; ++uu) {
+      total += f[m][n][uu];
+      if (uu >= u_obs) tail += f[m][n][uu];
+    }
+    return tail / total;
+  }
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), big_n = dm + dn;
+  const double mean = dm * dn / 2;
+  const double var = dm * dn / 12.0 * ((big_n + 1) - tie_term / (big_n * (big_n - 1)));
+  if (var <= 0) return 1.0;   // every value equal: no evidence either way
+  const double z = (u - mean - 0.5) / std::sqrt(var);
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+const char* to_string(Verdict v) noexcept {
+  switch (v) {
+    case Verdict::kOk: return "ok";
+    case Verdict::kImproved: return "improved";
+    case Verdict::kRegression: return "regression";
+    case Verdict::kMissing: return "missing";
+    case Verdict::kNew: return "new";
+    case Verdict::kInfo: return "info";
+  }
+  return "?";
+}
+
+bool is_failure(Verdict v) noexcept { return v == Verdict::kRegression || v == Verdict::kMissing; }
+
+bool Comparison::failed() const {
+  return std::any_of(figures.begin(), figures.end(), [](const FigureComparison& f) { return is_failure(f.verdict); });
+}
+
+std::vector<std::string> Comparison::failing_sources() const {
+  std::set<std::string> s;
+  for (const auto& f : figures)
+    if (is_failure(f.verdict)) s.insert(f.source);
+  return {s.begin(), s.end()};
+}
+
+namespace {
+
+FigureComparison judge(const Figure& base, const Figure& now, const Config& config) {
+  FigureComparison c;
+  c.name = base.name;
+  c.unit = base.unit.empty() ? now.unit : base.unit;
+  c.source = base.source;
+  c.rule = config.rule_for(base.name, c.unit, base.direction ? base.direction : now.direction);
+  c.baseline_samples = base.samples.size();
+  c.now_samples = now.samples.size();
+  c.baseline_median = median(base.samples);
+  c.now_median = median(now.samples);
+  c.noise_percent = noise_percent(base.samples);
+  c.bound_percent = std::max(c.rule.threshold_percent, config.noise_k * c.noise_percent);
+  const double b = *c.baseline_median, n = *c.now_median;
+  if (b != 0) {
+    c.change_percent = (n - b) / std::fabs(b) * 100.0;
+  } else if (n != 0) {
+    c.change_percent = n > 0 ? HUGE_VAL : -HUGE_VAL;   // from zero: any change is unbounded
+  } else {
+    c.change_percent = 0;
+  }
+  if (c.rule.direction == Direction::kUnknown) {
+    c.verdict = Verdict::kInfo;
+    c.note = "no direction known (set one in the config to gate it)";
+    return c;
+  }
+  if (c.rule.min_change > 0 && std::fabs(n - b) <= c.rule.min_change) {
+    c.verdict = Verdict::kOk;
+    c.note = fmt::format("change below the figure's resolution ({:g} {})", c.rule.min_change, c.unit);
+    return c;
+  }
+  const bool lower_better = c.rule.direction == Direction::kLowerIsBetter;
+  const double worse_by = lower_better ? *c.change_percent : -*c.change_percent;   // > 0: worse
+  const bool beyond = std::fabs(worse_by) > c.bound_percent;
+  const bool rank_test = base.samples.size() >= kMinSamplesForRankTest && now.samples.size() >= kMinSamplesForRankTest;
+  if (!beyond) {
+    c.verdict = Verdict::kOk;
+    c.note = c.bound_percent > c.rule.threshold_percent ? "within the measured noise" : "within the threshold";
+    return c;
+  }
+  const bool worse = worse_by > 0;
+  if (rank_test) {
+    // Worse = now tends larger (lower is better) or smaller (higher is better).
+    const bool now_larger = worse == lower_better;
+    c.p_value = now_larger ? mann_whitney_greater_p(base.samples, now.samples) : mann_whitney_greater_p(now.samples, base.samples);
+    if (c.p_value && *c.p_value > config.alpha) {
+      c.verdict = Verdict::kOk;
+      c.note = fmt::format("beyond the bound but not significant (rank test p={:.3f})", *c.p_value);
+      return c;
+    }
+  }
+  c.verdict = worse ? Verdict::kRegression : Verdict::kImproved;
+  c.note = rank_test ? fmt::format("beyond the bound, rank test p={:.3g}", c.p_value.value_or(1.0))
+                     : fmt::format("beyond the bound ({} samples: too few for a rank test)",
+                                   std::min(base.samples.size(), now.samples.size()));
+  return c;
+}
+
+}  // namespace
+
+Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now, const Config& config) {
+  Comparison out;
+  auto find = [](const std::vector<Figure>& v, const std::string& name) -> const Figure* {
+    for (const auto& f : v)
+      if (f.name == name) return &f;
+    return nullptr;
+  };
+  for (const auto& b : baseline) {
+    if (b.samples.empty()) continue;
+    const Figure* n = find(now, b.name);
+    if (n == nullptr || n->samples.empty()) {
+      FigureComparison c;
+      c.name = b.name;
+      c.unit = b.unit;
+      c.source = b.source;
+      c.rule = config.rule_for(b.name, b.unit, b.direction);
+      c.baseline_median = median(b.samples);
+      c.baseline_samples = b.samples.size();
+      c.noise_percent = noise_percent(b.samples);
+      c.bound_percent = std::max(c.rule.threshold_percent, config.noise_k * c.noise_percent);
+      c.verdict = Verdict::kMissing;
+      c.note = "the baseline has it; this run did not report it";
+      out.figures.push_back(std::move(c));
+      continue;
+    }
+    out.figures.push_back(judge(b, *n, config));
+  }
+  for (const auto& n : now) {
+    if (n.samples.empty() || find(baseline, n.name) != nullptr) continue;
+    FigureComparison c;
+    c.name = n.name;
+    c.unit = n.unit;
+    c.source = n.source;
+    c.rule = config.rule_for(n.name, n.unit, n.direction);
+    c.now_median = median(n.samples);
+    c.now_samples = n.samples.size();
+    c.verdict = Verdict::kNew;
+    c.note = "not in the baseline (record again to include it)";
+    out.figures.push_back(std::move(c));
+  }
+  return out;
+}
+
+Comparison confirm(const Comparison& first, const Comparison& rerun) {
+  Comparison out = first;
+  for (auto& f : out.figures) {
+    if (!is_failure(f.verdict)) continue;
+    const FigureComparison* r = nullptr;
+    for (const auto& g : rerun.figures)
+      if (g.name == f.name) r = &g;
+    if (r == nullptr) continue;   // the rerun did not measure it: the first verdict stands
+    if (is_failure(r->verdict)) {
+      FigureComparison kept = *r;
+      kept.confirmed = true;
+      kept.note = fmt::format("{}; confirmed by a re-run (first run: {}{})", r->note,
+                              f.change_percent ? fmt::format("{:+.1f} %", *f.change_percent) : std::string("missing"), "");
+      f = std::move(kept);
+    } else {
+      const std::string first_change = f.change_percent ? fmt::format("{:+.1f} %", *f.change_percent) : "missing";
+      f = *r;
+      f.note = fmt::format("not confirmed: the first run was {} ({}), the re-run is {}", first_change,
+                           "a fluke or noise", to_string(r->verdict));
+    }
+  }
+  return out;
+}
+
+nlohmann::json to_json(const FigureComparison& f) {
+  auto opt = [](const std::optional<double>& v) -> nlohmann::json {
+    if (!v || !std::isfinite(*v)) return nullptr;
+    return *v;
+  };
+  nlohmann::json j = {{"name", f.name},
+                      {"unit", f.unit},
+                      {"source", f.source},
+                      {"direction", to_string(f.rule.direction)},
+                      {"threshold_percent", f.rule.threshold_percent},
+                      {"min_change", f.rule.min_change},
+                      {"rule", f.rule.origin},
+                      {"baseline", opt(f.baseline_median)},
+                      {"now", opt(f.now_median)},
+                      {"baseline_samples", f.baseline_samples},
+                      {"now_samples", f.now_samples},
+                      {"change_percent", opt(f.change_percent)},
+                      {"noise_percent", f.noise_percent},
+                      {"bound_percent", f.bound_percent},
+                      {"p_value", opt(f.p_value)},
+                      {"verdict", to_string(f.verdict)},
+                      {"confirmed", f.confirmed},
+                      {"note", f.note}};
+  return j;
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& f : c.figures) arr.push_back(to_json(f));
+  return arr;
+}
+
+nlohmann::json to_json(const MachineContext& m) {
+  return {{"host", m.host}, {"gpus", m.gpus}, {"driver_version", m.driver_version}, {"cuda_version", m.cuda_version}, {"extra", m.extra}};
+}
+
+MachineContext machine_from_json(const nlohmann::json& j) {
+  MachineContext m;
+  if (!j.is_object()) return m;
+  m.host = j.value("host", "");
+  if (j.contains("gpus") && j["gpus"].is_array())
+    for (const auto& g : j["gpus"])
+      if (g.is_string()) m.gpus.push_back(g.get<std::string>());
+  m.driver_version = j.value("driver_version", "");
+  m.cuda_version = j.value("cuda_version", "");
+  if (j.contains("extra") && j["extra"].is_object()) m.extra = j["extra"];
+  return m;
+}
+
+std::vector<std::string> machine_differences(const MachineContext& b, const MachineContext& n) {
+  std::vector<std::string> out;
+  auto list = [](const std::vector<std::string>& g) {
+    if (g.empty()) return std::string("no GPU");
+    // "8x NVIDIA H200" when they are all alike.
+    if (std::all_of(g.begin(), g.end(), [&](const std::string& s) { return s == g[0]; }))
+      return g.size() == 1 ? g[0] : fmt::format("{}x {}", g.size(), g[0]);
+    return fmt::format("{}", fmt::join(g, ", "));
+  };
+  if (b.gpus != n.gpus) out.push_back(fmt::format("GPUs: {} (baseline) vs {} (now)", list(b.gpus), list(n.gpus)));
+  if (!b.driver_version.empty() && !n.driver_version.empty() && b.driver_version != n.driver_version)
+    out.push_back(fmt::format("driver: {} (baseline) vs {} (now)", b.driver_version, n.driver_version));
+  if (!b.cuda_version.empty() && !n.cuda_version.empty() && b.cuda_version != n.cuda_version)
+    out.push_back(fmt::format("CUDA: {} (baseline) vs {} (now)", b.cuda_version, n.cuda_version));
+  return out;
+}
+
+}  // namespace gpudoc::baseline

@@ -1,0 +1,106 @@
+// gpudoc::baseline compare — the regression gate: a baseline's figures against a new run's,
+// figure by figure. Pure logic, no I/O: tested on fixture figures (tests/unit/baseline).
+//
+//   std::vector<baseline::Figure> golden = ..., now = ...;
+//   baseline::Comparison c = baseline::compare(golden, now, config);
+//   if (c.failed()) { /* re-run, then */ c = baseline::confirm(c, baseline::compare(golden, rerun, config)); }
+//
+// The rule for one figure with a known direction (README "Baselines"; docs/methodology.md):
+//   change % = (median_now - median_baseline) / |median_baseline| x 100, "worse" by its direction;
+//   noise %  = the baseline's measured run-to-run noise: 1.4826 x MAD / |median| of its samples
+//              (a robust standard deviation, in % of the median; 0 with fewer than 3 samples);
+//   bound %  = max(threshold %, noise_k x noise %);
+//   regression: worse by more than the bound AND, when both sides have >= 5 samples, a one-sided
+//              Mann-Whitney U rank test says "now is worse" at level alpha. With fewer samples the
+//              bound alone decides (the confirmation run then guards against a fluke).
+//   improved: the same, in the better direction. Otherwise ok.
+//   missing: the baseline has the figure and the new run does not (counts as a failure: a
+//            workload that stopped reporting accuracy must not pass). new: only the new run has it.
+//   A figure with no known direction is shown as "info" and never gates.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "baseline/config.hpp"
+
+namespace gpudoc::baseline {
+
+// One measured quantity of a run. samples are in `unit`, in the order measured.
+struct Figure {
+  std::string name;                        // "step_ms", "hbm.copy", "wall_s"
+  std::string unit;                        // "ms", "GB/s", "" when the workload did not say
+  std::string source;                      // "workload", "gpudoc", "bench", "probe"
+  std::optional<Direction> direction;      // when the producer knows it (benchmarks do)
+  std::vector<double> samples;
+};
+
+[[nodiscard]] double median(std::vector<double> values);   // 0 for an empty vector
+// 1.4826 x MAD / |median| x 100; 0 with fewer than 3 samples or a zero median.
+[[nodiscard]] double noise_percent(const std::vector<double>& samples);
+
+// One-sided Mann-Whitney U test that `b` tends to be larger than `a` (ties share ranks): the
+// p-value. Exact for small samples without ties (n_a x n_b <= 400), otherwise the normal
+// approximation with tie and continuity correction. nullopt when either side is empty.
+[[nodiscard]] std::optional<double> mann_whitney_greater_p(const std::vector<double>& a, const std::vector<double>& b);
+
+inline constexpr std::size_t kMinSamplesForRankTest = 5;
+
+enum class Verdict { kOk, kImproved, kRegression, kMissing, kNew, kInfo };
+[[nodiscard]] const char* to_string(Verdict v) noexcept;   // "ok", "improved", "regression", "missing", "new", "info"
+[[nodiscard]] bool is_failure(Verdict v) noexcept;           // regression or missing
+
+struct FigureComparison {
+  std::string name;
+  std::string unit;
+  std::string source;
+  Rule rule;
+  std::optional<double> baseline_median;
+  std::optional<double> now_median;
+  std::size_t baseline_samples = 0;
+  std::size_t now_samples = 0;
+  std::optional<double> change_percent;     // signed: now vs baseline
+  double noise_percent = 0;                 // of the baseline
+  double bound_percent = 0;                 // max(threshold, k x noise)
+  std::optional<double> p_value;            // the rank test's, when it ran
+  Verdict verdict = Verdict::kOk;
+  bool confirmed = false;                   // a failure seen again in the confirmation run
+  std::string note;                         // why, in a few words
+};
+
+struct Comparison {
+  std::vector<FigureComparison> figures;    // baseline's order, then new figures
+  [[nodiscard]] bool failed() const;        // any regression or missing figure
+  [[nodiscard]] std::vector<std::string> failing_sources() const;   // sources of failing figures
+};
+
+[[nodiscard]] Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now, const Config& config);
+
+// The final verdict after a confirmation run: a figure stays a failure only if it failed in
+// `first` and again in `rerun`; otherwise it takes the rerun's verdict with a note. Figures the
+// rerun did not measure keep the first verdict.
+[[nodiscard]] Comparison confirm(const Comparison& first, const Comparison& rerun);
+
+[[nodiscard]] nlohmann::json to_json(const FigureComparison& f);
+[[nodiscard]] nlohmann::json to_json(const Comparison& c);
+
+// The machine a run happened on, as far as comparability goes.
+struct MachineContext {
+  std::string host;
+  std::vector<std::string> gpus;            // model names in index order; empty: no GPU visible
+  std::string driver_version;               // "580.159.03"; empty when unknown
+  std::string cuda_version;                 // "13.0"; empty when unknown
+  nlohmann::json extra = nlohmann::json::object();   // UUIDs, torch version...: recorded, not compared
+};
+[[nodiscard]] nlohmann::json to_json(const MachineContext& m);
+[[nodiscard]] MachineContext machine_from_json(const nlohmann::json& j);
+
+// What differs between the baseline's machine and this one in GPU model, GPU count, driver or CUDA
+// version (each a line "GPU model: NVIDIA H200 (baseline) vs NVIDIA H100 (now)"); empty when the
+// runs are comparable. The host name may differ (a CI fleet).
+[[nodiscard]] std::vector<std::string> machine_differences(const MachineContext& baseline, const MachineContext& now);
+
+}  // namespace gpudoc::baseline

@@ -1,0 +1,91 @@
+// gpudoc::baseline config — how each figure of a baseline is judged: which direction is better
+// and how large a change must be before it counts (the threshold), from a small JSON file with
+// defaults for common names.
+//
+//   auto cfg = baseline::parse_config(R"({"metrics": {"step_ms": {"threshold_percent": 5}}})", "cfg.json");
+//   baseline::Rule r = cfg->rule_for("step_ms", "ms", std::nullopt);   // lower is better, 5 %
+//
+// File (`gpudoc.baseline.json` in the working directory, or --config FILE):
+//   {
+//     "noise_k": 2,                 // a change inside noise_k x the measured noise is never a regression
+//     "alpha": 0.05,                // significance level of the rank test
+//     "metrics": {                  // exact names or globs with '*'; the first exact match wins,
+//       "step_ms":  {"direction": "lower", "threshold_percent": 10},   //  then the longest glob
+//       "wall_s":   {"min_change": 1.0},  // absolute, in the figure's unit: smaller changes are ok
+//       "accuracy": {"direction": "higher", "threshold_percent": 1},
+//       "hbm.*":    {"threshold_percent": 3}
+//     }
+//   }
+// Pure functions; a Config is immutable after parsing and safe to share between threads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpudoc::baseline {
+
+// kUnknown: the figure is stored and shown but never gates (no direction is known for it).
+enum class Direction { kLowerIsBetter, kHigherIsBetter, kUnknown };
+[[nodiscard]] const char* to_string(Direction d) noexcept;            // "lower", "higher", "unknown"
+[[nodiscard]] std::optional<Direction> direction_from_string(std::string_view s) noexcept;
+
+struct Rule {
+  Direction direction = Direction::kUnknown;
+  double threshold_percent = 5;   // a change smaller than this (relative to the baseline median) is ok
+  double min_change = 0;          // a change smaller than this, in the figure's unit, is ok (resolution)
+  std::string origin;             // "config: step_ms", "default: *_ms (time)", "benchmark"
+};
+
+struct MetricOverride {
+  std::string pattern;                        // exact name or a glob with '*'
+  std::optional<Direction> direction;
+  std::optional<double> threshold_percent;
+  std::optional<double> min_change;
+};
+
+inline constexpr double kDefaultNoiseK = 2.0;
+inline constexpr double kDefaultAlpha = 0.05;
+
+struct Config {
+  double noise_k = kDefaultNoiseK;
+  double alpha = kDefaultAlpha;
+  std::vector<MetricOverride> metrics;
+  std::string source = "built-in defaults";   // the file it came from
+
+  // The rule for a figure: the config's entry (exact name first, then the longest matching glob)
+  // over the figure's own direction (a benchmark knows it), over the built-in name defaults.
+  // `unit` helps the defaults ("GB/s" is a bandwidth, "ms" a time).
+  [[nodiscard]] Rule rule_for(std::string_view name, std::string_view unit,
+                              std::optional<Direction> figure_direction) const;
+};
+
+// The built-in rule for a name and unit alone (documented in README "Baselines"):
+//   bandwidth (unit GB/s, names with "bandwidth"/"gbps")        higher, 5 %
+//   time (*_ms, *_us, *_s, time*, *_time*, units s/ms/us)       lower, 10 %
+//   throughput (*_per_second, *_per_s, throughput*, *tflops*)    higher, 5 %
+//   accuracy-like (accuracy*, *_accuracy, acc, f1, *score*)      higher, 1 %
+//   loss (loss*, *_loss)                                         lower, 5 %
+//   memory (*_bytes, *memory*)                                   lower, 10 %
+//   energy (*joules*, *energy*)                                  lower, 10 %
+//   wall_s (gpudoc's own wall time)                               lower, 10 %, changes under 0.2 s ignored
+//                                                                (process start-up jitter)
+//   anything else                                                unknown (shown, not gated)
+[[nodiscard]] Rule default_rule(std::string_view name, std::string_view unit);
+
+// True when `name` matches `pattern` ('*' matches any run of characters, including none).
+[[nodiscard]] bool glob_match(std::string_view pattern, std::string_view name) noexcept;
+
+// Parses a config file's text. Errors: kBadInput naming `source_name` and what is wrong
+// ("gpudoc.baseline.json: metrics.step_ms.direction: expected \"lower\" or \"higher\", got \"up\"").
+[[nodiscard]] core::Result<Config> parse_config(std::string_view text, std::string_view source_name);
+
+// Loads `path` when given (it must exist), else `gpudoc.baseline.json` in the working directory
+// when present, else the built-in defaults. Errors: kIo for an unreadable file given by path,
+// kBadInput as parse_config.
+[[nodiscard]] core::Result<Config> load_config(const std::optional<std::string>& path);
+
+}  // namespace gpudoc::baseline

@@ -1,0 +1,95 @@
+#include "baseline/metrics_protocol.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace gpudoc::baseline {
+
+namespace {
+bool is_progress_key(std::string_view k) { return k == "step" || k == "n" || k == "t" || k == "epoch"; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+std::string excerpt(std::string_view s) {
+  constexpr std::size_t kMax = 60;
+  return s.size() <= kMax ? std::string(s) : std::string(s.substr(0, kMax)) + "…";
+}
+}  // namespace
+
+void MetricsCollector::note(std::string_view source, std::size_t line, std::string message) {
+  if (notes_.size() >= kMaxNotes) {
+    ++notes_dropped_;
+    return;
+  }
+  notes_.push_back({std::string(source), line, std::move(message)});
+}
+
+void MetricsCollector::add_stdout_line(std::string_view line, std::size_t line_number) {
+  if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
+  add_json(line.substr(kMetricsPrefix.size()), line_number, "stdout");
+}
+
+void MetricsCollector::add_file_line(std::string_view line, std::size_t line_number, std::string_view source) {
+  line = trim(line);
+  if (line.empty()) return;
+  // A workload may write the same prefixed lines to the file as to stdout.
+  if (line.substr(0, kMetricsPrefix.size()) == kMetricsPrefix) line.remove_prefix(kMetricsPrefix.size());
+  add_json(line, line_number, source);
+}
+
+void MetricsCollector::add_file_text(std::string_view text, std::string_view source) {
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    // A last line without its newline may be half-written by a workload that was killed: still tried.
+    add_file_line(line, line_number, source);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+void MetricsCollector::add_json(std::string_view json, std::size_t line_number, std::string_view source) {
+  json = trim(json);
+  nlohmann::json j = nlohmann::json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    ++malformed_lines_;
+    note(source, line_number, fmt::format("not valid JSON, line ignored: {}", excerpt(json)));
+    return;
+  }
+  if (!j.is_object()) {
+    ++malformed_lines_;
+    note(source, line_number, fmt::format("expected a JSON object {{\"name\": number, ...}}, line ignored: {}", excerpt(json)));
+    return;
+  }
+  if (j.contains("event")) {
+    ++event_lines_;
+    return;
+  }
+  bool any = false;
+  for (const auto& [key, value] : j.items()) {
+    if (is_progress_key(key)) continue;
+    if (value.is_number() && std::isfinite(value.get<double>())) {
+      figures_[key].push_back(value.get<double>());
+      any = true;
+      continue;
+    }
+    ++ignored_values_;
+    if (!noted_names_[key]) {
+      noted_names_[key] = true;
+      note(source, line_number,
+           fmt::format("\"{}\" is not a finite number ({}): ignored{}", key, excerpt(value.dump()),
+                       value.is_string() ? " (put numbers in figures, names in events)" : ""));
+    }
+  }
+  if (any) ++metric_lines_;
+}
+
+}  // namespace gpudoc::baseline

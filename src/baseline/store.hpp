@@ -1,0 +1,152 @@
+// gpudoc::baseline store — every baseline, check and (later) health result, with its machine
+// context, in one SQLite file in the user's data directory.
+//
+//   auto store = baseline::Store::open(baseline::default_store_path());   // Result<Store>
+//   auto id = store->record_baseline(new_baseline);                       // acknowledged: committed
+//   auto b = store->find_baseline("resnet");                               // Result<optional<BaselineInfo>>
+//
+// Durability: WAL journal, synchronous=FULL — each COMMIT fsyncs the WAL before it returns, so a
+// write that returned (an acknowledged write) survives kill -9 and power loss as SQLite promises
+// (synchronous=NORMAL in WAL mode would survive kill -9 but could lose the last commits on power
+// loss). A write is acknowledged only when its COMMIT returned: every write function returns only
+// then. Concurrency: each write is one BEGIN IMMEDIATE transaction (the write lock taken up front,
+// so two writers never deadlock on a lock upgrade) and a busy timeout lets concurrent writers wait
+// for each other instead of failing; a writer still blocked after the timeout gets a clear
+// kEnvironment error ("locked by another process").
+//
+// Schema (PRAGMA user_version, migrations applied in order on open; PRAGMA application_id marks the
+// file as gpudoc's):
+//   1: baselines(name PK, kinds, created/updated, spec_json, machine_json, golden_run_id)
+//      runs(id PK, baseline -> baselines, time, role record|check|confirm, machine_json, verdict,
+//           exit_code, gpudoc_version, details_json)
+//      figures(run_id -> runs, name, source, unit, direction, median, samples_json; PK(run_id, name))
+//   2: results(id PK, kind, subject, time, machine_json, status, payload_json): generic results
+//      (health checks and what comes later), one JSON payload each.
+//
+// A Store is one connection: use it from one thread at a time. Several processes may open the
+// same file at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "baseline/compare.hpp"
+#include "core/result.hpp"
+
+namespace gpudoc::baseline {
+
+inline constexpr int kSchemaVersion = 2;
+inline constexpr std::int32_t kApplicationId = 0x47504443;   // "GPDC"
+
+// --store, else $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else
+// ~/.local/share/gpudoc/gpudoc.db. Errors: kEnvironment when neither XDG_DATA_HOME nor HOME is set.
+[[nodiscard]] core::Result<std::string> default_store_path(const std::optional<std::string>& flag);
+
+struct NewRun {
+  std::string baseline;                      // the baseline's name
+  std::int64_t time_unix_ns = 0;
+  std::string role;                          // "record", "check", "confirm"
+  MachineContext machine;
+  std::string verdict;                       // "" for record; "ok", "regression", ... for checks
+  std::optional<int> exit_code;
+  nlohmann::json details = nlohmann::json::object();   // notes, command exit, comparison...
+  std::vector<Figure> figures;
+};
+
+struct NewBaseline {
+  std::string name;
+  std::string kinds;                         // "hardware,probe,workload"
+  nlohmann::json spec = nlohmann::json::object();   // what to run again at check time
+  NewRun run;                                // the golden run (role "record")
+};
+
+struct BaselineInfo {
+  std::string name;
+  std::string kinds;
+  std::int64_t created_unix_ns = 0;
+  std::int64_t updated_unix_ns = 0;
+  nlohmann::json spec;
+  MachineContext machine;
+  std::int64_t golden_run_id = 0;
+  std::int64_t run_count = 0;
+};
+
+struct StoredRun {
+  std::int64_t id = 0;
+  std::string baseline;
+  std::int64_t time_unix_ns = 0;
+  std::string role;
+  MachineContext machine;
+  std::string verdict;
+  std::optional<int> exit_code;
+  std::string gpudoc_version;
+  nlohmann::json details;
+  std::vector<Figure> figures;
+};
+
+struct StoredResult {
+  std::int64_t id = 0;
+  std::string kind;
+  std::string subject;
+  std::int64_t time_unix_ns = 0;
+  MachineContext machine;
+  std::string status;
+  nlohmann::json payload;
+};
+
+struct OpenOptions {
+  int busy_timeout_ms = 10000;               // how long a writer waits for another
+  int target_schema = kSchemaVersion;        // tests migrate step by step; production: the latest
+  bool create = true;                        // false: a missing file is an error (kBadInput)
+};
+
+class Store {
+ public:
+  // Opens (creating the file and its directory when allowed) and migrates to the target schema.
+  // Errors: kBadInput for a file that is not an SQLite database, is damaged, belongs to another
+  // program, or was written by a newer gpudoc; kEnvironment when locked past the busy timeout;
+  // kIo when it cannot be created or read. Messages name the path.
+  [[nodiscard]] static core::Result<Store> open(const std::string& path, const OpenOptions& options = {});
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  [[nodiscard]] const std::string& path() const;
+  [[nodiscard]] core::Result<int> schema_version();
+
+  // Creates the baseline or replaces its golden run (older runs stay in its history), in one
+  // transaction. Returns the golden run's id once COMMIT returned.
+  [[nodiscard]] core::Result<std::int64_t> record_baseline(const NewBaseline& b);
+  // Adds a check or confirm run to an existing baseline. Errors: kUsage for an unknown baseline.
+  [[nodiscard]] core::Result<std::int64_t> add_run(const NewRun& run);
+  // A generic result (kind "health", ...). Returns its id once committed.
+  [[nodiscard]] core::Result<std::int64_t> add_result(const std::string& kind, const std::string& subject,
+                                                      std::int64_t time_unix_ns, const MachineContext& machine,
+                                                      const std::string& status, const nlohmann::json& payload);
+
+  // Generic results of `kind` at or after `since_unix_ns`, oldest first.
+  [[nodiscard]] core::Result<std::vector<StoredResult>> results_since(const std::string& kind, std::int64_t since_unix_ns);
+
+  [[nodiscard]] core::Result<std::optional<BaselineInfo>> find_baseline(const std::string& name);
+  [[nodiscard]] core::Result<std::vector<BaselineInfo>> list_baselines();
+  // Errors: kBadInput when there is no such run.
+  [[nodiscard]] core::Result<StoredRun> load_run(std::int64_t id);
+  // Runs of a baseline, oldest first (the last `limit` when limit > 0).
+  [[nodiscard]] core::Result<std::vector<StoredRun>> runs_of(const std::string& name, int limit = 0);
+  [[nodiscard]] core::Result<bool> run_exists(std::int64_t id);
+  [[nodiscard]] core::Result<std::int64_t> count_rows(const std::string& table);
+  // PRAGMA integrity_check: "ok" or SQLite's list of problems.
+  [[nodiscard]] core::Result<std::string> integrity_check();
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpudoc::baseline

@@ -1,0 +1,122 @@
+#include "bench/nccl_api.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace gpudoc::bench::nccl {
+namespace {
+
+enum class Need { kRequired, kOptional };
+constexpr Need kRequired = Need::kRequired;
+constexpr Need kOptional = Need::kOptional;
+
+// dlsym returns an object pointer; copying its bits into the function pointer avoids the
+// object-to-function pointer cast that ISO C++ only conditionally supports.
+template <class Fn>
+void resolve(void* handle, const char* name, Fn& out) {
+  void* sym = dlsym(handle, name);
+  static_assert(sizeof(sym) == sizeof(out));
+  std::memcpy(&out, &sym, sizeof(out));
+}
+
+constexpr std::string_view kWithoutNccl = "the nccl.* benchmarks need NCCL 2 (install libnccl2, or set "
+                                          "GPUDOC_NCCL_LIBRARY to a libnccl.so.2)";
+
+}  // namespace
+
+std::vector<std::string> missing_required(const NcclApi& api) {
+  std::vector<std::string> missing;
+#define GPUDOC_NCCL_X(need, name, ret, params, args) \
+  if ((need) == kRequired && api.name == nullptr) missing.emplace_back(#name);
+  GPUDOC_NCCL_FUNCTIONS(GPUDOC_NCCL_X)
+#undef GPUDOC_NCCL_X
+  (void)kOptional;
+  return missing;
+}
+
+core::Result<std::unique_ptr<NcclLibrary>> load_nccl_library(const std::string& path) {
+  std::string file = path;
+  if (file.empty()) {
+    const char* env = std::getenv(kNcclLibraryEnv);
+    file = env != nullptr && *env != '\0' ? std::string(env) : std::string(kNcclLibraryName);
+  }
+  // dlerror() is process-global state; serialize so concurrent loads report their own error.
+  static std::mutex dl_mutex;
+  std::lock_guard lock(dl_mutex);
+  // RTLD_LOCAL: NCCL's symbols must not satisfy anyone else's lookups.
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return core::Error(core::ErrorKind::kEnvironment,
+                       fmt::format("cannot load NCCL from {} ({}); {}", file, why != nullptr ? why : "unknown reason",
+                                   kWithoutNccl));
+  }
+  std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
+  lib->path_ = file;
+#define GPUDOC_NCCL_X(need, name, ret, params, args) resolve(handle, #name, lib->api_.name);
+  GPUDOC_NCCL_FUNCTIONS(GPUDOC_NCCL_X)
+#undef GPUDOC_NCCL_X
+  if (const auto missing = missing_required(lib->api_); !missing.empty()) {
+    // Not NCCL (or far too old): nothing of it is used, so it may be unloaded again.
+    (void)dlclose(handle);
+    return core::Error(core::ErrorKind::kEnvironment,
+                       fmt::format("{} lacks required NCCL functions ({}): it is not NCCL 2 or is too old; {}", file,
+                                   fmt::join(missing, ", "), kWithoutNccl));
+  }
+  return lib;
+}
+
+const core::Result<std::unique_ptr<NcclLibrary>>& shared_nccl_library() {
+  static const core::Result<std::unique_ptr<NcclLibrary>> lib = load_nccl_library("");
+  return lib;
+}
+
+core::Error nccl_error(const NcclApi& api, ncclResult_t rc, std::string_view what) {
+  const char* text = api.ncclGetErrorString != nullptr ? api.ncclGetErrorString(rc) : nullptr;
+  std::string message =
+      fmt::format("{}: {} (ncclResult_t {})", what, text != nullptr ? text : "NCCL call failed", static_cast<int>(rc));
+  // The last error names the cause (e.g. "Cuda failure 'out of memory'"); the comm argument is
+  // unused by NCCL, so null is fine.
+  if (api.ncclGetLastError != nullptr) {
+    const char* last = api.ncclGetLastError(nullptr);
+    if (last != nullptr && *last != '\0') message += fmt::format(" — {}", last);
+  }
+  core::ErrorKind kind = core::ErrorKind::kInternal;
+  switch (rc) {
+    case ncclUnhandledCudaError:
+    case ncclSystemError:
+    case ncclRemoteError:
+      kind = core::ErrorKind::kEnvironment;
+      break;
+    default:
+      break;
+  }
+  return core::Error(kind, std::move(message));
+}
+
+std::string version_string(int code) {
+  if (code <= 0) return "unknown";
+  // NCCL_VERSION(X,Y,Z): X*1000 + Y*100 + Z up to 2.8, X*10000 + Y*100 + Z from 2.9 on.
+  if (code < 10000) return fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);
+  return fmt::format("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100);
+}
+
+NvlsSetting ensure_nvls_disabled_unless_user_set() {
+  constexpr const char* kName = "NCCL_NVLS_ENABLE";
+  NvlsSetting s;
+  if (const char* v = std::getenv(kName); v != nullptr) {
+    s.value = v;
+    return s;
+  }
+  (void)setenv(kName, "0", /*overwrite=*/0);
+  const char* now = std::getenv(kName);
+  s.value = now != nullptr ? now : "";
+  s.set_by_gpudoc = s.value == "0";
+  return s;
+}
+
+}  // namespace gpudoc::bench::nccl

@@ -1,0 +1,164 @@
+// gpudoc diagnose: what the GPUs' waveforms mean — from trace files, from a short live look, or
+// from a recording made while a command runs — with evidence and next steps.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/diagnose_output.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct DiagnoseFlags {
+  std::vector<std::string> traces;
+  OutputFlags out;
+  bool live = false;
+  double duration_s = 0;
+  std::string output;
+  bool keep_trace = false;
+  bool quiet = false;
+  SamplerFlags sampler;
+  std::vector<std::string> command;
+};
+
+constexpr double kDefaultLiveSeconds = 30;
+
+// How many arguments follow the first `--` after `subcommand` on gpudoc's command line (Linux:
+// /proc/self/cmdline). CLI11 does not tell a positional before `--` from one after it.
+std::size_t args_after_double_dash(const std::string& subcommand) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
+  auto sub = std::find(argv.begin() + (argv.empty() ? 0 : 1), argv.end(), subcommand);
+  if (sub == argv.end()) return 0;
+  auto dash = std::find(sub + 1, argv.end(), std::string("--"));
+  if (dash == argv.end()) return 0;
+  return static_cast<std::size_t>(argv.end() - dash - 1);
+}
+
+int run_diagnose(DiagnoseFlags f) {
+  // CLI11 puts everything after -- into the positionals: with --live or -o those are the command.
+  if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
+  const bool record_mode = f.live || !f.command.empty();
+  if (record_mode && !f.traces.empty())
+    return report_error(core::Error(core::ErrorKind::kUsage,
+                                    fmt::format("give trace files or --live / -- CMD, not both (got {} and a live run)",
+                                                f.traces.front())),
+                        f.out.json);
+  if (!record_mode && f.traces.empty())
+    return report_error(core::Error(core::ErrorKind::kUsage,
+                                    "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
+                                    "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help"),
+                        f.out.json);
+  if (f.duration_s < 0) return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be positive"), f.out.json);
+  if (!record_mode && (f.duration_s > 0 || !f.output.empty() || f.keep_trace))
+    return report_error(core::Error(core::ErrorKind::kUsage, "--duration, -o and --keep-trace apply to --live and -- CMD only"),
+                        f.out.json);
+
+  if (!record_mode) {
+    std::vector<Diagnosed> items;
+    for (const auto& path : f.traces) {
+      auto d = diagnose_file(path, f.out);
+      if (!d) return report_error(d.error(), f.out.json);
+      items.push_back(std::move(*d));
+    }
+    return print_diagnoses(items, f.out, {});
+  }
+
+  LiveRun run;
+  run.duration_s = f.command.empty() && f.duration_s == 0 ? kDefaultLiveSeconds : f.duration_s;
+  run.command = f.command;
+  run.output = f.output;
+  run.keep_trace = f.keep_trace;
+  run.command_stdout_to_stderr = f.out.json;
+  run.sampler = f.sampler;
+  auto r = record_and_diagnose(run, f.out, f.quiet || f.out.json);
+  if (!r) return report_error(r.error(), f.out.json);
+  PrintContext ctx;
+  if (r->command_exit_code) {
+    ctx.extra["command_exit_code"] = *r->command_exit_code;
+    ctx.closing = fmt::format("The command exited with code {}.", *r->command_exit_code);
+  }
+  if (!r->trace_path.empty()) {
+    ctx.extra["trace"] = r->trace_path;
+    ctx.closing += fmt::format("{}The trace is in {} (gpudoc diagnose {} --html report.html to look at it again).",
+                               ctx.closing.empty() ? "" : " ", r->trace_path, r->trace_path);
+  }
+  ctx.extra["end_reason"] = r->end_reason;
+  std::vector<Diagnosed> items;
+  items.push_back(std::move(r->diagnosed));
+  return print_diagnoses(items, f.out, ctx);
+}
+
+}  // namespace
+
+void add_output_flags(CLI::App& cmd, OutputFlags& out) {
+  cmd.add_flag("--json", out.json, "print the diagnosis as one JSON document on stdout: {\"findings\": [...], ...}");
+  cmd.add_option("--html", out.html, "also write one self-contained HTML page (zoomable plots, findings marked) to FILE")
+      ->type_name("FILE");
+  cmd.add_option("--min-severity", out.min_severity, "exit 1 when a finding is at or above this: info, warning, critical")
+      ->capture_default_str();
+  cmd.add_option("--window", out.window_s, "analyse long traces in windows of this many seconds (pattern changes between them are reported)")
+      ->capture_default_str();
+}
+
+std::string findings_help() {
+  std::string out = "Findings (docs/findings.md):\n";
+  for (const auto& e : findings::catalog())
+    if (e.area == "diagnose") out += fmt::format("  {:<17} {}\n", e.id, e.title);
+  return out;
+}
+
+void register_diagnose(CLI::App& app, Action& action) {
+  auto f = std::make_shared<DiagnoseFlags>();
+  auto* cmd = app.add_subcommand("diagnose", "Say what the GPUs' waveforms mean, with evidence and next steps");
+  cmd->description(
+      "Say what holds the GPUs back: reads the curves of a trace (gpudoc record, or an nvidia-smi\n"
+      "CSV log), of a short live look (--live), or of a recording made while a command runs\n"
+      "(-- CMD), and names every pattern that applies — with severity, GPUs, time window, the\n"
+      "numbers behind it, a confidence, and next steps. A signal the input lacks (no GPM in an\n"
+      "nvidia-smi CSV) is named, and the confidence lowered, rather than guessed.\n\n" +
+      findings_help());
+  cmd->add_option("traces", f->traces, "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
+  add_output_flags(*cmd, f->out);
+  cmd->add_flag("--live", f->live, "sample the live GPUs for --duration seconds (default 30), then diagnose");
+  cmd->add_option("-d,--duration", f->duration_s, "--live: how long to look; -- CMD: stop recording after this long");
+  cmd->add_option("-o,--output", f->output, "--live / -- CMD: keep the recorded trace in this file")->type_name("FILE");
+  cmd->add_flag("--keep-trace", f->keep_trace, "--live / -- CMD without -o: keep the temporary trace and print its path");
+  cmd->add_flag("-q,--quiet", f->quiet, "no progress messages on stderr");
+  f->sampler.add_to(*cmd);
+  cmd->footer(
+      "Examples:\n"
+      "  gpudoc diagnose run.jsonl                       the report in the terminal\n"
+      "  gpudoc diagnose run.jsonl --html run.html       and a page with zoomable plots\n"
+      "  gpudoc diagnose nvidia-smi.csv --json | jq '.findings[].id'\n"
+      "  gpudoc diagnose --live --duration 60            look at the GPUs for a minute\n"
+      "  gpudoc diagnose -o train.jsonl -- python3 train.py   record while it runs, then diagnose\n"
+      "  gpudoc diagnose tests/data/sawtooth_p1000_d50.jsonl   a real H200 trace, input-starved\n"
+      "Several traces give one report (JSON: each under \"traces\", all findings under \"findings\").\n"
+      "With -- CMD the command's output is untouched (with --json its stdout goes to stderr, so\n"
+      "stdout holds only the JSON document) and its exit code is reported (text and\n"
+      "\"command_exit_code\"); gpudoc's exit code is the diagnosis'.\n"
+      "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
+      "2 bad flags or input (the message names file and line); 3 no GPU or driver (--live, -- CMD),\n"
+      "or --html in a build without the plot library.");
+  cmd->callback([f, &action] {
+    action = [f] {
+      DiagnoseFlags copy = *f;
+      // CLI11 puts the words after `--` among the positionals: they are the command.
+      std::size_t n = args_after_double_dash("diagnose");
+      if (n > 0 && n <= copy.traces.size()) {
+        copy.command.assign(copy.traces.end() - static_cast<long>(n), copy.traces.end());
+        copy.traces.resize(copy.traces.size() - n);
+      }
+      return run_diagnose(std::move(copy));
+    };
+  });
+}
+
+}  // namespace gpudoc::cli

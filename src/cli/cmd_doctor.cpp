@@ -1,0 +1,157 @@
+// gpudoc doctor: the first thing to run. A short live look at every GPU and its diagnosis; on a
+// machine without a GPU, a replay of real H200 traces bundled with gpudoc, saying so plainly.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/diagnose_output.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The replay: one trace per main pattern (tests/data/README.md says how each was recorded).
+constexpr std::array<const char*, 4> kReplayTraces = {
+    "gemm_saturated.jsonl",             // healthy
+    "sawtooth_p1000_d50.jsonl",         // input starvation
+    "tiny_kernels.jsonl",               // launch-bound plateau
+    "allreduce_straggler_slow1.jsonl",  // two GPUs, one straggler
+};
+
+struct DoctorFlags {
+  double duration_s = 10;
+  bool replay = false;
+  OutputFlags out;
+  SamplerFlags sampler;
+};
+
+// Where the bundled traces are: $GPUDOC_DATA_DIR; beside the executable in a build tree
+// (build/src/cli/gpudoc -> tests/data) or an install (bin/gpudoc -> share/gpudoc/traces); the
+// source tree this binary was built from.
+std::vector<fs::path> data_dir_candidates() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("GPUDOC_DATA_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path dir = exe.parent_path();
+    dirs.push_back(dir / "../../../tests/data");
+    dirs.push_back(dir / "../share/gpudoc/traces");
+    dirs.push_back(dir / "../../tests/data");
+  }
+#ifdef GPUDOC_SOURCE_TREE
+  dirs.push_back(fs::path(GPUDOC_SOURCE_TREE) / "tests/data");
+#endif
+  return dirs;
+}
+
+core::Result<fs::path> find_data_dir() {
+  std::string looked;
+  for (const auto& d : data_dir_candidates()) {
+    std::error_code ec;
+    if (fs::is_regular_file(d / kReplayTraces[0], ec)) return fs::weakly_canonical(d, ec);
+    looked += (looked.empty() ? "" : ", ") + d.lexically_normal().string();
+  }
+  return core::Error(core::ErrorKind::kEnvironment,
+                     fmt::format("the bundled H200 traces were not found either (looked in {}); set GPUDOC_DATA_DIR to "
+                                 "the repository's tests/data",
+                                 looked));
+}
+
+int run_replay(const DoctorFlags& f, const std::string& why, const std::string& full_reason) {
+  auto dir = find_data_dir();
+  if (!dir) return report_error(dir.error().with_context(why), f.out.json);
+  std::vector<Diagnosed> items;
+  for (const char* name : kReplayTraces) {
+    auto d = diagnose_file((*dir / name).string(), f.out, name);
+    if (!d) return report_error(d.error(), f.out.json);
+    items.push_back(std::move(*d));
+  }
+  PrintContext ctx;
+  ctx.banner = fmt::format("REPLAY, not this machine: real H200 traces recorded with gpudoc record ({})", dir->string());
+  ctx.replay = true;
+  ctx.extra["replay"] = true;
+  ctx.extra["replay_reason"] = full_reason;
+  ctx.extra["replay_dir"] = dir->string();
+  ctx.closing = fmt::format(
+      "That was a replay of {} recorded H200 traces, not this machine: {}.\n"
+      "On a machine with an NVIDIA GPU, `gpudoc doctor` looks at its GPUs live. Every bundled trace: "
+      "gpudoc diagnose {}/*.jsonl",
+      items.size(), why, dir->string());
+  const bool asked = f.replay;
+  if (!f.out.json)
+    std::fprintf(stdout, "%sThis is a REPLAY of real H200 traces recorded with gpudoc record, not this machine.\n\n",
+                 asked ? "" : fmt::format("No live GPU here ({}).\n", why).c_str());
+  int code = print_diagnoses(items, f.out, ctx);
+  // Without a GPU, whatever the replayed traces show, this machine has nothing to vouch for:
+  // environment. With --replay the replay is what was asked for, and its findings decide.
+  if (asked) return code;
+  return code == core::kExitOk || code == core::kExitFinding ? core::kExitEnvironment : code;
+}
+
+int run_doctor(const DoctorFlags& f) {
+  if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
+  if (!(f.duration_s > 0) || f.duration_s > 24 * 3600)
+    return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be between 0 and 86400 seconds"), f.out.json);
+  if (f.replay) return run_replay(f, "--replay was given", "--replay was given");
+
+  LiveRun run;
+  run.duration_s = f.duration_s;
+  run.sampler = f.sampler;
+  auto r = record_and_diagnose(run, f.out, f.out.json);
+  if (!r) {
+    const auto kind = r.error().kind();
+    // No driver, no library, no GPU: show what gpudoc does on recorded traces instead.
+    if (kind == core::ErrorKind::kEnvironment || kind == core::ErrorKind::kNotSupported) {
+      // The first clause is enough here ("cannot load ... libnvidia-ml.so.1"); --json has it all.
+      std::string why = r.error().message();
+      if (auto cut = why.find_first_of("(;\n"); cut != std::string::npos && cut > 0) why.resize(cut);
+      while (!why.empty() && why.back() == ' ') why.pop_back();
+      return run_replay(f, why, r.error().message());
+    }
+    return report_error(r.error(), f.out.json);
+  }
+  PrintContext ctx;
+  ctx.extra["live"] = true;
+  std::vector<Diagnosed> items;
+  items.push_back(std::move(r->diagnosed));
+  ctx.closing = fmt::format("That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live --duration 120; "
+                            "for one job: gpudoc diagnose -- CMD ARGS...",
+                            f.duration_s);
+  return print_diagnoses(items, f.out, ctx);
+}
+
+}  // namespace
+
+void register_doctor(CLI::App& app, Action& action) {
+  auto f = std::make_shared<DoctorFlags>();
+  auto* cmd = app.add_subcommand("doctor", "Look at every GPU for a few seconds and say what holds it back");
+  cmd->description(
+      "The first thing to run: looks at every GPU live for --duration seconds and prints its\n"
+      "diagnosis (gpudoc diagnose --live, with a short default). On a machine without an NVIDIA\n"
+      "GPU or driver it diagnoses real H200 traces bundled with gpudoc instead (tests/data; or\n"
+      "GPUDOC_DATA_DIR), and says plainly that it is a replay, not this machine.\n\n" +
+      findings_help());
+  cmd->add_option("-d,--duration", f->duration_s, "seconds to look at the GPUs")->capture_default_str();
+  add_output_flags(*cmd, f->out);
+  cmd->add_flag("--replay", f->replay, "diagnose the bundled H200 traces even when a GPU is present");
+  f->sampler.add_to(*cmd);
+  cmd->footer(
+      "Examples:\n"
+      "  gpudoc doctor\n"
+      "  gpudoc doctor --duration 60 --html doctor.html\n"
+      "  gpudoc doctor --json | jq '.findings[] | {id, severity, gpus}'\n"
+      "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
+      "2 bad flags; 3 no GPU or driver (after showing the replay: its findings are not this machine's).");
+  cmd->callback([f, &action] { action = [f] { return run_doctor(*f); }; });
+}
+
+}  // namespace gpudoc::cli

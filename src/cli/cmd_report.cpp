@@ -1,0 +1,243 @@
+// gpudoc report: the history of `gpudoc health` results in the store — clocks, temperatures, power,
+// error counts and non-passing checks over time — as terminal sparklines or an HTML page (uPlot,
+// embedded as in diagnose --html).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+
+#include "baseline/store.hpp"
+#include "cli/commands.hpp"
+#include "core/text.hpp"
+#include "view/web_assets.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct ReportFlags {
+  std::string since = "7d";
+  std::optional<std::string> html;
+  std::optional<std::string> store;
+  bool json = false;
+};
+
+// "7d", "12h", "30m", "90s" -> nanoseconds. Errors: kUsage.
+core::Result<std::int64_t> parse_since(const std::string& s) {
+  static const std::regex re(R"(^(\d+)([smhdw])$)");
+  std::smatch m;
+  if (!std::regex_match(s, m, re))
+    return core::Error(core::ErrorKind::kUsage, fmt::format("--since '{}': expected a number and s, m, h, d or w (e.g. 7d)", s));
+  const std::int64_t n = std::stoll(m[1]);
+  const std::map<char, std::int64_t> unit = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
+  return n * unit.at(m[2].str()[0]) * 1'000'000'000LL;
+}
+
+// The plotted series: value name in a check's values -> label.
+const std::vector<std::pair<std::string, std::string>>& series_names() {
+  static const std::vector<std::pair<std::string, std::string>> k = {
+      {"sm_clock_mhz", "SM clock under load (MHz)"},
+      {"temperature_celsius", "hottest temperature (C)"},
+      {"power_watts", "peak power (W)"},
+      {"ecc_volatile_corrected", "ECC corrected, volatile"},
+      {"ecc_volatile_uncorrected", "ECC uncorrected, volatile"},
+      {"ecc_aggregate_uncorrected", "ECC uncorrected, aggregate"},
+      {"remapped_rows_uncorrected", "rows remapped (uncorrectable)"},
+      {"nvlink_crc_errors", "NVLink CRC errors"},
+      {"xid_count", "XIDs"},
+  };
+  return k;
+}
+
+struct History {
+  std::vector<double> times_s;                                  // unix seconds, per run
+  // gpu ("-1": node) -> series name -> value per run (NaN: absent)
+  std::map<int, std::map<std::string, std::vector<double>>> series;
+  std::vector<std::string> problems;                            // "2026-11-30 12:00 GPU 0 ecc fail: ..."
+};
+
+std::string when(double unix_s) {
+  const std::time_t t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+History build(const std::vector<baseline::StoredResult>& rows) {
+  History h;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double t = static_cast<double>(rows[i].time_unix_ns) * 1e-9;
+    h.times_s.push_back(t);
+    for (auto& [gpu, by_name] : h.series)
+      for (auto& [name, v] : by_name) v.push_back(nan);
+    const auto& checks = rows[i].payload.contains("checks") ? rows[i].payload["checks"] : nlohmann::json::array();
+    for (const auto& c : checks) {
+      const int gpu = c.contains("gpu") && c["gpu"].is_number_integer() ? c["gpu"].get<int>() : -1;
+      const std::string status = c.value("status", "");
+      if (status == "fail" || status == "warn")
+        h.problems.push_back(fmt::format("{} {} {} {}: {}", when(t), gpu >= 0 ? fmt::format("GPU {}", gpu) : "node",
+                                         c.value("check", ""), status, c.value("evidence", "")));
+      if (!c.contains("values")) continue;
+      for (const auto& v : c["values"]) {
+        const std::string name = v.value("name", "");
+        bool wanted = false;
+        for (const auto& [n, label] : series_names()) wanted = wanted || n == name;
+        if (!wanted || !v.contains("value") || !v["value"].is_number()) continue;
+        auto& vec = h.series[gpu][name];
+        if (vec.size() < i + 1) vec.resize(i + 1, nan);
+        vec[i] = v["value"].get<double>();
+      }
+    }
+  }
+  for (auto& [gpu, by_name] : h.series)
+    for (auto& [name, v] : by_name) v.resize(h.times_s.size(), nan);
+  return h;
+}
+
+std::string terminal(const History& h, const std::string& since) {
+  std::string out = fmt::format("gpudoc report — {} health runs in the last {}", h.times_s.size(), since);
+  if (!h.times_s.empty()) out += fmt::format(" ({} .. {} UTC)", when(h.times_s.front()), when(h.times_s.back()));
+  out += "\n";
+  for (const auto& [gpu, by_name] : h.series) {
+    out += gpu >= 0 ? fmt::format("\nGPU {}\n", gpu) : std::string("\nnode\n");
+    for (const auto& [name, label] : series_names()) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) continue;
+      std::vector<std::optional<double>> vals;
+      double lo = 0;
+      double hi = 0;
+      bool any = false;
+      std::optional<double> last;
+      for (double v : it->second) {
+        if (std::isnan(v)) {
+          vals.push_back(std::nullopt);
+          continue;
+        }
+        vals.push_back(v);
+        lo = any ? std::min(lo, v) : v;
+        hi = any ? std::max(hi, v) : v;
+        any = true;
+        last = v;
+      }
+      if (!any) continue;
+      out += fmt::format("  {:<32} {}  min {:g} max {:g} last {:g}\n", label,
+                         core::sparkline(vals, lo, hi > lo ? hi : lo + 1), lo, hi, *last);
+    }
+  }
+  out += fmt::format("\nwarnings and failures ({}):\n", h.problems.size());
+  const std::size_t from = h.problems.size() > 30 ? h.problems.size() - 30 : 0;
+  if (from > 0) out += fmt::format("  ... {} earlier\n", from);
+  for (std::size_t i = from; i < h.problems.size(); ++i) out += "  " + h.problems[i] + "\n";
+  return out;
+}
+
+std::string escape_html(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// JSON safe inside <script>: <, >, & escaped.
+std::string script_json(const nlohmann::json& j) {
+  std::string o;
+  for (char c : j.dump()) {
+    if (c == '<') o += "\\u003c";
+    else if (c == '>') o += "\\u003e";
+    else if (c == '&') o += "\\u0026";
+    else o += c;
+  }
+  return o;
+}
+
+core::Result<std::string> html(const History& h, const std::string& since) {
+  auto assets = view::web_assets();
+  if (!assets) return core::Error(core::ErrorKind::kEnvironment, std::string(view::kWebAssetsMissing));
+  nlohmann::json plots = nlohmann::json::array();
+  for (const auto& [gpu, by_name] : h.series)
+    for (const auto& [name, label] : series_names()) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) continue;
+      nlohmann::json ys = nlohmann::json::array();
+      for (double v : it->second) ys.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
+      plots.push_back({{"title", (gpu >= 0 ? fmt::format("GPU {}: ", gpu) : std::string("node: ")) + label}, {"y", ys}});
+    }
+  std::string page = "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpudoc health report</title><style>";
+  page += assets->css;
+  page += "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}</style><script>";
+  page += assets->js;
+  page += "</script></head><body>";
+  page += fmt::format("<h1>gpudoc health report</h1><p>{} runs in the last {}.</p><div id=\"plots\"></div>", h.times_s.size(),
+                      escape_html(since));
+  page += fmt::format("<h2>Warnings and failures ({})</h2><ul>", h.problems.size());
+  for (const auto& p : h.problems) page += "<li>" + escape_html(p) + "</li>";
+  page += "</ul><script>const T=" + script_json(h.times_s) + ";const P=" + script_json(plots) + ";\n";
+  page +=
+      "for(const p of P){const d=document.createElement('div');document.getElementById('plots').appendChild(d);"
+      "new uPlot({title:p.title,width:900,height:220,series:[{},{label:p.title,stroke:'#2a6',points:{show:true}}]},"
+      "[T,p.y],d);}</script></body></html>\n";
+  return page;
+}
+
+int run_report(const ReportFlags& f) {
+  auto since = parse_since(f.since);
+  if (!since) return report_error(since.error(), f.json);
+  auto path = baseline::default_store_path(f.store);
+  if (!path) return report_error(path.error(), f.json);
+  auto store = baseline::Store::open(*path, {.create = false});
+  if (!store) return report_error(store.error(), f.json);
+  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto rows = store->results_since("health", now_ns - *since);
+  if (!rows) return report_error(rows.error(), f.json);
+  const History h = build(*rows);
+  if (f.html) {
+    auto page = html(h, f.since);
+    if (!page) return report_error(page.error(), f.json);
+    std::ofstream out(*f.html, std::ios::binary);
+    out << *page;
+    if (!out) return report_error(core::Error(core::ErrorKind::kIo, fmt::format("writing {}", *f.html)), f.json);
+  }
+  if (f.json) {
+    nlohmann::json j = {{"runs", h.times_s.size()}, {"times_unix_s", h.times_s}, {"problems", h.problems}};
+    nlohmann::json series = nlohmann::json::object();
+    for (const auto& [gpu, by_name] : h.series)
+      for (const auto& [name, v] : by_name) {
+        nlohmann::json ys = nlohmann::json::array();
+        for (double x : v) ys.push_back(std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x));
+        series[gpu >= 0 ? std::to_string(gpu) : "node"][name] = ys;
+      }
+    j["series"] = series;
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::fputs(terminal(h, f.since).c_str(), stdout);
+    if (f.html) std::fputs(fmt::format("HTML report: {}\n", *f.html).c_str(), stdout);
+  }
+  return core::kExitOk;
+}
+
+}  // namespace
+
+void register_report(CLI::App& app, Action& action) {
+  auto f = std::make_shared<ReportFlags>();
+  CLI::App* cmd = app.add_subcommand("report", "History of `gpudoc health` results: clocks, temperatures, power, error counts, findings");
+  cmd->add_option("--since", f->since, "how far back: 7d (default), 12h, 2w, ...");
+  cmd->add_option("--html", f->html, "also write an HTML page with plots to FILE");
+  cmd->add_option("--store", f->store, "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
+  cmd->add_flag("--json", f->json, "print the series as JSON");
+  cmd->callback([f, &action] { action = [f] { return run_report(*f); }; });
+}
+
+}  // namespace gpudoc::cli

@@ -1,0 +1,197 @@
+#include "cli/diagnose_output.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "core/clock.hpp"
+#include "telemetry/input.hpp"
+#include "telemetry/recorder.hpp"
+#include "view/diagnose_html.hpp"
+#include "view/diagnose_render.hpp"
+#include "view/web_assets.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+findings::Severity threshold_of(const OutputFlags& f) {
+  return findings::parse_severity(f.min_severity).value_or(findings::Severity::kWarning);
+}
+
+diagnose::Options options_of(const OutputFlags& f) {
+  diagnose::Options o;
+  o.window_s = f.window_s;
+  return o;
+}
+
+std::string temp_trace_path() {
+  auto dir = std::filesystem::temp_directory_path();
+  auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  return (dir / fmt::format("gpudoc-diagnose-{}-{}.jsonl", ::getpid(), now)).string();
+}
+
+core::Status write_text_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: cannot open it for writing", path));
+  out << content;
+  out.flush();
+  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: the write failed (disk full?)", path));
+  return core::ok_status();
+}
+
+}  // namespace
+
+core::Status check_output_flags(const OutputFlags& f) {
+  if (!findings::parse_severity(f.min_severity))
+    return core::Error(core::ErrorKind::kUsage,
+                       fmt::format("--min-severity {}: expected info, warning or critical", f.min_severity));
+  if (!(f.window_s > 0) || f.window_s > 1e6)
+    return core::Error(core::ErrorKind::kUsage, "--window must be a positive number of seconds");
+  if (!f.html.empty() && !view::web_assets())
+    return core::Error(core::ErrorKind::kEnvironment, fmt::format("--html {}: {}", f.html, view::kWebAssetsMissing));
+  return core::ok_status();
+}
+
+core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags& f, const std::string& source_name) {
+  auto trace = telemetry::read_telemetry_file(path);
+  if (!trace) return trace.error();
+  Diagnosed d{std::move(*trace), {}};
+  d.diagnosis = diagnose::diagnose(d.trace, options_of(f));
+  d.diagnosis.source = source_name.empty() ? path : source_name;
+  return d;
+}
+
+core::Result<LiveResult> record_and_diagnose(const LiveRun& run, const OutputFlags& f, bool quiet) {
+  // Utilization is drained every second (not every 5 s as in a long recording) so that a short
+  // look ends with its last seconds in the trace.
+  auto defaults = telemetry::SamplerConfig::default_periods();
+  defaults[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);
+  auto config = run.sampler.to_config(defaults);
+  if (!config) return config.error();
+  auto backend = open_live_backend();
+  if (!backend) return backend.error();
+  auto count = (*backend)->device_count();
+  if (!count) return count.error();
+  if (*count == 0)
+    return core::Error(core::ErrorKind::kEnvironment,
+                       "the NVIDIA driver is loaded but reports no GPU (check `nvidia-smi -L`; CUDA_VISIBLE_DEVICES "
+                       "does not apply to NVML)");
+
+  const bool temporary = run.output.empty();
+  const std::string path = temporary ? temp_trace_path() : run.output;
+  core::SystemClock clock;
+  telemetry::RecordOptions opt;
+  opt.output_path = path;
+  opt.command = run.command;
+  opt.command_stdout_to_stderr = run.command_stdout_to_stderr;
+  opt.sampler = *config;
+  if (run.duration_s > 0)
+    opt.duration = std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(run.duration_s));
+  const bool progress = !quiet && run.command.empty() && isatty(STDERR_FILENO) != 0;
+  if (progress)
+    opt.on_progress = [&](double elapsed, std::uint64_t) {
+      std::fprintf(stderr, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", *count, *count == 1 ? "" : "s",
+                   elapsed, run.duration_s);
+    };
+  install_stop_handlers();
+  if (!quiet) {
+    if (run.command.empty())
+      std::fprintf(stderr, "gpudoc: sampling %d GPU%s for %.0f s, then diagnosing\n", *count, *count == 1 ? "" : "s",
+                   run.duration_s);
+    else
+      std::fprintf(stderr, "gpudoc: recording %d GPU%s while `%s` runs, then diagnosing\n", *count, *count == 1 ? "" : "s",
+                   fmt::format("{}", fmt::join(run.command, " ")).c_str());
+  }
+  auto r = telemetry::record(**backend, clock, opt, stop_requests(), &forward_signal());
+  if (progress) std::fputs("\n", stderr);
+  auto cleanup = [&] {
+    if (temporary && !run.keep_trace) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  };
+  if (!r) {
+    cleanup();
+    return r.error();
+  }
+  auto d = diagnose_file(path, f, run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " ")));
+  cleanup();
+  if (!d) return d.error().with_context("reading back the recorded trace");
+  d->diagnosis.input_format = "live";
+  LiveResult out{std::move(*d), r->command_exit_code, temporary && !run.keep_trace ? "" : path, r->end_reason};
+  return out;
+}
+
+int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, const PrintContext& ctx) {
+  const auto threshold = threshold_of(f);
+  std::size_t at_or_above = 0;
+  std::optional<findings::Severity> worst;
+  for (const auto& it : items)
+    for (const auto& fd : it.diagnosis.findings) {
+      if (fd.severity >= threshold) ++at_or_above;
+      if (!worst || fd.severity > *worst) worst = fd.severity;
+    }
+  const int code = at_or_above > 0 ? core::kExitFinding : core::kExitOk;
+
+  if (!f.html.empty()) {
+    std::vector<view::HtmlReport> reports;
+    for (const auto& it : items) reports.push_back({&it.trace, &it.diagnosis});
+    std::string title = items.size() == 1 ? std::filesystem::path(items[0].diagnosis.source).filename().string()
+                                          : fmt::format("{} traces", items.size());
+    auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner});
+    if (!page) return report_error(page.error().with_context(fmt::format("--html {}", f.html)), f.json);
+    if (auto s = write_text_file(f.html, *page); !s) return report_error(s.error(), f.json);
+    std::fprintf(stderr, "gpudoc: wrote %s (%zu kB; opens offline in any browser)\n", f.html.c_str(), page->size() / 1024);
+  }
+
+  if (f.json) {
+    nlohmann::json j;
+    if (items.size() == 1) {
+      j = diagnose::to_json(items[0].diagnosis);
+    } else {
+      // Several traces: each diagnosis under "traces", and every finding also in the top-level
+      // "findings" with the trace it came from, so `.findings[]` works for one trace or many.
+      nlohmann::json traces = nlohmann::json::array(), all = nlohmann::json::array();
+      for (const auto& it : items) {
+        traces.push_back(diagnose::to_json(it.diagnosis));
+        for (const auto& fd : it.diagnosis.findings) {
+          auto fj = findings::to_json(fd);
+          fj["trace"] = it.diagnosis.source;
+          all.push_back(fj);
+        }
+      }
+      j = {{"traces", traces}, {"findings", all}};
+    }
+    j["threshold"] = findings::to_string(threshold);
+    j["max_severity"] = worst ? nlohmann::json(findings::to_string(*worst)) : nlohmann::json(nullptr);
+    j["exit_code"] = code;
+    for (auto it = ctx.extra.begin(); it != ctx.extra.end(); ++it) j[it.key()] = it.value();
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    return code;
+  }
+
+  const bool color = isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
+  std::string text;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) text += "\n" + std::string(80, '-') + "\n\n";
+    text += view::render_diagnosis(items[i].trace, items[i].diagnosis, {.color = color, .width = 80, .banner = ctx.banner});
+  }
+  text += "\n";
+  const char* where = ctx.replay ? " in the replayed traces" : "";
+  if (at_or_above > 0)
+    text += fmt::format("{} finding{} at or above {}{}{}.\n", at_or_above, at_or_above == 1 ? "" : "s",
+                        findings::to_string(threshold), where, ctx.replay ? "" : " (exit 1)");
+  else
+    text += fmt::format("No finding at or above {}{}.\n", findings::to_string(threshold), where);
+  if (!ctx.closing.empty()) text += ctx.closing + "\n";
+  std::fputs(text.c_str(), stdout);
+  return code;
+}
+
+}  // namespace gpudoc::cli

@@ -1,0 +1,78 @@
+// What `gpudoc diagnose` and `gpudoc doctor` share: diagnosing trace files, recording live GPUs
+// (optionally while a command runs) into a trace and diagnosing it, and printing the result as
+// text, JSON and an HTML page, with the exit code the threshold decides.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.hpp"
+#include "core/result.hpp"
+#include "diagnose/diagnose.hpp"
+#include "findings/finding.hpp"
+#include "telemetry/trace.hpp"
+
+namespace gpudoc::cli {
+
+struct Diagnosed {
+  telemetry::Trace trace;
+  diagnose::Diagnosis diagnosis;
+};
+
+struct OutputFlags {
+  bool json = false;
+  std::string html;                     // write the page here when not empty
+  std::string min_severity = "warning"; // exit 1 when a finding is at or above it
+  double window_s = 60;
+};
+
+// --json, --html, --min-severity, --window.
+void add_output_flags(CLI::App& cmd, OutputFlags& out);
+// One line per diagnose finding of the catalog, for --help.
+[[nodiscard]] std::string findings_help();
+
+// Checks the flags before any work is done (an --html without web assets fails before a live run).
+// Errors: kUsage (bad --min-severity or --window), kEnvironment (no web assets for --html).
+[[nodiscard]] core::Status check_output_flags(const OutputFlags& f);
+
+// Reads and diagnoses one file (gpudoc trace or nvidia-smi CSV). Errors: the reader's (kBadInput
+// with file and line, kIo).
+[[nodiscard]] core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags& f,
+                                                    const std::string& source_name = "");
+
+struct LiveRun {
+  double duration_s = 0;                // 0: until the command exits (or Ctrl-C)
+  std::vector<std::string> command;     // record while this runs
+  std::string output;                   // keep the trace here; empty: a temporary file
+  bool keep_trace = false;              // keep the temporary file and say where it is
+  bool command_stdout_to_stderr = false;  // --json: stdout carries only gpudoc's document
+  SamplerFlags sampler;
+};
+
+struct LiveResult {
+  Diagnosed diagnosed;
+  std::optional<int> command_exit_code;
+  std::string trace_path;               // empty when the temporary trace was removed
+  std::string end_reason;
+};
+
+// Records the live GPUs (NVML) into a trace, then diagnoses it. Errors: kEnvironment (no GPU or
+// driver), kBadInput (the command cannot run), kIo, the sampler's.
+[[nodiscard]] core::Result<LiveResult> record_and_diagnose(const LiveRun& run, const OutputFlags& f, bool quiet);
+
+struct PrintContext {
+  std::string banner;                   // text report and page, e.g. the replay notice
+  nlohmann::json extra = nlohmann::json::object();   // added to the JSON document
+  std::string closing;                  // a last line of the text report
+  bool replay = false;                  // recorded traces shown instead of this machine: the
+                                        // verdict line does not promise exit 1
+};
+
+// Prints the diagnoses (text or JSON on stdout, the page to f.html) and returns the exit code:
+// 1 when a finding is at or above the threshold, else 0; or the error's code (writing the page).
+int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, const PrintContext& ctx);
+
+}  // namespace gpudoc::cli

@@ -1,0 +1,78 @@
+// gpudoc health / report without a GPU: exit 3 with valid JSON saying so; report on an empty store.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+namespace {
+
+bool nvml_present() {
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (h != nullptr) dlclose(h);
+  return h != nullptr;
+}
+
+struct CliOut {
+  int exit_code = -1;
+  std::string out;   // stdout only
+};
+
+CliOut gpudoc(const std::string& args) {
+  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc " + args + " 2>/dev/null";
+  CliOut r;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(CliHealth, NoGpuExits3WithValidJson) {
+  if (nvml_present()) GTEST_SKIP() << "NVML is installed here";
+  const CliOut r = gpudoc("health --json --no-store");
+  EXPECT_EQ(r.exit_code, 3);
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["status"], "no_gpu");
+  EXPECT_EQ(j["error"]["kind"], "environment");
+  EXPECT_EQ(j["error"]["exit_code"], 3);
+  ASSERT_TRUE(j["checks"].is_array());
+  for (const auto& c : j["checks"]) {
+    EXPECT_TRUE(c.contains("finding_id"));
+    EXPECT_NE(c["status"], "fail") << c.dump();   // host advice never fails a node without GPUs
+  }
+}
+
+TEST(CliHealth, NoGpuTerminalFormExits3) {
+  if (nvml_present()) GTEST_SKIP() << "NVML is installed here";
+  const CliOut r = gpudoc("health --no-load --no-store");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.out.find("No GPU checks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu_governor"), std::string::npos) << r.out;
+}
+
+TEST(CliHealth, BadGpusFlagIsUsage) {
+  const CliOut r = gpudoc("health --load-seconds 0");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(CliReport, MissingStoreAndBadSinceAreUsageErrors) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gpudoc_report_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string store = (dir / "s.db").string();
+  // A missing store is bad input (the report never creates one).
+  EXPECT_EQ(gpudoc("report --store " + store).exit_code, 2);
+  CliOut r = gpudoc("report --since 7x --store " + store);
+  EXPECT_EQ(r.exit_code, 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

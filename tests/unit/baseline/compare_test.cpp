@@ -1,0 +1,233 @@
+// The regression gate on fixture figures: noise inside the bound, clear regressions, the rank test,
+// directions, missing/new figures, confirmation, machine mismatch.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "baseline/compare.hpp"
+
+namespace gpudoc::baseline {
+namespace {
+
+using ::testing::HasSubstr;
+
+Figure fig(const std::string& name, std::vector<double> samples, const std::string& unit = "",
+           std::optional<Direction> dir = std::nullopt, const std::string& source = "workload") {
+  return Figure{name, unit, source, dir, std::move(samples)};
+}
+
+const FigureComparison& only(const Comparison& c) {
+  EXPECT_EQ(c.figures.size(), 1u);
+  return c.figures.at(0);
+}
+
+TEST(Median, OddEvenEmpty) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median({}), 0);
+}
+
+TEST(Noise, RobustAgainstOneOutlier) {
+  // MAD of {99,100,100,101,500} is 1: one wild sample does not widen the bound.
+  EXPECT_NEAR(noise_percent({99, 100, 100, 101, 500}), 1.4826, 1e-9);
+  EXPECT_EQ(noise_percent({100, 120}), 0);   // too few samples to measure noise
+}
+
+TEST(MannWhitney, ExactPValueOfCompleteSeparation) {
+  // All five b above all five a: one arrangement of C(10,5) = 252.
+  auto p = mann_whitney_greater_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10});
+  ASSERT_TRUE(p);
+  EXPECT_NEAR(*p, 1.0 / 252.0, 1e-12);
+  auto q = mann_whitney_greater_p({6, 7, 8, 9, 10}, {1, 2, 3, 4, 5});
+  EXPECT_NEAR(*q, 1.0, 1e-12);
+}
+
+TEST(MannWhitney, InterleavedIsNotSignificant) {
+  auto p = mann_whitney_greater_p({1, 3, 5, 7, 9}, {2, 4, 6, 8, 10});
+  ASSERT_TRUE(p);
+  EXPECT_GT(*p, 0.2);
+}
+
+TEST(MannWhitney, TiesUseTheNormalApproximation) {
+  auto p = mann_whitney_greater_p({1, 1, 1, 2, 2, 2}, {3, 3, 3, 4, 4, 4});
+  ASSERT_TRUE(p);
+  EXPECT_LT(*p, 0.01);
+  auto same = mann_whitney_greater_p({5, 5, 5, 5, 5}, {5, 5, 5, 5, 5});
+  EXPECT_DOUBLE_EQ(*same, 1.0);
+  EXPECT_FALSE(mann_whitney_greater_p({}, {1}));
+}
+
+TEST(Compare, SmallChangeInsideThresholdIsOk) {
+  const Config cfg;
+  auto c = compare({fig("step_ms", {100, 101, 99, 100, 100, 101})}, {fig("step_ms", {103, 104, 102, 103, 103, 104})}, cfg);
+  const auto& f = only(c);
+  EXPECT_EQ(f.verdict, Verdict::kOk);
+  EXPECT_NEAR(*f.change_percent, 3.0, 0.1);
+  EXPECT_DOUBLE_EQ(f.bound_percent, 10);   // time: 10 %
+  EXPECT_FALSE(c.failed());
+}
+
+TEST(Compare, ChangeInsideMeasuredNoiseIsNeverARegression) {
+  const Config cfg;   // noise_k 2
+  // Baseline noise ~9 % (robust): the bound widens to ~18 %; +15 % is inside it.
+  std::vector<double> base{90, 92, 95, 100, 100, 100, 105, 108, 110, 112};
+  std::vector<double> now{105, 108, 112, 115, 115, 115, 118, 120, 125, 126};
+  auto c = compare({fig("step_ms", base)}, {fig("step_ms", now)}, cfg);
+  const auto& f = only(c);
+  EXPECT_GT(f.noise_percent, 7.0);
+  EXPECT_GT(f.bound_percent, 15.0);
+  EXPECT_EQ(f.verdict, Verdict::kOk) << f.note;
+  EXPECT_THAT(f.note, HasSubstr("noise"));
+}
+
+TEST(Compare, ClearTwentyPercentBandwidthDropIsARegression) {
+  const Config cfg;
+  std::vector<double> base{4010, 4020, 4000, 4015, 4005, 4012, 4008, 4018};
+  std::vector<double> now{3210, 3220, 3200, 3215, 3205, 3212, 3208, 3218};
+  auto c = compare({fig("hbm.copy", base, "GB/s", Direction::kHigherIsBetter, "bench")},
+                   {fig("hbm.copy", now, "GB/s", Direction::kHigherIsBetter, "bench")}, cfg);
+  const auto& f = only(c);
+  EXPECT_EQ(f.verdict, Verdict::kRegression) << f.note;
+  EXPECT_NEAR(*f.change_percent, -20.0, 0.1);
+  EXPECT_DOUBLE_EQ(f.bound_percent, 5);   // bandwidth: 5 %
+  ASSERT_TRUE(f.p_value);
+  EXPECT_LT(*f.p_value, 0.001);
+  EXPECT_TRUE(c.failed());
+  EXPECT_EQ(c.failing_sources(), std::vector<std::string>{"bench"});
+}
+
+TEST(Compare, BeyondTheBoundButNotSignificantIsOk) {
+  const Config cfg;
+  // Medians differ by ~12 % but the samples overlap: the rank test does not support it.
+  std::vector<double> base{80, 85, 90, 100, 100, 101, 120, 125, 130, 135};
+  std::vector<double> now{82, 86, 91, 101, 112, 113, 121, 124, 131, 134};
+  auto c = compare({fig("step_ms", base)}, {fig("step_ms", now)}, Config{0.0, 0.05, {}, "t"});
+  const auto& f = only(c);
+  EXPECT_GT(*f.change_percent, f.bound_percent);
+  ASSERT_TRUE(f.p_value);
+  EXPECT_GT(*f.p_value, 0.05);
+  EXPECT_EQ(f.verdict, Verdict::kOk);
+  EXPECT_THAT(f.note, HasSubstr("not significant"));
+  (void)cfg;
+}
+
+TEST(Compare, TooFewSamplesForRankTestDecidesOnTheBound) {
+  const Config cfg;
+  auto c = compare({fig("accuracy", {0.95})}, {fig("accuracy", {0.90})}, cfg);
+  const auto& f = only(c);
+  EXPECT_EQ(f.verdict, Verdict::kRegression);
+  EXPECT_FALSE(f.p_value);
+  EXPECT_THAT(f.note, HasSubstr("too few"));
+}
+
+TEST(Compare, DirectionDecidesImprovedOrRegression) {
+  const Config cfg;
+  // Lower is better: time down 50 % is an improvement.
+  EXPECT_EQ(only(compare({fig("step_ms", {10})}, {fig("step_ms", {5})}, cfg)).verdict, Verdict::kImproved);
+  EXPECT_EQ(only(compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, cfg)).verdict, Verdict::kRegression);
+  // Higher is better: throughput up is an improvement, down a regression.
+  EXPECT_EQ(only(compare({fig("tokens_per_second", {1000})}, {fig("tokens_per_second", {1200})}, cfg)).verdict, Verdict::kImproved);
+  EXPECT_EQ(only(compare({fig("tokens_per_second", {1000})}, {fig("tokens_per_second", {800})}, cfg)).verdict, Verdict::kRegression);
+  // A config can turn a name around.
+  Config flip;
+  flip.metrics.push_back({"step_ms", Direction::kHigherIsBetter, std::nullopt, std::nullopt});
+  EXPECT_EQ(only(compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, flip)).verdict, Verdict::kImproved);
+  // No direction known: shown, never gated.
+  auto info = only(compare({fig("mystery", {1})}, {fig("mystery", {100})}, cfg));
+  EXPECT_EQ(info.verdict, Verdict::kInfo);
+}
+
+TEST(Compare, FiguresOwnDirectionWinsOverNameDefaults) {
+  const Config cfg;
+  // A benchmark in microseconds that says higher is better (hypothetical): its word counts.
+  auto f = only(compare({fig("x.us", {10}, "us", Direction::kHigherIsBetter)}, {fig("x.us", {5}, "us", Direction::kHigherIsBetter)}, cfg));
+  EXPECT_EQ(f.verdict, Verdict::kRegression);
+}
+
+TEST(Compare, MissingFailsNewDoesNot) {
+  const Config cfg;
+  auto c = compare({fig("step_ms", {10}), fig("accuracy", {0.95})}, {fig("step_ms", {10}), fig("loss", {0.3})}, cfg);
+  ASSERT_EQ(c.figures.size(), 3u);
+  EXPECT_EQ(c.figures[0].verdict, Verdict::kOk);
+  EXPECT_EQ(c.figures[1].name, "accuracy");
+  EXPECT_EQ(c.figures[1].verdict, Verdict::kMissing);
+  EXPECT_EQ(c.figures[2].name, "loss");
+  EXPECT_EQ(c.figures[2].verdict, Verdict::kNew);
+  EXPECT_TRUE(c.failed());
+}
+
+TEST(Compare, WallTimeBelowResolutionIsOk) {
+  const Config cfg;
+  // A 3 ms command taking 5 ms is +66 % but far below the 0.2 s start-up jitter.
+  auto f = only(compare({fig("wall_s", {0.003}, "s", Direction::kLowerIsBetter, "gpudoc")},
+                        {fig("wall_s", {0.005}, "s", Direction::kLowerIsBetter, "gpudoc")}, cfg));
+  EXPECT_EQ(f.verdict, Verdict::kOk);
+  EXPECT_THAT(f.note, HasSubstr("resolution"));
+  auto g = only(compare({fig("wall_s", {10.0}, "s")}, {fig("wall_s", {20.0}, "s")}, cfg));
+  EXPECT_EQ(g.verdict, Verdict::kRegression);
+}
+
+TEST(Confirm, AFlukeIsNotConfirmed) {
+  const Config cfg;
+  auto first = compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, cfg);
+  auto rerun = compare({fig("step_ms", {10})}, {fig("step_ms", {10.2})}, cfg);
+  auto final = confirm(first, rerun);
+  EXPECT_FALSE(final.failed());
+  EXPECT_THAT(final.figures[0].note, HasSubstr("not confirmed"));
+}
+
+TEST(Confirm, ARegressionSeenTwiceIsConfirmed) {
+  const Config cfg;
+  auto first = compare({fig("step_ms", {10}), fig("accuracy", {0.9})}, {fig("step_ms", {20}), fig("accuracy", {0.9})}, cfg);
+  auto rerun = compare({fig("step_ms", {10})}, {fig("step_ms", {19})}, cfg);
+  auto final = confirm(first, rerun);
+  EXPECT_TRUE(final.failed());
+  EXPECT_TRUE(final.figures[0].confirmed);
+  EXPECT_NEAR(*final.figures[0].now_median, 19, 1e-9);   // the re-run's numbers
+  EXPECT_EQ(final.figures[1].verdict, Verdict::kOk);
+}
+
+TEST(Compare, JsonCarriesEveryColumn) {
+  const Config cfg;
+  auto j = to_json(compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, cfg));
+  ASSERT_EQ(j.size(), 1u);
+  for (const char* k : {"name", "unit", "source", "direction", "baseline", "now", "change_percent", "bound_percent", "noise_percent",
+                        "p_value", "verdict", "note", "confirmed"})
+    EXPECT_TRUE(j[0].contains(k)) << k;
+  EXPECT_EQ(j[0]["verdict"], "regression");
+}
+
+TEST(Machine, SameMachineHasNoDifferences) {
+  MachineContext a{"host-a", {"NVIDIA H200"}, "580.1", "13.0", {}};
+  MachineContext b{"host-b", {"NVIDIA H200"}, "580.1", "13.0", {}};
+  EXPECT_TRUE(machine_differences(a, b).empty());   // host names may differ (a CI fleet)
+}
+
+TEST(Machine, SaysExactlyWhatDiffers) {
+  MachineContext a{"h", {"NVIDIA H200"}, "580.1", "13.0", {}};
+  MachineContext b{"h", {"NVIDIA H100 80GB HBM3"}, "575.2", "12.9", {}};
+  auto d = machine_differences(a, b);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0], "GPUs: NVIDIA H200 (baseline) vs NVIDIA H100 80GB HBM3 (now)");
+  EXPECT_EQ(d[1], "driver: 580.1 (baseline) vs 575.2 (now)");
+  EXPECT_EQ(d[2], "CUDA: 13.0 (baseline) vs 12.9 (now)");
+  MachineContext none{"h", {}, "", "", {}};
+  EXPECT_EQ(machine_differences(a, none).at(0), "GPUs: NVIDIA H200 (baseline) vs no GPU (now)");
+  MachineContext eight{"h", std::vector<std::string>(8, "NVIDIA H200"), "580.1", "13.0", {}};
+  EXPECT_THAT(machine_differences(eight, a).at(0), HasSubstr("8x NVIDIA H200"));
+}
+
+TEST(Machine, JsonRoundTrip) {
+  MachineContext a{"h", {"NVIDIA H200", "NVIDIA H200"}, "580.1", "13.0", {{"gpu_uuids", {"GPU-1", "GPU-2"}}}};
+  auto b = machine_from_json(to_json(a));
+  EXPECT_EQ(b.host, a.host);
+  EXPECT_EQ(b.gpus, a.gpus);
+  EXPECT_EQ(b.driver_version, a.driver_version);
+  EXPECT_EQ(b.cuda_version, a.cuda_version);
+  EXPECT_EQ(b.extra, a.extra);
+  EXPECT_TRUE(machine_from_json(nlohmann::json("garbage")).gpus.empty());
+}
+
+}  // namespace
+}  // namespace gpudoc::baseline

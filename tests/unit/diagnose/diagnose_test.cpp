@@ -1,0 +1,433 @@
+// The classifier on synthetic traces: every finding, start-up skipping, windows and pattern
+// changes, missing signals (lower confidence, `unseen`), and bad input (never a crash).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "diagnose/diagnose.hpp"
+#include "synth.hpp"
+
+namespace gpudoc::diagnose {
+namespace {
+
+using findings::Finding;
+using findings::Severity;
+using gpu::Metric;
+using testing::constant;
+using testing::fill;
+using testing::fill_gpu;
+using testing::make_trace;
+using testing::Shape;
+using testing::square;
+
+const Finding* find(const Diagnosis& d, const std::string& id) {
+  for (const Finding& f : d.findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+double evidence(const Finding& f, const std::string& name) {
+  for (const auto& e : f.evidence)
+    if (e.name == name) return e.value;
+  ADD_FAILURE() << "no evidence " << name << " in " << f.id;
+  return NAN;
+}
+
+std::vector<std::string> warning_ids(const Diagnosis& d) {
+  std::vector<std::string> ids;
+  for (const Finding& f : d.findings)
+    if (f.severity >= Severity::kWarning) ids.push_back(f.id);
+  return ids;
+}
+
+Shape busy_gemm() {
+  Shape s;
+  s.util = constant(99);
+  s.sm = constant(96);
+  s.tensor = constant(93);
+  s.dram = constant(17);
+  s.power = constant(690);
+  s.mutil = constant(24);
+  return s;
+}
+
+Diagnosis run(const telemetry::Trace& t) { return diagnose(t, Options{}); }
+
+TEST(Diagnose, Idle) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 20, Shape{});
+  const auto d = run(t);
+  const Finding* f = find(d, "idle");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_TRUE(warning_ids(d).empty());
+  EXPECT_EQ(d.gpus.at(0).primary, "idle");
+}
+
+TEST(Diagnose, HealthyAndItsJson) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 20, busy_gemm());
+  const auto d = run(t);
+  ASSERT_NE(find(d, "healthy"), nullptr);
+  EXPECT_TRUE(warning_ids(d).empty());
+  const nlohmann::json j = to_json(d);
+  EXPECT_EQ(j["findings"][0]["id"], "healthy");
+  EXPECT_EQ(j["gpus"][0]["primary"], "healthy");
+  EXPECT_NEAR(j["gpus"][0]["mean_utilization_percent"].get<double>(), 99, 1e-9);
+  EXPECT_EQ(max_severity(d), Severity::kInfo);
+}
+
+TEST(Diagnose, SlowSawtoothReportsPeriodDutyLevelsAndLostTime) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = square(2.0, 0.25, 100, 0);
+  s.sm = square(2.0, 0.25, 95, 0);
+  s.tensor = square(2.0, 0.25, 90, 0);
+  s.power = square(2.0, 0.25, 600, 150);
+  fill_gpu(t, 0, 0, 40, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(evidence(*f, "period_s"), 2.0, 0.11);
+  EXPECT_NEAR(evidence(*f, "duty_cycle_percent"), 25, 4);
+  EXPECT_NEAR(evidence(*f, "peak_percent"), 100, 1);
+  EXPECT_NEAR(evidence(*f, "trough_percent"), 0, 1);
+  EXPECT_NEAR(evidence(*f, "gpu_time_lost_s"), 0.75 * 40, 3);
+  EXPECT_EQ(f->severity, Severity::kCritical);  // idle 75 % of the time
+  EXPECT_FALSE(f->details["below_sensor_resolution"].get<bool>());
+}
+
+TEST(Diagnose, FastSawtoothWithGpmIsSawtoothBelowSensorResolution) {
+  auto t = make_trace(1);
+  Shape s;  // what p100_d50 reads: a flat middle level with SM activity to match
+  s.util = [](double x) { return 48 + 2 * std::sin(7 * x); };
+  s.sm = constant(44);
+  s.tensor = constant(43);
+  s.dram = constant(10);
+  s.power = constant(500);
+  fill_gpu(t, 0, 0, 20, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->details["below_sensor_resolution"].get<bool>());
+  EXPECT_EQ(find(d, "plateau"), nullptr);
+  EXPECT_EQ(find(d, "healthy"), nullptr);
+  EXPECT_NE(f->next_steps.front().find("nsys"), std::string::npos);  // points to a profiler
+}
+
+TEST(Diagnose, FastSawtoothWithoutGpmUsesPowerAndLowersConfidence) {
+  auto t = make_trace(1);
+  Shape idle;
+  idle.gpm = false;
+  idle.power = constant(84);
+  fill_gpu(t, 0, 0, 5, idle);  // start-up: establishes the idle power floor
+  Shape s;
+  s.gpm = false;
+  s.util = constant(49);
+  s.power = constant(500);
+  fill_gpu(t, 0, 5, 25, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_LT(f->confidence, 0.6);
+  EXPECT_NE(std::find(d.unseen.begin(), d.unseen.end(), "GPM SM activity"), d.unseen.end());
+}
+
+TEST(Diagnose, LaunchBoundPlateau) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = constant(18);
+  s.power = constant(127);
+  fill_gpu(t, 0, 0, 20, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "plateau");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["kind"], "launch_bound");
+  EXPECT_EQ(f->severity, Severity::kCritical);  // SM activity ~0
+  EXPECT_NE(f->next_steps.front().find("reduce-overhead"), std::string::npos);
+}
+
+TEST(Diagnose, BusyButIdlePlateauOnOneGpu) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = constant(99);
+  s.sm = constant(30);
+  s.tensor = constant(10);
+  s.dram = constant(3);
+  s.power = constant(300);
+  fill_gpu(t, 0, 0, 20, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "plateau");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["kind"], "busy_but_idle");
+  EXPECT_NEAR(evidence(*f, "mean_sm_activity_percent"), 30, 1e-9);
+}
+
+TEST(Diagnose, MemoryBound) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = constant(99);
+  s.sm = constant(99);
+  s.tensor = constant(0);
+  s.dram = constant(91);
+  s.mutil = constant(100);
+  s.power = constant(600);
+  fill_gpu(t, 0, 0, 20, s);
+  const auto d = run(t);
+  ASSERT_NE(find(d, "memory_bound"), nullptr);
+  EXPECT_EQ(warning_ids(d), std::vector<std::string>{"memory_bound"});
+}
+
+TEST(Diagnose, PulseNamesStragglerAndWaitingGpu) {
+  auto t = make_trace(2);
+  Shape wait;
+  wait.util = constant(99);
+  wait.sm = constant(32);
+  wait.tensor = constant(17);
+  wait.dram = constant(4);
+  wait.power = constant(300);
+  fill_gpu(t, 0, 0, 20, wait);
+  fill_gpu(t, 1, 0, 20, busy_gemm());
+  const auto d = run(t);
+  const Finding* f = find(d, "pulse");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["straggler"][0]["gpu"], 1);
+  EXPECT_EQ(f->details["waiting"][0]["gpu"], 0);
+  EXPECT_NEAR(f->details["waiting_share"].get<double>(), 1 - 32.0 / (96.0 / 99 * 100), 0.02);
+  EXPECT_EQ(warning_ids(d), std::vector<std::string>{"pulse"});  // no plateau on the waiting GPU
+}
+
+TEST(Diagnose, BalancedGpusAreNoPulse) {
+  auto t = make_trace(2);
+  fill_gpu(t, 0, 0, 20, busy_gemm());
+  fill_gpu(t, 1, 0, 20, busy_gemm());
+  const auto d = run(t);
+  EXPECT_EQ(find(d, "pulse"), nullptr);
+  EXPECT_EQ(d.gpus.at(1).primary, "healthy");
+}
+
+void add_process(telemetry::Trace& t, int g, std::uint32_t pid, double t0, double t1, double period,
+                 const std::function<double(double)>& f) {
+  for (double x = t0; x < t1; x += period) {
+    telemetry::ProcessPoint p;
+    p.t = x;
+    p.sample.pid = pid;
+    p.sample.name = "python3";
+    p.sample.sm_utilization_percent = f(x);
+    t.gpus[static_cast<std::size_t>(g)].processes.push_back(p);
+  }
+}
+
+TEST(Diagnose, StaircaseTakingTurns) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 30, busy_gemm());
+  add_process(t, 0, 100, 0, 30, 0.2, square(4, 0.5, 99, 0));
+  add_process(t, 0, 200, 0, 30, 0.2, [](double x) { return std::fmod(x, 4) < 2 ? 0.0 : 99.0; });
+  const auto d = run(t);
+  const Finding* f = find(d, "staircase");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["mode"], "turns");
+  EXPECT_LT(f->details["correlation"].get<double>(), -0.9);
+  EXPECT_NEAR(evidence(*f, "max_loses_share"), 0.5, 0.05);
+  EXPECT_EQ(find(d, "healthy"), nullptr);  // contention, not health
+}
+
+TEST(Diagnose, StaircaseFromSparseSamplesHasLowerConfidence) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 30, busy_gemm());
+  add_process(t, 0, 100, 0, 30, 5, constant(50));
+  add_process(t, 0, 200, 0, 30, 5, constant(48));
+  const auto d = run(t);
+  const Finding* f = find(d, "staircase");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["mode"], "unknown");
+  EXPECT_LT(f->confidence, 0.8);
+}
+
+TEST(Diagnose, MemoryGrowthRateAndTimeToExhaustion) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 30, Shape{});
+  const double step = 512.0 * 1024 * 1024;
+  fill(t, 0, Metric::kMemoryUsedBytes, 0, 30, 0.1, [&](double x) { return 1e9 + step * std::floor(x); });
+  const auto d = run(t);
+  const Finding* f = find(d, "memory_growth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(evidence(*f, "growth_rate_bytes_per_second"), step, step * 0.05);
+  const double eta = f->details["time_to_exhaustion_s"].get<double>();
+  EXPECT_NEAR(eta, (150754820096.0 - (1e9 + 29 * step)) / step, 20);
+  EXPECT_EQ(f->severity, Severity::kCritical);  // full within the hour
+}
+
+TEST(Diagnose, MemoryThatIsReleasedIsNoGrowth) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 30, Shape{});
+  fill(t, 0, Metric::kMemoryUsedBytes, 0, 30, 0.1, [](double x) { return std::fmod(x, 4) < 2 ? 2e9 : 8e9; });
+  EXPECT_EQ(find(run(t), "memory_growth"), nullptr);
+}
+
+TEST(Diagnose, ThrottledPowerCapIsInfoThermalIsWarning) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 20, busy_gemm());
+  fill(t, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
+  fill(t, 0, Metric::kSmClockMhz, 0, 20, 0.1, constant(1470));
+  auto d = run(t);
+  const Finding* f = find(d, "throttled");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+
+  auto t2 = make_trace(1);
+  fill_gpu(t2, 0, 0, 20, busy_gemm());
+  fill(t2, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, square(2, 0.3, 0x40, 0));
+  d = run(t2);
+  f = find(d, "throttled");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_NEAR(evidence(*f, "thermal_or_hw_share"), 0.3, 0.05);
+  EXPECT_EQ(f->details["reasons"][0], "hw_thermal_slowdown");
+}
+
+TEST(Diagnose, ThrottledWithLoweredPowerLimitIsWarning) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 20, busy_gemm());
+  fill(t, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
+  fill(t, 0, Metric::kPowerLimitWatts, 0, 20, 1.0, constant(400));
+  const auto d = run(t);
+  const Finding* f = find(d, "throttled");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_TRUE(f->details["power_limit_lowered"].get<bool>());
+}
+
+TEST(Diagnose, SkipsStartUpBeforeTheFirstWork) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 6, Shape{});  // python/torch import: idle
+  Shape burst = busy_gemm();      // warm-up, then the pattern
+  fill_gpu(t, 0, 6, 6.8, burst);
+  Shape s;
+  s.util = constant(18);
+  s.power = constant(127);
+  fill_gpu(t, 0, 6.8, 30, s);
+  const auto d = run(t);
+  ASSERT_NE(find(d, "plateau"), nullptr);
+  EXPECT_EQ(find(d, "idle"), nullptr);
+  EXPECT_NEAR(d.gpus.at(0).analysed_from_s, 7.0, 0.2);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes.front().find("start-up"), std::string::npos);
+
+  Options o;
+  o.skip_start_s = 0;  // asked to keep everything
+  EXPECT_NEAR(diagnose(t, o).gpus.at(0).analysed_from_s, 0, 1e-9);
+}
+
+TEST(Diagnose, LongTracesAreWindowedAndReportPatternChanges) {
+  Shape s;  // 120 s healthy, then 120 s of a 1 s sawtooth
+  s.util = square(1.0, 0.5, 100, 0);
+  s.sm = square(1.0, 0.5, 95, 0);
+  s.tensor = square(1.0, 0.5, 90, 0);
+  auto t2 = make_trace(1);
+  fill_gpu(t2, 0, 0, 120, busy_gemm());
+  auto t3 = make_trace(1);
+  fill_gpu(t3, 0, 120, 240, s);
+  for (std::size_t m = 0; m < gpu::kMetricCount; ++m) {
+    auto& a = t2.gpus[0].metrics[m];
+    const auto& b = t3.gpus[0].metrics[m];
+    a.t.insert(a.t.end(), b.t.begin(), b.t.end());
+    a.v.insert(a.v.end(), b.v.begin(), b.v.end());
+  }
+  t2.duration_s = 240;
+  Options o;
+  o.window_s = 60;
+  const auto d = diagnose(t2, o);
+  ASSERT_EQ(d.changes.size(), 1u);
+  EXPECT_EQ(d.changes[0].from, "healthy");
+  EXPECT_EQ(d.changes[0].to, "sawtooth");
+  EXPECT_NEAR(d.changes[0].t_s, 120, 1);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->window.start_s, 120, 1);
+  EXPECT_NEAR(evidence(*f, "period_s"), 1.0, 0.11);
+}
+
+// ---- bad input: a clear result, never a crash ------------------------------------------------
+
+TEST(BadInput, NoGpus) {
+  telemetry::Trace t;
+  const auto d = run(t);
+  ASSERT_NE(find(d, "insufficient_data"), nullptr);
+  EXPECT_NE(find(d, "insufficient_data")->message.find("no GPU"), std::string::npos);
+}
+
+TEST(BadInput, GpuWithoutSamples) {
+  const auto d = run(make_trace(2));
+  ASSERT_NE(find(d, "insufficient_data"), nullptr);
+  EXPECT_EQ(d.gpus.size(), 2u);
+  EXPECT_EQ(d.gpus[0].primary, "insufficient_data");
+}
+
+TEST(BadInput, OneSample) {
+  auto t = make_trace(1);
+  fill(t, 0, Metric::kGpuUtilizationPercent, 0, 0.1, 0.2, constant(50));
+  const auto d = run(t);
+  ASSERT_NE(find(d, "insufficient_data"), nullptr);
+  EXPECT_TRUE(warning_ids(d).empty());
+}
+
+TEST(BadInput, OnlyPowerNoUtilizationOrGpm) {
+  auto t = make_trace(1);
+  fill(t, 0, Metric::kPowerWatts, 0, 20, 0.1, constant(300));
+  const auto d = run(t);
+  ASSERT_NE(find(d, "insufficient_data"), nullptr);
+  EXPECT_NE(std::find(d.unseen.begin(), d.unseen.end(), "GPU utilization"), d.unseen.end());
+}
+
+TEST(BadInput, NanValuesAreSkipped) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 20, busy_gemm());
+  auto& u = t.gpus[0].metric(Metric::kGpuUtilizationPercent);
+  for (std::size_t i = 0; i < u.v.size(); i += 3) u.v[i] = NAN;
+  const auto d = run(t);
+  ASSERT_NE(find(d, "healthy"), nullptr);
+  EXPECT_NEAR(*d.gpus[0].mean_utilization_percent, 99, 1e-9);
+}
+
+TEST(BadInput, OutOfOrderTimestamps) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = square(2.0, 0.5, 100, 0);
+  s.sm = square(2.0, 0.5, 95, 0);
+  fill_gpu(t, 0, 0, 30, s);
+  for (auto& m : t.gpus[0].metrics) {
+    std::reverse(m.t.begin(), m.t.end());
+    std::reverse(m.v.begin(), m.v.end());
+  }
+  const auto d = run(t);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(evidence(*f, "period_s"), 2.0, 0.11);
+}
+
+TEST(BadInput, GapsAreNotReadAsZero) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 10, busy_gemm());
+  fill_gpu(t, 0, 40, 50, busy_gemm());  // 30 s with no samples at all
+  const auto d = run(t);
+  ASSERT_NE(find(d, "healthy"), nullptr);
+  EXPECT_EQ(find(d, "idle"), nullptr);
+  EXPECT_EQ(find(d, "sawtooth"), nullptr);
+}
+
+TEST(BadInput, InfiniteAndNegativeTimesDoNotCrash) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 10, busy_gemm());
+  auto& u = t.gpus[0].metric(Metric::kGpuUtilizationPercent);
+  u.t.push_back(INFINITY);
+  u.v.push_back(50);
+  u.t.push_back(-1);
+  u.v.push_back(INFINITY);
+  const auto d = run(t);
+  EXPECT_FALSE(d.findings.empty());
+}
+
+}  // namespace
+}  // namespace gpudoc::diagnose
