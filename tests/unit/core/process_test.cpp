@@ -21,8 +21,10 @@ std::string slurp(const std::string& path) {
 
 // Runs `argv` with gpudoc's fds 1 and 2 pointed at two files; returns {stdout, stderr}.
 std::pair<std::string, std::string> run_captured(const std::vector<std::string>& argv, bool stdout_to_stderr, int* code) {
-  std::string out_path = ::testing::TempDir() + "/gpudoc_proc_out.txt";
-  std::string err_path = ::testing::TempDir() + "/gpudoc_proc_err.txt";
+  // Unique per process: ctest runs each test in its own process, several at once.
+  const std::string stem = ::testing::TempDir() + "/gpudoc_proc_" + std::to_string(getpid());
+  std::string out_path = stem + "_out.txt";
+  std::string err_path = stem + "_err.txt";
   std::fflush(stdout);
   std::fflush(stderr);
   int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
