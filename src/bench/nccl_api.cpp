@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <mutex>
+
+#include "core/dynamic_library.hpp"
 
 namespace gpudoc::bench::nccl {
 namespace {
@@ -13,15 +13,6 @@ namespace {
 enum class Need { kRequired, kOptional };
 constexpr Need kRequired = Need::kRequired;
 constexpr Need kOptional = Need::kOptional;
-
-// dlsym returns an object pointer; copying its bits into the function pointer avoids the
-// object-to-function pointer cast that ISO C++ only conditionally supports.
-template <class Fn>
-void resolve(void* handle, const char* name, Fn& out) {
-  void* sym = dlsym(handle, name);
-  static_assert(sizeof(sym) == sizeof(out));
-  std::memcpy(&out, &sym, sizeof(out));
-}
 
 constexpr std::string_view kWithoutNccl = "the nccl.* benchmarks need NCCL 2 (install libnccl2, or set "
                                           "GPUDOC_NCCL_LIBRARY to a libnccl.so.2)";
@@ -44,20 +35,15 @@ core::Result<std::unique_ptr<NcclLibrary>> load_nccl_library(const std::string& 
     const char* env = std::getenv(kNcclLibraryEnv);
     file = env != nullptr && *env != '\0' ? std::string(env) : std::string(kNcclLibraryName);
   }
-  // dlerror() is process-global state; serialize so concurrent loads report their own error.
-  static std::mutex dl_mutex;
-  std::lock_guard lock(dl_mutex);
-  // RTLD_LOCAL: NCCL's symbols must not satisfy anyone else's lookups.
-  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
+  auto opened = core::open_library(file);
+  if (!opened) {
     return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("cannot load NCCL from {} ({}); {}", file, why != nullptr ? why : "unknown reason",
-                                   kWithoutNccl));
+                       fmt::format("cannot load NCCL from {} ({}); {}", file, opened.error().message(), kWithoutNccl));
   }
+  void* handle = *opened;
   std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
   lib->path_ = file;
-#define GPUDOC_NCCL_X(need, name, ret, params, args) resolve(handle, #name, lib->api_.name);
+#define GPUDOC_NCCL_X(need, name, ret, params, args) core::resolve_symbol(handle, #name, lib->api_.name);
   GPUDOC_NCCL_FUNCTIONS(GPUDOC_NCCL_X)
 #undef GPUDOC_NCCL_X
   if (const auto missing = missing_required(lib->api_); !missing.empty()) {

@@ -4,12 +4,23 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
 
 namespace gpudoc::cli {
+namespace {
+std::vector<std::string>& after_double_dash() {
+  static std::vector<std::string> words;
+  return words;
+}
+}  // namespace
+
+const std::vector<std::string>& words_after_double_dash() { return after_double_dash(); }
 
 int report_error(const core::Error& error, bool json) {
   if (json) {
@@ -56,6 +67,12 @@ int run(int argc, char** argv) {
   register_health(app, action);
   register_report(app, action);
 
+  after_double_dash().clear();
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--") {
+      after_double_dash().assign(argv + i + 1, argv + argc);
+      break;
+    }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,9 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -27,19 +25,6 @@ struct DiagnoseFlags {
 };
 
 constexpr double kDefaultLiveSeconds = 30;
-
-// How many arguments follow the first `--` after `subcommand` on gpudoc's command line (Linux:
-// /proc/self/cmdline). CLI11 does not tell a positional before `--` from one after it.
-std::size_t args_after_double_dash(const std::string& subcommand) {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> argv;
-  for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
-  auto sub = std::find(argv.begin() + (argv.empty() ? 0 : 1), argv.end(), subcommand);
-  if (sub == argv.end()) return 0;
-  auto dash = std::find(sub + 1, argv.end(), std::string("--"));
-  if (dash == argv.end()) return 0;
-  return static_cast<std::size_t>(argv.end() - dash - 1);
-}
 
 int run_diagnose(DiagnoseFlags f) {
   // CLI11 puts everything after -- into the positionals: with --live or -o those are the command.
@@ -151,7 +136,7 @@ void register_diagnose(CLI::App& app, Action& action) {
     action = [f] {
       DiagnoseFlags copy = *f;
       // CLI11 puts the words after `--` among the positionals: they are the command.
-      std::size_t n = args_after_double_dash("diagnose");
+      std::size_t n = words_after_double_dash().size();
       if (n > 0 && n <= copy.traces.size()) {
         copy.command.assign(copy.traces.end() - static_cast<long>(n), copy.traces.end());
         copy.traces.resize(copy.traces.size() - n);

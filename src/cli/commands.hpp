@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/result.hpp"
 
@@ -20,6 +21,12 @@ namespace gpudoc::cli {
 using Action = std::function<int()>;
 
 int run(int argc, char** argv);
+
+// The words after the first `--` of the command line run() was given (empty without one). CLI11
+// puts them among a subcommand's positionals like any other word; a command whose positionals
+// can be both its own arguments and a command to run (diagnose TRACE... / -- CMD) tells them
+// apart with this.
+[[nodiscard]] const std::vector<std::string>& words_after_double_dash();
 
 void register_record(CLI::App& app, Action& action);
 void register_watch(CLI::App& app, Action& action);

@@ -36,19 +36,6 @@ double rounded(double v, double r) { return std::round(v * r) / r; }
 
 std::string esc(std::string_view s) { return html_escape(s); }
 
-std::string gpu_label(const telemetry::Trace& t, int pos) {
-  if (pos >= 0 && static_cast<std::size_t>(pos) < t.header.gpus.size())
-    return fmt::format("GPU {}", t.header.gpus[static_cast<std::size_t>(pos)].index);
-  return fmt::format("GPU {}", pos);
-}
-
-std::string gpus_label(const telemetry::Trace& t, const std::vector<int>& gpus) {
-  if (gpus.empty()) return "all GPUs";
-  std::string out;
-  for (int g : gpus) out += (out.empty() ? "" : ", ") + gpu_label(t, g);
-  return out;
-}
-
 // [[t...], [v...]] with nulls marking gaps far longer than the series' own spacing.
 nlohmann::json curve_json(const telemetry::Series& raw, const Curve& c, std::size_t buckets) {
   telemetry::Series s = downsample_min_max(raw, buckets);

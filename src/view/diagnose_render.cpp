@@ -38,18 +38,6 @@ std::string upper(std::string s) {
   return s;
 }
 
-std::string gpu_label(const telemetry::Trace& t, int pos) {
-  if (pos >= 0 && static_cast<std::size_t>(pos) < t.header.gpus.size()) return fmt::format("GPU {}", t.header.gpus[static_cast<std::size_t>(pos)].index);
-  return fmt::format("GPU {}", pos);
-}
-
-std::string gpus_label(const telemetry::Trace& t, const std::vector<int>& gpus) {
-  if (gpus.empty()) return "all GPUs";
-  std::string out;
-  for (int g : gpus) out += (out.empty() ? "" : ", ") + gpu_label(t, g);
-  return out;
-}
-
 std::string span_text(double from, double to) { return fmt::format("{:.1f}–{:.1f} s", from, to); }
 
 // A chart row: label, sparkline of bucket means, value text.
@@ -71,6 +59,19 @@ std::optional<double> series_max(const telemetry::Series& s) {
 }
 
 }  // namespace
+
+std::string gpu_label(const telemetry::Trace& t, int pos) {
+  if (pos >= 0 && static_cast<std::size_t>(pos) < t.header.gpus.size())
+    return fmt::format("GPU {}", t.header.gpus[static_cast<std::size_t>(pos)].index);
+  return fmt::format("GPU {}", pos);
+}
+
+std::string gpus_label(const telemetry::Trace& t, const std::vector<int>& gpus) {
+  if (gpus.empty()) return "all GPUs";
+  std::string out;
+  for (int g : gpus) out += (out.empty() ? "" : ", ") + gpu_label(t, g);
+  return out;
+}
 
 std::string format_evidence_value(double value, const std::string& unit) {
   if (!std::isfinite(value)) return "—";

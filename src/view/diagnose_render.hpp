@@ -26,6 +26,11 @@ struct DiagnoseRenderOptions {
 [[nodiscard]] std::string render_diagnosis(const telemetry::Trace& trace, const diagnose::Diagnosis& diagnosis,
                                            const DiagnoseRenderOptions& options);
 
+// GPU names as every view prints them: "GPU 3" (the GPU's index as recorded, for a position in
+// the trace's GPU list), and "GPU 0, GPU 1" or "all GPUs" for a finding's list.
+[[nodiscard]] std::string gpu_label(const telemetry::Trace& trace, int position);
+[[nodiscard]] std::string gpus_label(const telemetry::Trace& trace, const std::vector<int>& positions);
+
 // Evidence values as every view prints them: "8.10", "48.3", "1234", "1.5 GiB" for bytes.
 [[nodiscard]] std::string format_evidence_value(double value, const std::string& unit);
 

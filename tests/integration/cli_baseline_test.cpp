@@ -51,17 +51,7 @@ class CliBaseline : public ::testing::Test {
     return gpudoc("baseline check " + name + " " + extra + " -- " + workload_ + " " + step + " " + acc);
   }
   // stdout only, for JSON.
-  CliRun json(const std::string& args) {
-    const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc " + with_store(args) + " 2>/dev/null";
-    CliRun r;
-    std::FILE* p = ::popen(cmd.c_str(), "r");
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-    const int status = ::pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-  }
+  CliRun json(const std::string& args) { return run_gpudoc_stdout(with_store(args)); }
 
   std::string dir_, store_, workload_;
 };

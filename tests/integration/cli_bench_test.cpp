@@ -60,16 +60,9 @@ TEST(CliBench, WithoutGpuEveryBenchmarkIsWaivedExit3) {
 
 TEST(CliBench, WithoutGpuJsonRecordsEachWaiver) {
   if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
-  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc bench --json 2>/dev/null";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 3);
-  const auto j = nlohmann::json::parse(out);
+  const CliRun js = run_gpudoc_stdout("bench --json");
+  EXPECT_EQ(js.exit_code, 3);
+  const auto j = nlohmann::json::parse(js.output);
   ASSERT_EQ(j["results"].size(), std::size(kKeys));
   for (const auto& r : j["results"]) {
     EXPECT_EQ(r["status"], "waived") << r.dump();
@@ -86,15 +79,9 @@ TEST(CliBench, WithoutGpuMultiGpuBenchmarksAreWaivedExit3) {
   for (const char* key : kMultiGpuKeys) EXPECT_THAT(r.output, ::testing::HasSubstr(key));
   EXPECT_THAT(r.output, ::testing::AnyOf(::testing::HasSubstr("waived: no GPU"), ::testing::HasSubstr("waived: built without CUDA")));
 
-  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc bench --only nccl,p2p --quick --json 2>/dev/null";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 3);
-  const auto j = nlohmann::json::parse(out);
+  const CliRun js = run_gpudoc_stdout("bench --only nccl,p2p --quick --json");
+  EXPECT_EQ(js.exit_code, 3);
+  const auto j = nlohmann::json::parse(js.output);
   ASSERT_EQ(j["results"].size(), std::size(kMultiGpuKeys));
   for (std::size_t i = 0; i < std::size(kMultiGpuKeys); ++i) {
     EXPECT_EQ(j["results"][i]["key"], kMultiGpuKeys[i]);  // registry order, whatever --only's order
@@ -112,15 +99,9 @@ TEST(CliBench, WithoutGpuGemmAndPcieAreWaivedExit3) {
   EXPECT_THAT(r.output, ::testing::HasSubstr("gemm.sweep.bf16.16384"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("pcie.bidir.pageable"));
 
-  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc bench --only pcie,gemm --quick --json 2>/dev/null";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 3);
-  const auto j = nlohmann::json::parse(out);
+  const CliRun js = run_gpudoc_stdout("bench --only pcie,gemm --quick --json");
+  EXPECT_EQ(js.exit_code, 3);
+  const auto j = nlohmann::json::parse(js.output);
   ASSERT_EQ(j["results"].size(), 15u);  // 6 pcie + 5 gemm + 4 sweep sizes
   EXPECT_EQ(j["results"][0]["key"], "pcie.h2d.pinned");  // registry order: pcie before gemm
   EXPECT_EQ(j["results"][6]["key"], "gemm.fp32");

@@ -20,21 +20,11 @@ using gpudoc::testing::CliRun;
 using gpudoc::testing::data_file;
 using gpudoc::testing::run_gpudoc;
 
-bool nvml_present() { return dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr; }
+using gpudoc::testing::nvml_present;
+using gpudoc::testing::run_gpudoc_stdout;
 
 // stdout only (the JSON document), stderr discarded.
-CliRun run_stdout(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc " + args + " 2>/dev/null";
-  CliRun r;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun run_stdout(const std::string& args, const std::string& env = "") { return run_gpudoc_stdout(args, env); }
 
 class TempFile {
  public:

@@ -9,13 +9,13 @@
 #include <string>
 #include <unistd.h>
 
+#include "cli_runner.hpp"
+
 namespace {
 
-bool nvml_present() {
-  void* h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (h != nullptr) dlclose(h);
-  return h != nullptr;
-}
+using gpudoc::testing::CliRun;
+using gpudoc::testing::nvml_present;
+using gpudoc::testing::run_gpudoc_stdout;
 
 struct CliOut {
   int exit_code = -1;
@@ -23,16 +23,8 @@ struct CliOut {
 };
 
 CliOut gpudoc(const std::string& args) {
-  const std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc " + args + " 2>/dev/null";
-  CliOut r;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const CliRun r = run_gpudoc_stdout(args);
+  return {r.exit_code, r.output};
 }
 
 TEST(CliHealth, NoGpuExits3WithValidJson) {

@@ -17,10 +17,7 @@ namespace {
 using gpudoc::testing::data_file;
 using gpudoc::testing::run_gpudoc;
 
-bool nvml_present() {
-  void* h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-  return h != nullptr;  // left open on purpose: NVML is never unloaded (see nvml_api.cpp)
-}
+using gpudoc::testing::nvml_present;
 
 TEST(CliWatch, ReplaysARealTraceAndSaysSo) {
   auto r = run_gpudoc("watch " + data_file("sawtooth_p1000_d50.jsonl") +

@@ -1,6 +1,11 @@
-// Runs the built gpudoc binary and captures its exit code and output (stdout and stderr together).
+// Runs the built gpudoc binary (or any shell command line) and captures its exit code and output.
+//   run_gpudoc(args)              stdout and stderr together, for text reports and messages
+//   run_gpudoc_stdout(args, pre)  stdout only (stderr discarded), for JSON documents; `pre` is put
+//                                 before the command line ("cd / &&", "GPUDOC_X=1")
+//   run_shell(cmd)                a whole shell command line, its stdout
 #pragma once
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -13,8 +18,7 @@ struct CliRun {
   std::string output;
 };
 
-inline CliRun run_gpudoc(const std::string& args) {
-  std::string cmd = std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc " + args + " 2>&1";
+inline CliRun run_shell(const std::string& cmd) {
   CliRun r;
   std::FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -25,6 +29,18 @@ inline CliRun run_gpudoc(const std::string& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+inline std::string gpudoc_binary() { return std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc"; }
+
+inline CliRun run_gpudoc(const std::string& args) { return run_shell(gpudoc_binary() + " " + args + " 2>&1"); }
+
+inline CliRun run_gpudoc_stdout(const std::string& args, const std::string& prefix = "") {
+  return run_shell(prefix + " " + gpudoc_binary() + " " + args + " 2>/dev/null");
+}
+
+// Whether this machine has NVML (tests of the no-GPU paths skip where it does). The handle is left
+// open on purpose: NVML is never unloaded (see nvml_api.cpp).
+inline bool nvml_present() { return dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr; }
 
 inline std::string data_file(const std::string& name) { return std::string(GPUDOC_SOURCE_DIR) + "/tests/data/" + name; }
 

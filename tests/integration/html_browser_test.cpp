@@ -17,7 +17,9 @@
 namespace {
 
 using gpudoc::testing::data_file;
+using gpudoc::testing::CliRun;
 using gpudoc::testing::run_gpudoc;
+using gpudoc::testing::run_shell;
 
 std::string find_browser() {
   if (const char* env = std::getenv("GPUDOC_BROWSER"); env != nullptr && *env != '\0') return env;
@@ -27,15 +29,9 @@ std::string find_browser() {
 }
 
 std::string run_capture(const std::string& cmd, int& code) {
-  std::string out;
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = ::pclose(p);
-  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  CliRun r = run_shell(cmd);
+  code = r.exit_code;
+  return std::move(r.output);
 }
 
 std::size_t count(const std::string& s, const std::string& needle) {

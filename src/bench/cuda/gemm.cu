@@ -8,7 +8,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include "bench/cuda/check.cuh"
 #include "bench/cuda/gemm.hpp"
 #include "bench/cuda/raii.cuh"
+#include "core/dynamic_library.hpp"
 
 namespace gpudoc::bench::cuda {
 namespace {
@@ -76,13 +76,14 @@ const Loaded& loaded() {
     void* lib = nullptr;
     std::string unusual;  // a dlerror other than "not found" (wrong architecture, missing dependency)
     for (const std::string& c : candidates) {
-      lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib != nullptr) {
+      auto opened = core::open_library(c);
+      if (opened) {
+        lib = *opened;
         l.description = c;
         break;
       }
-      const char* why = dlerror();
-      if (why != nullptr && unusual.empty() && std::strstr(why, "No such file") == nullptr) unusual = why;
+      const std::string& why = opened.error().message();
+      if (unusual.empty() && why.find("No such file") == std::string::npos) unusual = why;
     }
     if (lib == nullptr) {
       if (overridden)
@@ -94,8 +95,8 @@ const Loaded& loaded() {
       return l;
     }
     std::string missing;
-#define GPUDOC_X(fn)                                                              \
-  l.api.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));                  \
+#define GPUDOC_X(fn)                        \
+  core::resolve_symbol(lib, #fn, l.api.fn); \
   if (l.api.fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + #fn;
     GPUDOC_CUBLASLT_FUNCTIONS(GPUDOC_X)
 #undef GPUDOC_X
@@ -140,43 +141,21 @@ core::Error lt_error(const char* call, cublasStatus_t s) {
     if (gpudoc_lt_s_ != CUBLAS_STATUS_SUCCESS) return lt_error(#call, gpudoc_lt_s_); \
   } while (0)
 
-// Owners of cuBLASLt objects, released on every path.
-struct LtHandle {
-  cublasLtHandle_t h = nullptr;
-  LtHandle() = default;
-  LtHandle(const LtHandle&) = delete;
-  LtHandle& operator=(const LtHandle&) = delete;
-  ~LtHandle() {
-    if (h != nullptr) (void)loaded().api.cublasLtDestroy(h);
+// Owner of one cuBLASLt object, released with the loaded API's `Destroy` on every path.
+template <class T, cublasStatus_t (*LtApi::*Destroy)(T)>
+struct LtOwner {
+  T v = nullptr;
+  LtOwner() = default;
+  LtOwner(const LtOwner&) = delete;
+  LtOwner& operator=(const LtOwner&) = delete;
+  ~LtOwner() {
+    if (v != nullptr) (void)(loaded().api.*Destroy)(v);
   }
 };
-struct MatmulDesc {
-  cublasLtMatmulDesc_t d = nullptr;
-  MatmulDesc() = default;
-  MatmulDesc(const MatmulDesc&) = delete;
-  MatmulDesc& operator=(const MatmulDesc&) = delete;
-  ~MatmulDesc() {
-    if (d != nullptr) (void)loaded().api.cublasLtMatmulDescDestroy(d);
-  }
-};
-struct Layout {
-  cublasLtMatrixLayout_t l = nullptr;
-  Layout() = default;
-  Layout(const Layout&) = delete;
-  Layout& operator=(const Layout&) = delete;
-  ~Layout() {
-    if (l != nullptr) (void)loaded().api.cublasLtMatrixLayoutDestroy(l);
-  }
-};
-struct Preference {
-  cublasLtMatmulPreference_t p = nullptr;
-  Preference() = default;
-  Preference(const Preference&) = delete;
-  Preference& operator=(const Preference&) = delete;
-  ~Preference() {
-    if (p != nullptr) (void)loaded().api.cublasLtMatmulPreferenceDestroy(p);
-  }
-};
+using LtHandle = LtOwner<cublasLtHandle_t, &LtApi::cublasLtDestroy>;
+using MatmulDesc = LtOwner<cublasLtMatmulDesc_t, &LtApi::cublasLtMatmulDescDestroy>;
+using Layout = LtOwner<cublasLtMatrixLayout_t, &LtApi::cublasLtMatrixLayoutDestroy>;
+using Preference = LtOwner<cublasLtMatmulPreference_t, &LtApi::cublasLtMatmulPreferenceDestroy>;
 
 // Per type: the storage types of A/B and C/D and the compute type.
 struct TypeSpec {
@@ -264,27 +243,9 @@ double decode_input(GemmType t, const unsigned char* p) {
   return 0;
 }
 
+// The output: as the input type, except fp8 GEMMs write bf16.
 double decode_output(GemmType t, const unsigned char* p) {
-  switch (t) {
-    case GemmType::kFp32:
-    case GemmType::kTf32: {
-      float f;
-      std::memcpy(&f, p, sizeof f);
-      return f;
-    }
-    case GemmType::kFp16: {
-      std::uint16_t b;
-      std::memcpy(&b, p, sizeof b);
-      return fp16_to_float(b);
-    }
-    case GemmType::kBf16:
-    case GemmType::kFp8E4m3: {
-      std::uint16_t b;
-      std::memcpy(&b, p, sizeof b);
-      return bf16_to_float(b);
-    }
-  }
-  return 0;
+  return decode_input(t == GemmType::kFp8E4m3 ? GemmType::kBf16 : t, p);
 }
 
 std::string shape(const GemmOptions& o) {
@@ -351,38 +312,38 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   GemmTiming t;
   t.library = *lib;
   LtHandle handle;
-  GPUDOC_LT_TRY(lt.cublasLtCreate(&handle.h));
+  GPUDOC_LT_TRY(lt.cublasLtCreate(&handle.v));
   MatmulDesc desc;
-  GPUDOC_LT_TRY(lt.cublasLtMatmulDescCreate(&desc.d, ts.compute, CUDA_R_32F));
+  GPUDOC_LT_TRY(lt.cublasLtMatmulDescCreate(&desc.v, ts.compute, CUDA_R_32F));
   const cublasOperation_t trans_a = a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t trans_b = CUBLAS_OP_N;
-  GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
-  GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
+  GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
+  GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
   double output_scale = 1.0;
   if (fp8) {
     const float* scale_a = static_cast<const float*>(scales.ptr);
     const float* scale_b = scale_a + kScaleStride;
-    GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof scale_a));
-    GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof scale_b));
+    GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof scale_a));
+    GPUDOC_LT_TRY(lt.cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof scale_b));
     output_scale = static_cast<double>(kFp8ScaleA) * kFp8ScaleB;
   }
   Layout la;
   Layout lb;
   Layout ld;
   if (a_transposed)  // stored K x M, lda = K
-    GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&la.l, ts.ab, o.k, o.m, static_cast<std::int64_t>(o.k)));
+    GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&la.v, ts.ab, o.k, o.m, static_cast<std::int64_t>(o.k)));
   else  // stored M x K, lda = M
-    GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&la.l, ts.ab, o.m, o.k, static_cast<std::int64_t>(o.m)));
-  GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&lb.l, ts.ab, o.k, o.n, static_cast<std::int64_t>(o.k)));
-  GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&ld.l, ts.cd, o.m, o.n, static_cast<std::int64_t>(o.m)));
+    GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&la.v, ts.ab, o.m, o.k, static_cast<std::int64_t>(o.m)));
+  GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&lb.v, ts.ab, o.k, o.n, static_cast<std::int64_t>(o.k)));
+  GPUDOC_LT_TRY(lt.cublasLtMatrixLayoutCreate(&ld.v, ts.cd, o.m, o.n, static_cast<std::int64_t>(o.m)));
   Preference pref;
-  GPUDOC_LT_TRY(lt.cublasLtMatmulPreferenceCreate(&pref.p));
+  GPUDOC_LT_TRY(lt.cublasLtMatmulPreferenceCreate(&pref.v));
   const std::uint64_t max_workspace = o.workspace_bytes;
-  GPUDOC_LT_TRY(lt.cublasLtMatmulPreferenceSetAttribute(pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
+  GPUDOC_LT_TRY(lt.cublasLtMatmulPreferenceSetAttribute(pref.v, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
                                                         sizeof max_workspace));
   std::vector<cublasLtMatmulHeuristicResult_t> heuristics(static_cast<std::size_t>(o.algo_candidates));
   int returned = 0;
-  GPUDOC_LT_TRY(lt.cublasLtMatmulAlgoGetHeuristic(handle.h, desc.d, la.l, lb.l, ld.l, ld.l, pref.p, o.algo_candidates,
+  GPUDOC_LT_TRY(lt.cublasLtMatmulAlgoGetHeuristic(handle.v, desc.v, la.v, lb.v, ld.v, ld.v, pref.v, o.algo_candidates,
                                                   heuristics.data(), &returned));
   t.algos_returned = returned;
   if (returned < 1)
@@ -392,7 +353,7 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   const float beta = 0.0f;
   void* const c_ptr = fp8 ? c.ptr : d.ptr;  // same type and layout as D (bf16 for FP8), so ld serves both
   auto matmul = [&](const cublasLtMatmulAlgo_t* algo) -> core::Status {
-    GPUDOC_LT_TRY(lt.cublasLtMatmul(handle.h, desc.d, &alpha, a.ptr, la.l, b.ptr, lb.l, &beta, c_ptr, ld.l, d.ptr, ld.l,
+    GPUDOC_LT_TRY(lt.cublasLtMatmul(handle.v, desc.v, &alpha, a.ptr, la.v, b.ptr, lb.v, &beta, c_ptr, ld.v, d.ptr, ld.v,
                                     algo, workspace.ptr, o.workspace_bytes, s));
     return core::ok_status();
   };

@@ -1,12 +1,11 @@
 #include "gpu/nvml/nvml_api.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstring>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "core/dynamic_library.hpp"
 
 namespace gpudoc::gpu::nvml {
 namespace {
@@ -14,15 +13,6 @@ namespace {
 enum class Need { kRequired, kOptional };
 constexpr Need kRequired = Need::kRequired;
 constexpr Need kOptional = Need::kOptional;
-
-// dlsym returns an object pointer; copying its bits into the function pointer avoids the
-// object-to-function pointer cast that ISO C++ only conditionally supports.
-template <class Fn>
-void resolve(void* handle, const char* name, Fn& out) {
-  void* sym = dlsym(handle, name);
-  static_assert(sizeof(sym) == sizeof(out));
-  std::memcpy(&out, &sym, sizeof(out));
-}
 
 }  // namespace
 
@@ -44,22 +34,18 @@ NvmlLibrary::~NvmlLibrary() {
 
 core::Result<std::unique_ptr<NvmlLibrary>> load_nvml_library(const std::string& path) {
   const std::string file = path.empty() ? std::string(kNvmlLibraryName) : path;
-  // dlerror() is process-global state; serialize so concurrent loads report their own error.
-  static std::mutex dl_mutex;
-  std::lock_guard lock(dl_mutex);
-  // RTLD_LOCAL: NVML's symbols must not satisfy anyone else's lookups (e.g. a test fake).
-  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
+  auto opened = core::open_library(file);
+  if (!opened) {
     return core::Error(core::ErrorKind::kEnvironment,
                        fmt::format("cannot load the NVIDIA management library {} ({}): the NVIDIA driver is "
                                    "not installed or its library is not on the loader path; {}",
-                                   file, why != nullptr ? why : "unknown reason", kWithoutNvml));
+                                   file, opened.error().message(), kWithoutNvml));
   }
+  void* handle = *opened;
   std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
   lib->handle_ = handle;
 
-#define GPUDOC_NVML_X(need, name, ret, params, args) resolve(handle, #name, lib->api_.name);
+#define GPUDOC_NVML_X(need, name, ret, params, args) core::resolve_symbol(handle, #name, lib->api_.name);
   GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
 #undef GPUDOC_NVML_X
 
