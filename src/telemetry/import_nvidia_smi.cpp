@@ -46,6 +46,39 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Cell text is quoted in messages and stored in the trace (GPU names, notes), and both must be
+// valid UTF-8 as the trace reader's strings are: JSON output of an invalid sequence throws. Each
+// byte that does not start a well-formed sequence becomes U+FFFD (as the trace writer does).
+std::string utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += s[i++];
+      continue;
+    }
+    // Continuation bytes, and the second byte's range: no overlong forms, surrogates or > U+10FFFF.
+    const std::size_t n = c >= 0xC2 && c <= 0xDF ? 1 : (c >= 0xE0 && c <= 0xEF ? 2 : (c >= 0xF0 && c <= 0xF4 ? 3 : 0));
+    const unsigned char lo = c == 0xE0 ? 0xA0 : (c == 0xF0 ? 0x90 : 0x80);
+    const unsigned char hi = c == 0xED ? 0x9F : (c == 0xF4 ? 0x8F : 0xBF);
+    bool ok = n > 0 && i + n < s.size();
+    for (std::size_t k = 1; ok && k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+    }
+    if (ok) {
+      out.append(s.substr(i, n + 1));
+      i += n + 1;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::vector<std::string_view> split_cells(std::string_view line) {
   std::vector<std::string_view> cells;
   std::size_t start = 0;
@@ -70,7 +103,7 @@ std::pair<std::string_view, std::string_view> split_header_cell(std::string_view
 
 Column classify(std::string_view cell) {
   Column c;
-  c.text = std::string(cell);
+  c.text = utf8(cell);
   auto [key, header_unit] = split_header_cell(cell);
   auto metric = [&](Metric m, std::string_view unit) {
     c.kind = ColumnKind::kMetric;
@@ -228,7 +261,7 @@ class Importer {
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{} line {}: {}", name_, line_no_, message));
   }
   core::Error bad_cell(std::size_t col, std::string_view value, std::string_view what) const {
-    return bad(fmt::format("column {} (\"{}\"): \"{}\" is not {}", col + 1, columns_[col].text, value, what));
+    return bad(fmt::format("column {} (\"{}\"): \"{}\" is not {}", col + 1, columns_[col].text, utf8(value), what));
   }
 
   core::Status read_header(std::string_view line) {
@@ -246,7 +279,7 @@ class Importer {
         if (c.kind == ColumnKind::kUuid) uuid_col_ = k;
         if (c.kind == ColumnKind::kPciBusId) bus_col_ = k;
       } else if (!cells[k].empty()) {
-        notes_.push_back(fmt::format("column {} (\"{}\") is not imported", k + 1, cells[k]));
+        notes_.push_back(fmt::format("column {} (\"{}\") is not imported", k + 1, c.text));
       }
       columns_.push_back(std::move(c));
     }
@@ -299,13 +332,13 @@ class Importer {
         case ColumnKind::kIndex:
           break;
         case ColumnKind::kUuid:
-          if (!is_absent(v) && gpu.info.uuid.empty()) gpu.info.uuid = std::string(v);
+          if (!is_absent(v) && gpu.info.uuid.empty()) gpu.info.uuid = utf8(v);
           break;
         case ColumnKind::kName:
-          if (!is_absent(v) && gpu.info.name.empty()) gpu.info.name = std::string(v);
+          if (!is_absent(v) && gpu.info.name.empty()) gpu.info.name = utf8(v);
           break;
         case ColumnKind::kPciBusId:
-          if (!is_absent(v) && gpu.info.pci_bus_id.empty()) gpu.info.pci_bus_id = std::string(v);
+          if (!is_absent(v) && gpu.info.pci_bus_id.empty()) gpu.info.pci_bus_id = utf8(v);
           break;
         case ColumnKind::kMetric:
         case ColumnKind::kMemoryTotal:
@@ -320,6 +353,8 @@ class Importer {
           } else if (c.kind == ColumnKind::kSmClockMax) {
             if (!gpu.info.sm_clock_max_mhz) gpu.info.sm_clock_max_mhz = *x;
           } else {
+            // memory.used in MiB: as memory.total, so that bytes stay finite (1e305 MiB would not).
+            if (c.scale != 1.0 && (*x < 0 || *x > kMaxMiB)) return bad_cell(k, v, "a memory size");
             values.emplace_back(k, *x * c.scale);
           }
           break;
@@ -329,7 +364,11 @@ class Importer {
     if (!start_ns_) start_ns_ = *ns;
     const double t = static_cast<double>(*ns - *start_ns_) / 1e9;
     ++rows_;
-    if (t < kMinT || t > kMaxTraceSeconds || (gpu.last_t && t < *gpu.last_t)) {
+    if (t > kMaxTraceSeconds) {   // the trace format's limit (3.2 years after the first row)
+      ++too_late_;
+      return core::ok_status();
+    }
+    if (t < kMinT || (gpu.last_t && t < *gpu.last_t)) {
       ++backwards_;
       return core::ok_status();
     }
@@ -351,7 +390,10 @@ class Importer {
     if (gaps.empty()) return 0;
     auto mid = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2);
     std::nth_element(gaps.begin(), mid, gaps.end());
-    return std::llround(*mid * 1000.0);
+    // The trace format holds periods up to 2^32 - 1 ms (49.7 days); a log sparser than that keeps
+    // the limit, so that the imported trace can be written and read back.
+    constexpr double kMaxPeriodMs = 4'294'967'295.0;
+    return std::llround(std::min(*mid * 1000.0, kMaxPeriodMs));
   }
 
   core::Result<Trace> finish() {
@@ -380,11 +422,13 @@ class Importer {
       trace.gpus.push_back(std::move(gpus_[g].trace));
     }
     h.extra["source"] = "nvidia-smi CSV";
-    h.extra["source_file"] = std::string(name_);
+    h.extra["source_file"] = utf8(name_);
     h.extra["timestamps"] =
         "nvidia-smi prints the logging machine's local time without a zone; it was read as UTC";
     if (backwards_ > 0)
       notes_.push_back(fmt::format("{} rows skipped: their time went backwards (clock change?)", backwards_));
+    if (too_late_ > 0)
+      notes_.push_back(fmt::format("{} rows skipped: more than {:.0f} s after the first row", too_late_, kMaxTraceSeconds));
     if (!notes_.empty()) h.extra["import_notes"] = notes_;
     trace.duration_s = duration_s_;
     return trace;
@@ -399,6 +443,7 @@ class Importer {
   std::optional<std::int64_t> start_ns_;
   std::size_t rows_ = 0;
   std::size_t backwards_ = 0;
+  std::size_t too_late_ = 0;
   double duration_s_ = 0;
   std::vector<std::string> notes_;
 };

@@ -24,7 +24,9 @@ namespace gpudoc::telemetry {
 // Timestamps (the logging machine's local time) are read as UTC; header.extra says so.
 // Errors: kBadInput naming name and line (no known column, no timestamp column, a wrong column
 // count, a bad value, no data rows). A truncated last line (no newline, wrong column count) is
-// skipped and noted in header.extra["import_notes"]; so are rows whose time goes backwards.
+// skipped and noted in header.extra["import_notes"]; so are rows whose time goes backwards or
+// lies more than kMaxTraceSeconds after the first row. Strings taken from the input (GPU names,
+// notes, messages) are valid UTF-8: invalid bytes become U+FFFD.
 [[nodiscard]] core::Result<Trace> parse_nvidia_smi_csv(std::string_view content, std::string_view name);
 
 }  // namespace gpudoc::telemetry

@@ -167,6 +167,36 @@ TEST(ImportNvidiaSmi, SkipsRowsWhoseTimeGoesBackwards) {
   EXPECT_EQ(t->header.extra["import_notes"][0], "1 rows skipped: their time went backwards (clock change?)");
 }
 
+// Found by fuzzing (tests/fuzz/corpus/csv/crash_*.csv): what the importer returns must be a trace
+// the trace format can hold, and JSON output of its strings must not throw.
+TEST(ImportNvidiaSmi, InvalidUtf8BecomesReplacementCharacters) {
+  auto t = parse("timestamp, name, uuid, pci.bus_id, power.draw [W], fan\xc3\n"
+                 "2026/01/02 03:04:05.000, H200\xff, GPU-\xed\xa0\x80x, 0\xe2\x82, 1 W, 1\n");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  const auto& d = t->header.gpus[0];
+  EXPECT_EQ(d.name, "H200\xEF\xBF\xBD");
+  EXPECT_EQ(d.uuid, "GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");   // a UTF-16 surrogate is not UTF-8
+  EXPECT_EQ(d.pci_bus_id, "0\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(t->header.extra["import_notes"][0], "column 6 (\"fan\xEF\xBF\xBD\") is not imported");
+  EXPECT_NO_THROW((void)t->header.extra.dump());
+  // Valid multi-byte text is kept as it is.
+  t = parse("timestamp, name, power.draw [W]\n2026/01/02 03:04:05.000, GPU \xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5, 1 W\n");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->header.gpus[0].name, "GPU \xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5");
+}
+
+TEST(ImportNvidiaSmi, APeriodBeyondTheFormatIsCappedAndFarRowsAreNoted) {
+  // Two rows 306 days apart: a median interval the trace format's period_ms (uint32) cannot hold.
+  auto t = parse("timestamp, power.draw [W]\n2026/01/01 00:00:00.000, 1 W\n2026/11/03 00:00:00.000, 2 W\n");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->header.metrics[0].period_ms, 4'294'967'295);
+  // A row more than 10^8 s (3.2 years) after the first does not fit a trace: skipped, with a note.
+  t = parse("timestamp, power.draw [W]\n2026/01/01 00:00:00.000, 1 W\n2030/01/01 00:00:00.000, 2 W\n");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{1}));
+  EXPECT_EQ(t->header.extra["import_notes"][0], "1 rows skipped: more than 100000000 s after the first row");
+}
+
 TEST(ImportNvidiaSmi, RejectsBadInputWithExactMessages) {
   const std::string h = "timestamp, index, power.draw [W], clocks_event_reasons.active\n";
   EXPECT_EQ(rejection(""), "log.csv: empty file (not an nvidia-smi CSV)");
@@ -199,6 +229,10 @@ TEST(ImportNvidiaSmi, RejectsBadInputWithExactMessages) {
             "log.csv line 2: column 2 (\"index\"): \"-1\" is not a GPU index");
   EXPECT_EQ(rejection("timestamp, memory.total [MiB]\n2026/01/02 03:04:05.000, -5 MiB\n"),
             "log.csv line 2: column 2 (\"memory.total [MiB]\"): \"-5 MiB\" is not a memory size");
+  EXPECT_EQ(rejection("timestamp, memory.used [MiB]\n2026/01/02 03:04:05.000, 1e305 MiB\n"),
+            "log.csv line 2: column 2 (\"memory.used [MiB]\"): \"1e305 MiB\" is not a memory size");
+  EXPECT_EQ(rejection("timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1\xff W\n"),
+            "log.csv line 2: column 2 (\"power.draw [W]\"): \"1\xEF\xBF\xBD W\" is not a number");
   EXPECT_EQ(rejection(std::string("timestamp, power.draw [W]\n") + std::string(kMaxLineBytes + 1, 'x') + "\n"),
             "log.csv line 2: the line is longer than the limit of 1048576 bytes");
 }

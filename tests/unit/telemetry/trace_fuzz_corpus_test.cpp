@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_mutate.hpp"
 #include "trace_test_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
@@ -38,56 +39,7 @@ const std::vector<std::string> kTokens = {
 };
 
 std::string mutate(const std::string& in, const std::vector<std::string>& seeds, std::mt19937_64& rng) {
-  std::string s = in;
-  auto pick = [&](std::size_t n) { return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
-  int steps = 1 + static_cast<int>(pick(4));
-  for (int k = 0; k < steps; ++k) {
-    switch (pick(8)) {
-      case 0:  // flip a bit
-        if (!s.empty()) s[pick(s.size())] ^= static_cast<char>(1u << pick(8));
-        break;
-      case 1:  // insert a token
-        s.insert(pick(s.size() + 1), kTokens[pick(kTokens.size())]);
-        break;
-      case 2: {  // delete a range
-        if (s.empty()) break;
-        std::size_t at = pick(s.size());
-        s.erase(at, 1 + pick(std::min<std::size_t>(16, s.size() - at)));
-        break;
-      }
-      case 3:  // truncate
-        s.resize(pick(s.size() + 1));
-        break;
-      case 4: {  // duplicate a line
-        auto lines = testing::lines_of(s);
-        if (lines.empty()) break;
-        std::size_t i = pick(lines.size());
-        lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(pick(lines.size() + 1)), lines[i]);
-        s.clear();
-        for (const auto& l : lines) s += l + "\n";
-        break;
-      }
-      case 5: {  // swap two lines
-        auto lines = testing::lines_of(s);
-        if (lines.size() < 2) break;
-        std::swap(lines[pick(lines.size())], lines[pick(lines.size())]);
-        s.clear();
-        for (const auto& l : lines) s += l + "\n";
-        break;
-      }
-      case 6: {  // splice in a line of another seed
-        auto lines = testing::lines_of(seeds[pick(seeds.size())]);
-        if (!lines.empty()) s += lines[pick(lines.size())] + "\n";
-        break;
-      }
-      default: {  // replace a digit with another number
-        std::size_t at = s.find_first_of("0123456789", pick(s.size() + 1));
-        if (at != std::string::npos) s.replace(at, 1, kTokens[pick(kTokens.size())]);
-        break;
-      }
-    }
-  }
-  return s;
+  return testing::mutate(in, seeds, kTokens, rng);
 }
 
 TEST(TraceFuzzCorpus, SeedsKeepTheInvariants) {
