@@ -71,6 +71,8 @@ step after_check_probe 0 "$G" baseline check probe
 step list 0 "$G" baseline list
 step history_probe 0 "$G" baseline history probe
 step history_gemm 0 "$G" baseline history gemm
+step history_probe_html 0 "$G" baseline history probe --html "$OUT/history_probe.html"
+step history_hw_html 0 "$G" baseline history hw --html "$OUT/history_hw.html"
 step show_hw 0 "$G" baseline show hw
 step show_hw_json 0 "$G" baseline show hw --json
 sqlite3 "$STORE" 'PRAGMA integrity_check; PRAGMA journal_mode; PRAGMA user_version; SELECT role, verdict, count(*) FROM runs GROUP BY 1, 2' >"$OUT/store.txt" 2>&1

@@ -217,31 +217,35 @@ struct Store::Impl {
   }
 
   // Refuses a file that is not ours before anything writes to it (even the switch to WAL).
+  // The schema version, the owner mark and the table list are read by one statement, so from one
+  // snapshot: read apart, a store another process was creating at that moment showed its tables
+  // with version 0 (read before that process committed) and was refused as foreign.
   core::Status check_owner() {
-    auto version = pragma_int("PRAGMA user_version");
-    if (!version) return version.error();
-    auto app = pragma_int("PRAGMA application_id");
-    if (!app) return app.error();
-    if (*app != 0 && *app != kApplicationId)
+    Stmt s;
+    if (auto st = prepare(s,
+                          "SELECT (SELECT user_version FROM pragma_user_version), "
+                          "(SELECT application_id FROM pragma_application_id), "
+                          "(SELECT group_concat(name, ', ') FROM sqlite_master WHERE type = 'table')",
+                          "reading the store's schema version");
+        !st)
+      return st;
+    if (int rc = sqlite3_step(s.get()); rc != SQLITE_ROW) return err(rc, "reading the store's schema version");
+    const std::int64_t version = sqlite3_column_int64(s.get(), 0);
+    const std::int64_t app = sqlite3_column_int64(s.get(), 1);
+    if (app != 0 && app != kApplicationId)
       return core::Error(core::ErrorKind::kBadInput,
                          fmt::format("{}: not a gpudoc store (an SQLite database of another program, application_id "
                                      "0x{:08x}); give another --store",
-                                     path, *app));
-    if (*version == 0) {
-      Stmt s;
-      if (auto st = prepare(s, "SELECT group_concat(name, ', ') FROM sqlite_master WHERE type = 'table'", "reading tables"); !st)
-        return st;
-      if (int rc = sqlite3_step(s.get()); rc != SQLITE_ROW) return err(rc, "reading tables");
-      if (!s.is_null(0))
-        return core::Error(core::ErrorKind::kBadInput,
-                           fmt::format("{}: not a gpudoc store (an SQLite database with other tables: {}); give another --store",
-                                       path, s.text(0)));
-    }
-    if (*version > kSchemaVersion)
+                                     path, static_cast<std::uint32_t>(app)));
+    if (version == 0 && !s.is_null(2))
+      return core::Error(core::ErrorKind::kBadInput,
+                         fmt::format("{}: not a gpudoc store (an SQLite database with other tables: {}); give another --store",
+                                     path, s.text(2)));
+    if (version > kSchemaVersion)
       return core::Error(core::ErrorKind::kBadInput,
                          fmt::format("{}: written by a newer gpudoc (store schema {}; this gpudoc knows up to {}); "
                                      "upgrade gpudoc",
-                                     path, *version, kSchemaVersion));
+                                     path, version, kSchemaVersion));
     return {};
   }
 

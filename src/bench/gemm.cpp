@@ -79,16 +79,23 @@ class GemmBenchmark final : public Benchmark {
       case Mode::kQuick:
         opt.repetitions = 10;
         opt.warmup_seconds = 0.3;
+        opt.algo_probe_seconds = 0.02;
         break;
       case Mode::kDefault:
         opt.repetitions = 20;
         opt.warmup_seconds = 1.0;
+        // 100 ms samples outside --quick: under the power cap the clock moves on a ~100 ms scale,
+        // and 50 ms samples of an FP8 GEMM spread to a CV of 2.2% (H200, 2026-11-30).
+        opt.sample_seconds = 0.1;
         opt.algo_candidates = fp32_data ? 16 : 8;
         break;
       case Mode::kFull:
         opt.repetitions = 50;
         opt.warmup_seconds = 2.0;
         opt.algo_candidates = fp32_data ? 32 : 16;
+        opt.algo_probe_seconds = 0.1;
+        opt.algo_probe_passes = 3;
+        opt.sample_seconds = 0.1;
         break;
     }
     if (options.repetitions > 0) opt.repetitions = options.repetitions;
@@ -108,9 +115,10 @@ class GemmBenchmark final : public Benchmark {
                 {"output_type", output_name(type_)},
                 {"compute_type", compute_name(type_)},
                 {"scale_type", "fp32"},
-                {"layout", type_ == GemmType::kFp8E4m3
-                               ? "TN: column-major, A transposed (stored K x M), B not (K x N), D M x N; C apart, beta = 0"
-                               : "NN: column-major, A stored M x K, B K x N, D M x N (PyTorch's a @ b); C = D, beta = 0"},
+                {"layout", t->layout == "TN" ? "TN: column-major, A transposed (stored K x M), B not (K x N), D M x N"
+                                             : "NN: column-major, A stored M x K, B K x N, D M x N (PyTorch's a @ b)"},
+                {"layouts_tried", type_ == GemmType::kFp8E4m3 ? "TN (FP8 accepts only TN)" : "TN, then NN"},
+                {"c_matrix", type_ == GemmType::kFp8E4m3 ? "C apart from D (zeroed), beta = 0" : "C = D, beta = 0"},
                 {"library", t->library},
                 {"workspace_bytes", opt.workspace_bytes},
                 {"algos_returned", t->algos_returned},
@@ -119,6 +127,8 @@ class GemmBenchmark final : public Benchmark {
                 {"algo_id", t->algo_id},
                 {"algo_workspace_bytes", t->algo_workspace_bytes},
                 {"algo_seconds", t->algo_seconds},
+                {"algo_probe_seconds", opt.algo_probe_seconds},
+                {"algo_probe_passes", opt.algo_probe_passes},
                 {"warmup_seconds", opt.warmup_seconds},
                 {"warmup_matmuls", t->warmup_matmuls},
                 {"repetitions", opt.repetitions},

@@ -20,9 +20,11 @@ class HbmBenchmark final : public Benchmark {
     opt.device = ctx.device;
     const int by_mode = options.mode == Mode::kQuick ? 10 : (options.mode == Mode::kFull ? 50 : 20);
     opt.repetitions = options.repetitions > 0 ? options.repetitions : by_mode;
-    // 20 launches per sample (~5-10 ms on an H200) and 10 warm-up launches: a 5-launch sample of
-    // ~1.3 ms left launch gaps and clock ramps in the spread (read: CV 2.3%).
+    // 20 launches per sample (~5-10 ms on an H200): a 5-launch sample of ~1.3 ms left launch gaps
+    // and clock ramps in the spread (read: CV 2.3%). Warm-up: at least 10 launches and 0.5 s
+    // (0.3 s with --quick), so the clocks have left idle before the first sample.
     opt.warmup = 10;
+    opt.warmup_seconds = options.mode == Mode::kQuick ? 0.3 : 0.5;
     opt.launches_per_sample = 20;
     // Buffers many times the L2 so no repetition is served from cache (H200: 60 MiB of L2).
     if (ctx.gpu && ctx.gpu->l2_bytes > 0) opt.buffer_bytes = std::max(opt.buffer_bytes, ctx.gpu->l2_bytes * 16);
@@ -38,12 +40,18 @@ class HbmBenchmark final : public Benchmark {
                 {"bytes_per_launch", t->bytes_per_launch},
                 {"blocks", t->blocks},
                 {"threads_per_block", t->threads_per_block},
-                {"warmup", opt.warmup},
+                {"warmup_launches", t->warmup_launches},
+                {"warmup_seconds", t->warmup_seconds},
                 {"repetitions", opt.repetitions},
                 {"launches_per_sample", opt.launches_per_sample},
-                {"vector_bytes", 16},
-                {"vectors_per_thread_per_iteration", 4},
-                {"cache_hint", "streaming (ld.global.cs / st.global.cs)"}};
+                {"vector_bytes", 16}};
+    if (kernel_ == cuda::HbmKernel::kCopy) {
+      r.params["shape"] = "one 16-byte vector per thread, one block per 256 vectors, no loop";
+      r.params["cache_hint"] = "none";
+    } else {
+      r.params["shape"] = "resident grid, grid-stride loop, 4 vectors per thread per iteration";
+      r.params["cache_hint"] = "streaming (ld.global.cs / st.global.cs)";
+    }
     r.verified = t->verified;
     r.verify_detail = t->verify_detail;
     return r;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
 
@@ -26,7 +27,7 @@ int report_error(const core::Error& error, bool json) {
   if (json) {
     nlohmann::json j = {{"error", {{"kind", core::to_string(error.kind())}, {"message", error.message()},
                                    {"exit_code", core::exit_code(error.kind())}}}};
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    print_json(j);
   }
   std::fputs(fmt::format("gpudoc: error: {}\n", error.message()).c_str(), stderr);
   return core::exit_code(error.kind());

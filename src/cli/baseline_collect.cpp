@@ -613,11 +613,30 @@ GpuSnapshot gpu_snapshot() {
     }
     j["pcie_link"] = link;
     const auto limit = get(gpu::Metric::kPowerLimitWatts);
-    s.lines.push_back(fmt::format("GPU {} {}: SM {} mem {} | {} (HBM {}) | {} of {} | throttle: {} | PCIe {} | ECC: not read by this gpudoc",
+    // ECC and row remapping, from the same facts `gpudoc health` reads; what the GPU does not
+    // report is said, not shown as 0.
+    std::string ecc = "not reported";
+    if (auto facts = (*b)->health_facts(i); facts) {
+      const gpu::HealthFacts& h = *facts;
+      if (h.ecc_current && !*h.ecc_current) {
+        ecc = "off";
+      } else if (h.ecc_volatile_corrected || h.ecc_volatile_uncorrected) {
+        auto count = [](const std::optional<std::uint64_t>& c) { return c ? std::to_string(*c) : std::string("?"); };
+        ecc = fmt::format("{} corrected, {} uncorrected since driver load", count(h.ecc_volatile_corrected),
+                          count(h.ecc_volatile_uncorrected));
+        j["ecc_volatile_corrected"] = h.ecc_volatile_corrected ? nlohmann::json(*h.ecc_volatile_corrected) : nlohmann::json();
+        j["ecc_volatile_uncorrected"] =
+            h.ecc_volatile_uncorrected ? nlohmann::json(*h.ecc_volatile_uncorrected) : nlohmann::json();
+      }
+      if (h.remap_pending && *h.remap_pending) ecc += "; a row remap is pending (reset the GPU)";
+      if (h.remap_failed && *h.remap_failed) ecc += "; a row remap FAILED";
+    }
+    j["ecc"] = ecc;
+    s.lines.push_back(fmt::format("GPU {} {}: SM {} mem {} | {} (HBM {}) | {} of {} | throttle: {} | PCIe {} | ECC: {}",
                                   i, info ? info->name : "?", show(get(gpu::Metric::kSmClockMhz), "MHz"),
                                   show(get(gpu::Metric::kMemoryClockMhz), "MHz"), show(get(gpu::Metric::kGpuTemperatureCelsius), "°C"),
                                   show(get(gpu::Metric::kMemoryTemperatureCelsius), "°C"), show(get(gpu::Metric::kPowerWatts), "W"),
-                                  show(limit, "W"), reason_names, link));
+                                  show(limit, "W"), reason_names, link, ecc));
     s.json.push_back(std::move(j));
   }
   return s;

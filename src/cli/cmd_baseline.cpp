@@ -9,18 +9,22 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "baseline/compare.hpp"
 #include "baseline/config.hpp"
 #include "baseline/store.hpp"
 #include "cli/baseline_collect.hpp"
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "diagnose/diagnose.hpp"
 #include "findings/finding.hpp"
 #include "telemetry/input.hpp"
+#include "view/baseline_html.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -46,10 +50,10 @@ struct BaselineFlags {
   bool no_confirm = false;
   // history
   int limit = 30;
+  std::optional<std::string> html;
 };
 
 void print(const std::string& s) { std::fputs(s.c_str(), stdout); }
-void print_json(const nlohmann::json& j) { print(j.dump(2) + "\n"); }
 
 std::string iso_time(std::int64_t unix_ns) {
   const std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
@@ -478,12 +482,104 @@ int run_show(const BaselineFlags& f) {
   return core::kExitOk;
 }
 
+// Where a regression of `fig` starts, in its unit, under `rule` (as baseline::compare judges:
+// worse than the median by more than the bound %, and by more than the rule's min_change).
+std::optional<double> regression_bound(double median, double bound_percent, const baseline::Rule& rule) {
+  if (rule.direction == baseline::Direction::kUnknown || !std::isfinite(median)) return std::nullopt;
+  const double by = std::max(std::fabs(median) * bound_percent / 100.0, rule.min_change);
+  return rule.direction == baseline::Direction::kLowerIsBetter ? median + by : median - by;
+}
+
+// The history page's data: per figure, the median of every run, its verdict in each check (from
+// the comparison the check stored), and the golden run's value and bound under the current rules.
+view::BaselineHistory history_page(const baseline::BaselineInfo& info, const std::vector<baseline::StoredRun>& runs,
+                                   const std::optional<baseline::StoredRun>& golden, const baseline::Config& cfg,
+                                   const std::string& store_path) {
+  view::BaselineHistory h;
+  h.name = info.name;
+  h.kinds = info.kinds;
+  h.store = store_path;
+  h.config = cfg.source;
+  std::map<std::string, std::size_t> index;
+  auto figure = [&](const baseline::Figure& fig) -> view::BaselineHistoryFigure& {
+    auto [it, added] = index.emplace(fig.name, h.figures.size());
+    if (added) {
+      view::BaselineHistoryFigure hf;
+      hf.name = fig.name;
+      hf.unit = fig.unit;
+      hf.values.resize(runs.size());
+      hf.verdicts.resize(runs.size());
+      h.figures.push_back(std::move(hf));
+    }
+    return h.figures[it->second];
+  };
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    h.runs.push_back({r.id, r.time_unix_ns, r.role, r.verdict, r.id == info.golden_run_id});
+    for (const auto& fig : r.figures)
+      if (!fig.samples.empty()) figure(fig).values[i] = baseline::median(fig.samples);
+    if (r.role != "check" || !r.details.is_object() || !r.details.contains("comparison")) continue;
+    for (const auto& c : r.details["comparison"]) {
+      if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
+      auto it = index.find(c["name"].get<std::string>());
+      if (it != index.end()) h.figures[it->second].verdicts[i] = c.value("verdict", "");
+    }
+  }
+  // The golden run may be older than the shown runs (--limit): its figures still set the lines.
+  if (golden) {
+    for (const auto& fig : golden->figures) {
+      if (fig.samples.empty()) continue;
+      auto it = index.find(fig.name);
+      if (it == index.end()) continue;
+      auto& hf = h.figures[it->second];
+      const baseline::Rule rule = cfg.rule_for(fig.name, fig.unit, fig.direction);
+      const double med = baseline::median(fig.samples);
+      hf.direction = baseline::to_string(rule.direction);
+      hf.rule = rule.origin;
+      hf.baseline_value = med;
+      hf.bound_percent = std::max(rule.threshold_percent, cfg.noise_k * baseline::noise_percent(fig.samples));
+      hf.bound_value = regression_bound(med, hf.bound_percent, rule);
+    }
+  }
+  for (auto& hf : h.figures)
+    if (hf.direction.empty()) {   // not in the golden run: judged by name alone
+      const baseline::Rule rule = cfg.rule_for(hf.name, hf.unit, std::nullopt);
+      hf.direction = baseline::to_string(rule.direction);
+      hf.rule = rule.origin;
+    }
+  return h;
+}
+
+core::Status write_history_html(const BaselineFlags& f, const baseline::BaselineInfo& info,
+                                const std::vector<baseline::StoredRun>& runs, baseline::Store& store) {
+  auto cfg = baseline::load_config(f.config);
+  if (!cfg) return cfg.error();
+  std::optional<baseline::StoredRun> golden;
+  for (const auto& r : runs)
+    if (r.id == info.golden_run_id) golden = r;
+  if (!golden) {
+    auto g = store.load_run(info.golden_run_id);
+    if (!g) return g.error();
+    golden = std::move(*g);
+  }
+  auto page = view::render_baseline_history_html(history_page(info, runs, golden, *cfg, store.path()));
+  if (!page) return page.error();
+  std::ofstream out(*f.html, std::ios::binary | std::ios::trunc);
+  out << *page;
+  out.close();
+  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}", *f.html));
+  return core::ok_status();
+}
+
 int run_history(const BaselineFlags& f) {
   auto named = open_named(f);
   if (!named) return report_error(named.error(), f.json);
   auto& [store, info] = *named;
   auto runs = store.runs_of(f.name, f.limit);
   if (!runs) return report_error(runs.error(), f.json);
+  if (f.html) {
+    if (auto st = write_history_html(f, info, *runs, store); !st) return report_error(st.error(), f.json);
+  }
   // Figure names in first-seen order, medians per run (absent where a run lacks the figure).
   std::vector<std::string> names;
   std::map<std::string, std::string> units;
@@ -501,7 +597,9 @@ int run_history(const BaselineFlags& f) {
       arr.push_back({{"run_id", r.id}, {"time", iso_time(r.time_unix_ns)}, {"role", r.role}, {"verdict", r.verdict},
                      {"golden", r.id == info.golden_run_id}, {"medians", medians}});
     }
-    print_json({{"baseline", info.name}, {"runs", arr}});
+    nlohmann::json j = {{"baseline", info.name}, {"runs", arr}};
+    if (f.html) j["html"] = *f.html;
+    print_json(j);
     return core::kExitOk;
   }
   std::vector<std::vector<std::string>> rows{{"run", "time", "role", "verdict"}};
@@ -532,6 +630,7 @@ int run_history(const BaselineFlags& f) {
                      value_text(last, units[name])});
   }
   print(core::render_table(trend));
+  if (f.html) print(fmt::format("HTML page: {}\n", *f.html));
   return core::kExitOk;
 }
 
@@ -569,8 +668,7 @@ void register_baseline(CLI::App& app, Action& action) {
   auto* rec = cmd->add_subcommand("record", "Run and store a golden baseline under NAME");
   rec->add_option("name", f->name, "baseline name")->required();
   rec->add_option("--bench", f->bench_keys, "hardware: run gpudoc bench (all benchmarks, or these keys/groups: hbm,launch)")
-      ->expected(0, 1)
-      ->delimiter(',');
+      ->expected(0, 1);  // one word, split on ',' below: CLI11 counts a delimiter's pieces as values
   rec->add_flag("--quick", f->quick, "benchmarks with fewer repetitions");
   rec->add_flag("--full", f->full, "benchmarks with more repetitions");
   rec->add_flag("--probe", f->probe, "framework: the built-in PyTorch matmul probe (needs python3 with torch and a GPU)");
@@ -587,6 +685,14 @@ void register_baseline(CLI::App& app, Action& action) {
   rec->callback([f, rec, &action] {
     f->sub = "record";
     f->bench = rec->count("--bench") > 0;
+    std::vector<std::string> keys;
+    for (const auto& word : f->bench_keys)
+      for (std::size_t at = 0; at <= word.size();) {
+        const std::size_t comma = std::min(word.find(',', at), word.size());
+        if (comma > at) keys.push_back(word.substr(at, comma - at));
+        at = comma + 1;
+      }
+    f->bench_keys = std::move(keys);
     action = [f] { return run_record(*f); };
   });
 
@@ -625,7 +731,20 @@ void register_baseline(CLI::App& app, Action& action) {
   auto* his = cmd->add_subcommand("history", "Every run of a baseline, with a trend line per figure");
   his->add_option("name", f->name, "baseline name")->required();
   his->add_option("--limit", f->limit, "the last N runs (default 30; 0: all)");
+  his->add_option("--html", f->html,
+                  "also write a self-contained page (opens offline) to FILE: a zoomable chart per figure over time "
+                  "with the baseline's value, the regression bound and each check's verdict")
+      ->type_name("FILE");
+  his->add_option("--config", f->config, "rules for the bounds drawn by --html (default: ./gpudoc.baseline.json when present)")
+      ->type_name("FILE");
   add_common(his, *f);
+  his->footer(
+      "Examples:\n"
+      "  gpudoc baseline history train\n"
+      "  gpudoc baseline history train --limit 0 --html train-history.html\n"
+      "  gpudoc baseline history train --json\n"
+      "Exit codes: 0 shown; 2 unknown NAME, bad flags, a FILE that cannot be written; 3 this build lacks\n"
+      "the plot library (--html).");
   his->callback([f, &action] { action = [f] { return run_history(*f); }; });
 }
 

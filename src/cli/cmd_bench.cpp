@@ -16,6 +16,7 @@
 #include "bench/machine.hpp"
 #include "bench/registry.hpp"
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/text.hpp"
 #include "gpu/nvml/nvml_backend.hpp"
@@ -193,7 +194,7 @@ int run_bench(const BenchFlags& f) {
     if (f.json) {
       nlohmann::json j = nlohmann::json::array();
       for (const bench::Benchmark* b : bench::registry().all()) j.push_back({{"key", b->key()}, {"description", b->description()}});
-      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      print_json(j);
     } else {
       std::fputs(list_text().c_str(), stdout);
     }
@@ -228,7 +229,7 @@ int run_bench(const BenchFlags& f) {
   if (tty) std::fputs("\r\033[K", stderr);
 
   if (f.json)
-    std::fputs((bench::to_json(rep).dump(2) + "\n").c_str(), stdout);
+    print_json(bench::to_json(rep));
   else
     std::fputs(render(rep).c_str(), stdout);
   return bench::exit_code(rep);

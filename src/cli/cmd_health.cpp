@@ -150,7 +150,7 @@ int run_health(const HealthFlags& f) {
                           {"gpudoc_version", core::kVersion}};
       j["checks"] = nlohmann::json::array();
       for (const auto& r : results) j["checks"].push_back(health::to_json(r));
-      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      print_json(j);
     } else {
       print_table(results, std::chrono::duration<double>(Clock::now() - t0).count(),
                   "No GPU checks: " + no_gpu->message() + "\n\n");
@@ -317,7 +317,7 @@ int run_health(const HealthFlags& f) {
   }
 
   if (f.json) {
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    print_json(j);
   } else {
     std::string header = fmt::format("gpudoc health — driver {}, CUDA {}; {} GPU(s)", sys.driver_version.empty() ? "?" : sys.driver_version,
                                      sys.cuda_driver_version.empty() ? "?" : sys.cuda_driver_version, selected.size());

@@ -69,7 +69,7 @@ int run_record(const RecordFlags& f) {
                         {"sample_lines", r->sample_lines}, {"dropped_records", r->dropped_records},
                         {"end_reason", r->end_reason}};
     if (r->command_exit_code) j["command_exit_code"] = *r->command_exit_code;
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    print_json(j);
   }
   if (!f.quiet) {
     std::string lost;

@@ -12,7 +12,9 @@
 
 #include "baseline/store.hpp"
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/text.hpp"
+#include "view/diagnose_html.hpp"
 #include "view/web_assets.hpp"
 
 namespace gpudoc::cli {
@@ -137,31 +139,33 @@ std::string terminal(const History& h, const std::string& since) {
   return out;
 }
 
-std::string escape_html(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-// JSON safe inside <script>: <, >, & escaped.
-std::string script_json(const nlohmann::json& j) {
-  std::string o;
-  for (char c : j.dump()) {
-    if (c == '<') o += "\\u003c";
-    else if (c == '>') o += "\\u003e";
-    else if (c == '&') o += "\\u0026";
-    else o += c;
-  }
-  return o;
-}
+// The page's script: one zoomable plot per series over the runs' times (UTC). It marks the body
+// data-rendered="ok" and data-plots=N at its end, and the error hook in <head> writes data-errors
+// on <html>, so a headless browser can tell that the plots were built (tests/integration).
+constexpr std::string_view kReportJs = R"JS(
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
+  var host = document.getElementById("plots");
+  var plots = [];
+  data.plots.forEach(function (p) {
+    var d = document.createElement("div");
+    host.appendChild(d);
+    plots.push(new uPlot({
+      title: p.title, width: Math.max(320, Math.min(900, (host.clientWidth || 900) - 8)), height: 220,
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
+      scales: { x: { time: true, range: function (u, mn, mx) {
+        if (mn == null || mx == null) return [0, 1];
+        return mn === mx ? [mn - 3600, mx + 3600] : [mn, mx];
+      } } },
+      series: [{ label: "time (UTC)" }, { label: p.title, stroke: "#2a6", spanGaps: true, points: { show: true } }],
+      cursor: { drag: { x: true, y: false } }
+    }, [data.t, p.y], d));
+  });
+  document.body.dataset.plots = String(plots.length);
+  document.body.dataset.rendered = "ok";
+})();
+)JS";
 
 core::Result<std::string> html(const History& h, const std::string& since) {
   auto assets = view::web_assets();
@@ -172,23 +176,21 @@ core::Result<std::string> html(const History& h, const std::string& since) {
       auto it = by_name.find(name);
       if (it == by_name.end()) continue;
       nlohmann::json ys = nlohmann::json::array();
-      for (double v : it->second) ys.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
+      for (double v : it->second) ys.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
       plots.push_back({{"title", (gpu >= 0 ? fmt::format("GPU {}: ", gpu) : std::string("node: ")) + label}, {"y", ys}});
     }
-  std::string page = "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpudoc health report</title><style>";
-  page += assets->css;
-  page += "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}</style><script>";
-  page += assets->js;
-  page += "</script></head><body>";
-  page += fmt::format("<h1>gpudoc health report</h1><p>{} runs in the last {}.</p><div id=\"plots\"></div>", h.times_s.size(),
-                      escape_html(since));
-  page += fmt::format("<h2>Warnings and failures ({})</h2><ul>", h.problems.size());
-  for (const auto& p : h.problems) page += "<li>" + escape_html(p) + "</li>";
-  page += "</ul><script>const T=" + script_json(h.times_s) + ";const P=" + script_json(plots) + ";\n";
-  page +=
-      "for(const p of P){const d=document.createElement('div');document.getElementById('plots').appendChild(d);"
-      "new uPlot({title:p.title,width:900,height:220,series:[{},{label:p.title,stroke:'#2a6',points:{show:true}}]},"
-      "[T,p.y],d);}</script></body></html>\n";
+  std::string page = view::html_page_start(
+      "gpudoc health report", *assets, "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}");
+  page += fmt::format("<p>{} runs in the last {}. Drag on a plot to zoom in, double-click to "
+                      "zoom out.</p>\n<div id=\"plots\"></div>\n",
+                      h.times_s.size(), view::html_escape(since));
+  page += fmt::format("<h2>Warnings and failures ({})</h2>\n<ul>", h.problems.size());
+  for (const auto& p : h.problems) page += "<li>" + view::html_escape(p) + "</li>";
+  page += "</ul>\n";
+  page += "<script type=\"application/json\" id=\"gpudoc-data\">" +
+          view::script_safe_json({{"t", h.times_s}, {"plots", plots}}) + "</script>\n";
+  page += "<script>" + view::guard_end_tag(assets->js, "script") + "</script>\n";
+  page += "<script>" + std::string(kReportJs) + "</script>\n</body>\n</html>\n";
   return page;
 }
 
@@ -220,7 +222,7 @@ int run_report(const ReportFlags& f) {
         series[gpu >= 0 ? std::to_string(gpu) : "node"][name] = ys;
       }
     j["series"] = series;
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    print_json(j);
   } else {
     std::fputs(terminal(h, f.since).c_str(), stdout);
     if (f.html) std::fputs(fmt::format("HTML report: {}\n", *f.html).c_str(), stdout);
@@ -234,7 +236,8 @@ void register_report(CLI::App& app, Action& action) {
   auto f = std::make_shared<ReportFlags>();
   CLI::App* cmd = app.add_subcommand("report", "History of `gpudoc health` results: clocks, temperatures, power, error counts, findings");
   cmd->add_option("--since", f->since, "how far back: 7d (default), 12h, 2w, ...");
-  cmd->add_option("--html", f->html, "also write an HTML page with plots to FILE");
+  cmd->add_option("--html", f->html, "also write one self-contained HTML page (zoomable plots, opens offline) to FILE")
+      ->type_name("FILE");
   cmd->add_option("--store", f->store, "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
   cmd->add_flag("--json", f->json, "print the series as JSON");
   cmd->callback([f, &action] { action = [f] { return run_report(*f); }; });

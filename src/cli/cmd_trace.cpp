@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/text.hpp"
 #include "gpu/metrics.hpp"
 #include "telemetry/input.hpp"
@@ -106,7 +107,7 @@ std::size_t distinct_pids(const telemetry::GpuTrace& g) {
   return static_cast<std::size_t>(std::unique(pids.begin(), pids.end()) - pids.begin());
 }
 
-int print_json(const std::string& path, const telemetry::Trace& t) {
+int print_trace_json(const std::string& path, const telemetry::Trace& t) {
   const auto& h = t.header;
   nlohmann::ordered_json j;
   j["file"] = path;
@@ -159,7 +160,7 @@ int print_json(const std::string& path, const telemetry::Trace& t) {
   nlohmann::ordered_json events = nlohmann::ordered_json::object();
   for (const auto& [kind, n] : event_counts(t)) events[kind] = n;
   j["events"] = std::move(events);
-  std::fputs((j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+  print_json(j);
   return core::kExitOk;
 }
 
@@ -241,7 +242,7 @@ int print_text(const std::string& path, const telemetry::Trace& t) {
 int run_info(const InfoOptions& opts) {
   auto trace = telemetry::read_telemetry_file(opts.path);
   if (!trace) return report_error(trace.error(), opts.json);
-  return opts.json ? print_json(opts.path, *trace) : print_text(opts.path, *trace);
+  return opts.json ? print_trace_json(opts.path, *trace) : print_text(opts.path, *trace);
 }
 
 }  // namespace

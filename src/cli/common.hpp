@@ -1,11 +1,13 @@
 // Pieces several subcommands share: opening the live backend with a helpful error, the sampler's
-// command-line options, and Ctrl-C handling.
+// command-line options, Ctrl-C handling, and printing JSON.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
@@ -16,6 +18,11 @@ class App;
 }
 
 namespace gpudoc::cli {
+
+// Prints `j` to stdout, indented, with a newline. Strings that are not valid UTF-8 (a file name, a
+// GPU name, a command's output) are written with U+FFFD in place of the bad bytes instead of
+// throwing: --json output never dies on the data it reports.
+void print_json(const nlohmann::json& j);
 
 // Opens NVML. On failure the error says what is missing and what still works without a GPU.
 [[nodiscard]] core::Result<std::unique_ptr<gpu::Backend>> open_live_backend();

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "telemetry/input.hpp"
 #include "telemetry/recorder.hpp"
@@ -68,7 +69,7 @@ core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags
 }
 
 core::Result<LiveResult> record_and_diagnose(const LiveRun& run, const OutputFlags& f, bool quiet) {
-  // Utilization is drained every second (not every 5 s as in a long recording) so that a short
+  // Utilization is drained every second (not every 10 s as in a long recording) so that a short
   // look ends with its last seconds in the trace.
   auto defaults = telemetry::SamplerConfig::default_periods();
   defaults[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);
@@ -172,7 +173,7 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
     j["max_severity"] = worst ? nlohmann::json(findings::to_string(*worst)) : nlohmann::json(nullptr);
     j["exit_code"] = code;
     for (auto it = ctx.extra.begin(); it != ctx.extra.end(); ++it) j[it.key()] = it.value();
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    print_json(j);
     return code;
   }
 

@@ -72,7 +72,10 @@ enum class ComputeMode { kDefault, kExclusiveThread, kProhibited, kExclusiveProc
 struct NvlinkFacts {
   int link = 0;
   std::optional<bool> active;
-  std::optional<int> version;                          // NVLink version (4 on Hopper)
+  // The NVLink version as NVIDIA names it: "4.0" on Hopper, "5.0" on Blackwell. Absent when the
+  // backend's answer is not a version gpudoc knows; version_code then keeps that raw answer.
+  std::optional<std::string> version;
+  std::optional<std::uint32_t> version_code;           // NVML's nvmlNvlinkVersion_t (6 = NVLink 4.0)
   std::optional<std::uint64_t> replay_errors;          // data-link transmit replays
   std::optional<std::uint64_t> recovery_errors;        // data-link recoveries (link retrained)
   std::optional<std::uint64_t> crc_flit_errors;        // receive flow-control-digit CRC errors

@@ -19,11 +19,11 @@ namespace gpudoc::gpu {
 // Groups: one backend read each, on one period.
 //   X(id, name, default period ms, minimum period ms, why this period)
 #define GPUDOC_METRIC_GROUPS(X)                                                                      \
-  X(kUtilization, "utilization", 5000, 200,                                                          \
-    "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~3 ms of CPU a read") \
+  X(kUtilization, "utilization", 10000, 200,                                                         \
+    "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~5 ms of CPU a read") \
   X(kFast, "fast", 100, 100, "power, clocks, temperature, throttle reasons: the sensors update ~100 ms")\
   X(kGpm, "gpm", 200, 100, "GPU Performance Monitoring: two samples must be >= 100 ms apart")         \
-  X(kSlow, "slow", 1000, 100, "memory temperature, PCIe link, power limit: change slowly")            \
+  X(kSlow, "slow", 1000, 100, "memory used and temperature, PCIe link, power limit: change slowly")   \
   X(kEnergy, "energy", 30000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")      \
   X(kProcesses, "processes", 10000, 200, "per-process samples (buffered, 200 ms) and memory: ~4 ms of CPU a read")
 
@@ -60,7 +60,7 @@ struct GroupInfo {
   X(kGpuTemperatureCelsius, "gpu_temperature_celsius", "Cel", kFast, "GPU core temperature")         \
   X(kClockEventReasonsMask, "clock_event_reasons_mask", "bitmask", kFast,                            \
     "active clock-event (throttle) reasons, NVML's nvmlClocksEventReason bits")                      \
-  X(kMemoryUsedBytes, "memory_used_bytes", "By", kFast, "device memory in use")                      \
+  X(kMemoryUsedBytes, "memory_used_bytes", "By", kSlow, "device memory in use")                      \
   X(kGpmSmActivityPercent, "gpm_sm_activity_percent", "percent", kGpm,                               \
     "share of SMs busy, averaged over time (GPM SM_UTIL)")                                           \
   X(kGpmSmOccupancyPercent, "gpm_sm_occupancy_percent", "percent", kGpm,                             \

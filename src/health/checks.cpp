@@ -321,7 +321,8 @@ CheckResult check_nvlink(int g, const gpu::HealthFacts& f) {
   std::uint64_t crc = 0;
   std::uint64_t replay = 0;
   std::uint64_t recovery = 0;
-  std::set<int> versions;
+  std::set<std::string> versions;   // "4.0", or the backend's raw code when it names no version
+  std::optional<double> version_number;
   std::vector<int> down;
   for (const gpu::NvlinkFacts& l : f.nvlinks) {
     if (l.active.value_or(false)) {
@@ -329,7 +330,14 @@ CheckResult check_nvlink(int g, const gpu::HealthFacts& f) {
     } else {
       down.push_back(l.link);
     }
-    if (l.version) versions.insert(*l.version);
+    if (l.version) {
+      versions.insert(*l.version);
+      double v = 0;
+      if (std::from_chars(l.version->data(), l.version->data() + l.version->size(), v).ec == std::errc())
+        version_number = std::max(version_number.value_or(v), v);
+    } else if (l.version_code) {
+      versions.insert(fmt::format("unknown (NVML code {})", *l.version_code));
+    }
     crc += l.crc_flit_errors.value_or(0) + l.crc_data_errors.value_or(0);
     replay += l.replay_errors.value_or(0);
     recovery += l.recovery_errors.value_or(0);
@@ -350,6 +358,7 @@ CheckResult check_nvlink(int g, const gpu::HealthFacts& f) {
     r = make("nvlink", g, Status::kPass, kId, ev);
   }
   add(r, "nvlink_active_links", active, "count");
+  if (version_number) add(r, "nvlink_version", *version_number, "version");
   add(r, "nvlink_crc_errors", static_cast<double>(crc), "count");
   add(r, "nvlink_replay_errors", static_cast<double>(replay), "count");
   add(r, "nvlink_recovery_errors", static_cast<double>(recovery), "count");

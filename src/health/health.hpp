@@ -87,11 +87,17 @@ struct GpuInput {
 inline constexpr double kClockTolerance = 0.03;
 
 // ---- XID errors -----------------------------------------------------------------------------------
-// NVIDIA's XID catalog sorts each XID by the action it needs (its "resolution bucket").
+// NVIDIA's XID catalog sorts each XID by the action it needs first (its "Resolution Bucket
+// (Immediate Action)"): RESTART_APP -> kApplication, RESET_GPU -> kResetGpu, RESTART_BM -> kReboot,
+// IGNORE -> kInformational. Numbers gpudoc's table does not list are kUnknown.
 enum class XidClass { kApplication, kResetGpu, kReboot, kInformational, kUnknown };
 [[nodiscard]] const char* to_string(XidClass c) noexcept;  // "application", "reset_gpu", "reboot", ...
 [[nodiscard]] XidClass classify_xid(std::uint64_t xid) noexcept;
 [[nodiscard]] std::string_view xid_description(std::uint64_t xid) noexcept;  // "" when not listed
+// The catalog's immediate action for `xid`, verbatim ("RESTART_BM", "WORKFLOW_XID_48"); "" when not listed.
+[[nodiscard]] std::string_view xid_catalog_action(std::uint64_t xid) noexcept;
+// XID 154 carries the recovery action the driver now wants in its log line.
+inline constexpr std::uint64_t kXidRecoveryActionChanged = 154;
 
 struct XidEvent {
   std::optional<int> gpu;                    // absent when its PCI address matches no GPU
@@ -99,6 +105,10 @@ struct XidEvent {
   std::string source;                        // "nvml" (while gpudoc ran) or "kernel_log"
   std::string text;                          // the kernel log line, when from there
 };
+// classify_xid, except that an XID 154 with its log line is classed by the action the line names
+// ("... to 0x2 (Node Reboot Required)" -> kReboot, "GPU Reset Required"/"Drain and Reset" ->
+// kResetGpu, "None" -> kInformational, anything else -> kUnknown).
+[[nodiscard]] XidClass classify_xid_event(const XidEvent& e);
 
 // Parses "NVRM: Xid (PCI:0000:18:00): 79, pid=..., ..." lines; `bus_ids` are the GPUs' NVML PCI
 // bus ids ("00000000:18:00.0") in GPU order, to map each line to a GPU.

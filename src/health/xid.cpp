@@ -1,14 +1,16 @@
 // XID classification and kernel-log parsing.
 //
-// Classes follow the "Resolution Bucket (Immediate Action)" column of NVIDIA's XID catalog
-// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and newer) and NVIDIA's GPU
-// memory error management guide (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt): RESTART_APP ->
-// application, RESET_GPU -> reset_gpu, RESTART_BM -> reboot, IGNORE -> informational. Only the
-// XIDs a datacenter GPU commonly logs are listed; any other number is "unknown" (warn, look it up).
+// Classes follow the "Resolution Bucket (Immediate Action)" column of NVIDIA's XID catalog for
+// Ampere and newer (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): RESTART_APP ->
+// application, RESET_GPU -> reset_gpu, RESTART_BM ("restart bare metal") -> reboot, IGNORE ->
+// informational. Where the catalog names a workflow instead of a bucket, the class is the one the
+// workflow ends in for a lone XID (48: RESET_GPU; 74: the trigger text says a GPU reset or a
+// reboot clears it; 45: IGNORE, follow the other XID it comes with; 154: the action written in
+// its own log line). Codes the catalog marks "Unused" on Ampere and newer (61, ...) are left out,
+// as is any number not listed: "unknown" (warn, look it up).
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <charconv>
 #include <map>
@@ -21,33 +23,47 @@ namespace {
 struct XidEntry {
   std::uint64_t xid;
   XidClass cls;
+  std::string_view catalog_action;   // the catalog's immediate action, verbatim
   std::string_view description;
 };
 
-constexpr std::array<XidEntry, 22> kXids = {{
-    {8, XidClass::kApplication, "GPU stopped processing (idle timeout)"},
-    {13, XidClass::kApplication, "graphics engine exception (often an out-of-range access in a kernel)"},
-    {31, XidClass::kApplication, "GPU memory page fault (an illegal address in the application)"},
-    {32, XidClass::kApplication, "invalid or corrupted push buffer stream"},
-    {38, XidClass::kResetGpu, "driver firmware error"},
-    {43, XidClass::kApplication, "GPU stopped processing (the channel of a faulting application was reset)"},
-    {45, XidClass::kInformational, "preemptive cleanup after an earlier error"},
-    {48, XidClass::kResetGpu, "double-bit (uncorrectable) ECC error"},
-    {61, XidClass::kResetGpu, "internal micro-controller breakpoint/warning"},
-    {62, XidClass::kResetGpu, "internal micro-controller halt"},
-    {63, XidClass::kResetGpu, "ECC page retirement or row-remapping event recorded (applies after a GPU reset)"},
-    {64, XidClass::kResetGpu, "ECC page retirement or row-remapping failure"},
-    {68, XidClass::kApplication, "video processor exception"},
-    {74, XidClass::kResetGpu, "NVLink error"},
-    {79, XidClass::kReboot, "GPU has fallen off the bus"},
-    {92, XidClass::kInformational, "high single-bit ECC error rate"},
-    {94, XidClass::kApplication, "contained ECC error (the affected application was stopped; others continue)"},
-    {95, XidClass::kResetGpu, "uncontained ECC error (every application on the GPU affected)"},
-    {109, XidClass::kApplication, "context switch timeout"},
-    {119, XidClass::kResetGpu, "GSP RPC timeout"},
-    {120, XidClass::kResetGpu, "GSP error"},
-    {154, XidClass::kInformational, "GPU recovery action changed (read the action in the log line)"},
-}};
+constexpr XidEntry kXids[] = {
+    {8, XidClass::kApplication, "RESTART_APP", "GPU stopped processing (idle timeout)"},
+    {13, XidClass::kApplication, "RESTART_APP", "graphics engine exception (often an out-of-range access in a kernel)"},
+    {31, XidClass::kApplication, "RESTART_APP", "GPU memory page fault (an illegal address in the application)"},
+    {32, XidClass::kApplication, "RESTART_APP",
+     "invalid or corrupted push buffer stream (the catalog names PCIe link quality as the usual cause)"},
+    {38, XidClass::kInformational, "IGNORE", "driver firmware error (FECS watchdog timeout)"},
+    {43, XidClass::kInformational, "IGNORE",
+     "GPU stopped processing: an application hit a fault and was stopped; the GPU stays healthy"},
+    {45, XidClass::kInformational, "WORKFLOW_XID_45",
+     "preemptive cleanup after an earlier error or an aborted application (Ctrl-C, kill, GPU reset)"},
+    {46, XidClass::kResetGpu, "RESET_GPU", "GPU stopped processing (GPU timeout)"},
+    {48, XidClass::kResetGpu, "WORKFLOW_XID_48", "double-bit (uncorrectable) ECC error"},
+    {62, XidClass::kResetGpu, "RESET_GPU", "internal micro-controller halt"},
+    {63, XidClass::kInformational, "IGNORE", "GPU memory row-remapping (or page-retirement) event"},
+    {64, XidClass::kResetGpu, "RESET_GPU", "GPU memory row-remapping (or page-retirement) failure"},
+    {68, XidClass::kApplication, "RESTART_APP", "video decoder (NVDEC0) exception"},
+    {74, XidClass::kResetGpu, "WORKFLOW_NVLINK_ERR", "NVLink error (a GPU reset or reboot clears it)"},
+    {79, XidClass::kReboot, "RESTART_BM", "GPU has fallen off the bus"},
+    {92, XidClass::kInformational, "IGNORE", "high single-bit ECC error rate"},
+    {94, XidClass::kApplication, "RESTART_APP",
+     "contained memory error (the affected application was stopped; others continue; reset when convenient)"},
+    {95, XidClass::kResetGpu, "RESET_GPU", "uncontained memory error (every application on the GPU affected)"},
+    {109, XidClass::kResetGpu, "RESET_GPU", "context switch timeout"},
+    {110, XidClass::kResetGpu, "RESET_GPU", "security fault error"},
+    {119, XidClass::kResetGpu, "RESET_GPU", "GSP RPC timeout"},
+    {120, XidClass::kResetGpu, "RESET_GPU", "GSP error"},
+    {136, XidClass::kResetGpu, "RESET_GPU", "NVLink link training failed"},
+    {137, XidClass::kInformational, "IGNORE",
+     "NVLink privilege error (an illegal peer-to-peer access, usually the application's)"},
+    {140, XidClass::kResetGpu, "RESET_GPU", "uncorrectable ECC error that escaped page offlining / row remapping"},
+    {143, XidClass::kResetGpu, "RESET_GPU", "GPU initialization error"},
+    {154, XidClass::kInformational, "XID_154", "GPU recovery action changed (the action is in the log line)"},
+    {156, XidClass::kResetGpu, "RESET_GPU", "resource retirement event"},
+    {157, XidClass::kInformational, "IGNORE", "resource retirement failure (no spare resources left)"},
+    {158, XidClass::kResetGpu, "RESET_GPU", "GPU fatal timeout"},
+};
 
 const XidEntry* find(std::uint64_t xid) {
   for (const auto& e : kXids)
@@ -103,6 +119,26 @@ XidClass classify_xid(std::uint64_t xid) noexcept {
 std::string_view xid_description(std::uint64_t xid) noexcept {
   const XidEntry* e = find(xid);
   return e != nullptr ? e->description : std::string_view{};
+}
+
+std::string_view xid_catalog_action(std::uint64_t xid) noexcept {
+  const XidEntry* e = find(xid);
+  return e != nullptr ? e->catalog_action : std::string_view{};
+}
+
+XidClass classify_xid_event(const XidEvent& e) {
+  if (e.xid != kXidRecoveryActionChanged || e.text.empty()) return classify_xid(e.xid);
+  // "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)": the new action,
+  // after the last " to ", is one of None, GPU Reset Required, Node Reboot Required, Drain P2P,
+  // Drain and Reset (the catalog's list; newer drivers add Bus Reset and System Reboot).
+  const std::string text = lower(e.text);
+  const std::size_t to = text.rfind(" to ");
+  if (to == std::string::npos) return XidClass::kInformational;
+  const std::string_view action = std::string_view(text).substr(to + 4);
+  if (action.find("reboot") != std::string_view::npos) return XidClass::kReboot;
+  if (action.find("reset") != std::string_view::npos) return XidClass::kResetGpu;
+  if (action.find("none") != std::string_view::npos) return XidClass::kInformational;
+  return XidClass::kUnknown;   // Drain P2P, or an action newer than this table
 }
 
 std::vector<XidEvent> parse_kernel_log_xids(std::string_view log, const std::vector<std::string>& bus_ids) {
@@ -162,17 +198,22 @@ std::vector<CheckResult> check_xids(const XidInput& in, int gpu_count) {
   }
   for (const auto& [gpu, events] : by_gpu) {
     XidClass worst_class = XidClass::kInformational;
-    std::map<std::uint64_t, int> counts;
+    // Per XID number: how often, and the worst class its events had (154 varies by its text).
+    std::map<std::uint64_t, std::pair<int, XidClass>> counts;
     for (const XidEvent* e : events) {
-      ++counts[e->xid];
-      const XidClass c = classify_xid(e->xid);
+      const XidClass c = classify_xid_event(*e);
+      auto it = counts.try_emplace(e->xid, 0, c).first;
+      ++it->second.first;
+      if (rank(c) > rank(it->second.second)) it->second.second = c;
       if (rank(c) > rank(worst_class)) worst_class = c;
     }
     std::vector<std::string> parts;
-    for (const auto& [xid, n] : counts) {
+    for (const auto& [xid, count_class] : counts) {
       const auto desc = xid_description(xid);
-      parts.push_back(fmt::format("XID {} x{} ({}: {})", xid, n, to_string(classify_xid(xid)),
-                                  desc.empty() ? "not in gpudoc's table; see NVIDIA's XID catalog" : desc));
+      const auto action = xid_catalog_action(xid);
+      parts.push_back(fmt::format("XID {} x{} ({}: {}{})", xid, count_class.first, to_string(count_class.second),
+                                  desc.empty() ? "not in gpudoc's table; see NVIDIA's XID catalog" : desc,
+                                  action.empty() ? "" : fmt::format("; catalog: {}", action)));
     }
     CheckResult r;
     r.check = "xid";
@@ -182,8 +223,8 @@ std::vector<CheckResult> check_xids(const XidInput& in, int gpu_count) {
     r.evidence = fmt::format("{} [{}]", fmt::join(parts, "; "), seen_in);
     switch (worst_class) {
       case XidClass::kReboot:
-        r.next_step = "Drain the node and reboot it (a GPU that fell off the bus is not reachable for a reset); "
-                      "report a recurrence to the vendor with `sudo nvidia-bug-report.sh`";
+        r.next_step = "Drain the node and reboot it (the catalog's RESTART_BM: a GPU that fell off the bus cannot be "
+                      "reached for a reset); report a recurrence to the vendor with `sudo nvidia-bug-report.sh`";
         break;
       case XidClass::kResetGpu:
         r.next_step = "Drain the GPU and reset it (`nvidia-smi -r -i <gpu>` once idle, or reboot); check ECC and "

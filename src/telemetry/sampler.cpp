@@ -214,6 +214,24 @@ void Sampler::gpu_thread(GpuState* g) {
     if (next == MonoTime::max()) wake = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     stop_cv_.wait_until(lk, wake, [this] { return !running_.load(); });
   }
+  read_buffered_once_more(*g, emit);
+}
+
+void Sampler::read_buffered_once_more(GpuState& g, const std::function<void(SamplerRecord&&)>& emit) {
+  // The driver's buffers (utilization samples, per-process samples) hold what it sampled since the
+  // last read, up to a period ago: read them once more so the record ends when the sampling does.
+  // On this GPU's own thread, like every other call to it, so a hung driver stalls nobody (stop()
+  // gives up on it after the hang timeout).
+  if (g.lost || g.unresponsive.load() || g.abandoned.load()) return;
+  const MonoTime now = clock_.now();
+  bool any = false;
+  for (MetricGroup grp : {MetricGroup::kUtilization, MetricGroup::kProcesses}) {
+    const std::size_t i = gpu::index(grp);
+    if (config_.periods[i].count() <= 0 || g.next_due[i] <= now) continue;
+    g.next_due[i] = now;
+    any = true;
+  }
+  if (any) (void)poll_due(g, now, emit);
 }
 
 void Sampler::watchdog_thread() {

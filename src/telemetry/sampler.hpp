@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -109,6 +110,7 @@ class Sampler {
   // Polls whatever is due for one GPU at `now`; returns the next due time.
   core::MonoTime poll_due(GpuState& g, core::MonoTime now, const std::function<void(SamplerRecord&&)>& emit);
   void gpu_thread(GpuState* g);
+  void read_buffered_once_more(GpuState& g, const std::function<void(SamplerRecord&&)>& emit);
   void watchdog_thread();
   void event_thread();
   void push(SamplerRecord&& r);

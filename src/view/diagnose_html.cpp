@@ -215,18 +215,6 @@ constexpr std::string_view kJs = R"JS(
 })();
 )JS";
 
-// A script/style body must not contain its own end tag; inside JS code "</" only occurs in
-// strings, regular expressions and comments, where "<\/" means the same.
-std::string guard_end_tag(std::string_view body, std::string_view tag) {
-  std::string out(body);
-  std::string needle = "</" + std::string(tag);
-  for (std::size_t p = 0; (p = out.find(needle, p)) != std::string::npos;) {
-    out.replace(p, 2, "<\\/");
-    p += 3;
-  }
-  return out;
-}
-
 std::string render_findings(const telemetry::Trace& t, const diagnose::Diagnosis& d, std::size_t ti) {
   std::string out;
   for (std::size_t fi = 0; fi < d.findings.size(); ++fi) {
@@ -297,6 +285,18 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
+// A script/style body must not contain its own end tag; inside JS code "</" only occurs in
+// strings, regular expressions and comments, where "<\\/" means the same.
+std::string guard_end_tag(std::string_view body, std::string_view tag) {
+  std::string out(body);
+  std::string needle = "</" + std::string(tag);
+  for (std::size_t p = 0; (p = out.find(needle, p)) != std::string::npos;) {
+    out.replace(p, 2, "<\\/");
+    p += 3;
+  }
+  return out;
+}
+
 std::string script_safe_json(const nlohmann::json& j) {
   // Replacement on the dump is safe: <, >, & and U+2028/9 can only occur inside JSON strings,
   // where their \u escapes mean the same. Invalid UTF-8 in the input is replaced, not thrown.
@@ -349,20 +349,26 @@ telemetry::Series downsample_min_max(const telemetry::Series& s, std::size_t buc
   return out;
 }
 
-std::string render_diagnose_html(std::span<const HtmlReport> reports, const HtmlOptions& o, const WebAssets& assets) {
-  std::string title = o.title.empty() ? "gpudoc diagnose" : "gpudoc diagnose — " + o.title;
+std::string html_page_start(std::string_view title, const WebAssets& assets, std::string_view page_css) {
   std::string page;
-  page.reserve(1 << 20);
   page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += fmt::format("<meta name=\"generator\" content=\"gpudoc {} ({})\">\n", core::kVersion, esc(assets.version));
-  page += "<title>" + esc(title) + "</title>\n";
+  page += fmt::format("<meta name=\"generator\" content=\"gpudoc {} ({})\">\n", core::kVersion, html_escape(assets.version));
+  page += "<title>" + html_escape(title) + "</title>\n";
   // Errors are recorded into the DOM so that a headless browser (and a person) can see them.
   page += "<script>window.addEventListener(\"error\",function(e){var d=document.documentElement;"
           "d.dataset.errors=(d.dataset.errors?d.dataset.errors+\" | \":\"\")+(e.message||\"error\");});</script>\n";
   page += "<style>" + guard_end_tag(assets.css, "style") + "</style>\n";
-  page += "<style>" + std::string(kCss) + "</style>\n</head>\n<body data-rendered=\"no\">\n";
-  page += "<h1>" + esc(title) + "</h1>\n";
+  page += "<style>" + std::string(page_css) + "</style>\n</head>\n<body data-rendered=\"no\">\n";
+  page += "<h1>" + html_escape(title) + "</h1>\n";
+  return page;
+}
+
+std::string render_diagnose_html(std::span<const HtmlReport> reports, const HtmlOptions& o, const WebAssets& assets) {
+  std::string title = o.title.empty() ? "gpudoc diagnose" : "gpudoc diagnose — " + o.title;
+  std::string page;
+  page.reserve(1 << 20);
+  page += html_page_start(title, assets, kCss);
   page += fmt::format("<p class=\"hint\">gpudoc {}. Drag on a plot to zoom in, double-click to zoom out; the plots of one "
                       "trace move together. Shaded: where a finding holds.</p>\n",
                       core::kVersion);

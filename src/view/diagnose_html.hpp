@@ -45,6 +45,14 @@ struct HtmlOptions {
 [[nodiscard]] std::string html_escape(std::string_view s);
 // JSON for embedding inside <script>: <, >, & and U+2028/2029 become \u escapes.
 [[nodiscard]] std::string script_safe_json(const nlohmann::json& j);
+// A <script> or <style> body (tag "script"/"style") with every "</tag" written "<\/tag", so that
+// the element cannot end early (in JS and CSS, "<\/" only occurs in strings, where it means "</").
+[[nodiscard]] std::string guard_end_tag(std::string_view body, std::string_view tag);
+
+// The start of every gpudoc page: doctype, head (the escaped title, the embedded uPlot CSS, then
+// `page_css`, and a hook that records script errors on <html data-errors>, which the
+// headless-browser test reads), then <body data-rendered="no"> and the title as <h1>.
+[[nodiscard]] std::string html_page_start(std::string_view title, const WebAssets& assets, std::string_view page_css);
 
 // Min/max downsampling: at most 2 points per bucket over the series' span, in time order.
 // Series of at most 2 × buckets points are returned unchanged.

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "cli_runner.hpp"
 
@@ -117,6 +118,11 @@ TEST_F(CliBaseline, BenchWithoutAGpuIsAnEnvironmentError) {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_THAT(r.output, HasSubstr("a hardware baseline (--bench) needs a GPU"));
   EXPECT_THAT(gpudoc("baseline list").output, HasSubstr("no baselines yet"));
+  // A comma-separated list of keys is one --bench value (it once failed to parse: "At Most 1
+  // required but received 2").
+  const CliRun two = gpudoc("baseline record hw --bench hbm.copy,gemm.bf16 --quick");
+  EXPECT_EQ(two.exit_code, 3) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("a hardware baseline (--bench) needs a GPU"));
 }
 
 TEST_F(CliBaseline, NothingToRecordIsUsageError) {
@@ -268,6 +274,53 @@ TEST_F(CliBaseline, ListShowHistoryForPeople) {
   EXPECT_THAT(r.output, HasSubstr("3 runs"));
   EXPECT_THAT(r.output, HasSubstr("trend"));
   EXPECT_THAT(r.output, HasSubstr("▁"));   // a sparkline
+}
+
+// The page's embedded data, parsed back (the plots themselves are checked in a browser:
+// tests/integration/html_browser_test.cpp).
+nlohmann::json page_data(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string open = "<script type=\"application/json\" id=\"gpudoc-data\">";
+  const auto a = page.find(open);
+  if (a == std::string::npos) return nullptr;
+  const auto b = page.find("</script>", a);
+  return nlohmann::json::parse(page.substr(a + open.size(), b - a - open.size()));
+}
+
+TEST_F(CliBaseline, HistoryHtmlDrawsEveryRunWithTheBaselineTheBoundAndTheVerdicts) {
+  ASSERT_EQ(record("train", "10", "0.95").exit_code, 0);
+  ASSERT_EQ(check("train", "10", "0.95").exit_code, 0);
+  ASSERT_EQ(check("train", "20", "0.95").exit_code, 1);   // regression, confirmed by a re-run
+  const std::string page = dir_ + "/history.html";
+  CliRun r = gpudoc("baseline history train --html " + page);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("HTML page: " + page));
+  EXPECT_THAT(r.output, HasSubstr("trend"));   // the terminal view is still printed
+  const auto d = page_data(page);
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["baseline"], "train");
+  ASSERT_EQ(d["runs"].size(), 4u);   // record, check, check, confirm
+  EXPECT_EQ(d["runs"][0]["role"], "record");
+  EXPECT_TRUE(d["runs"][0]["golden"].get<bool>());
+  EXPECT_EQ(d["runs"][3]["role"], "confirm");
+  const nlohmann::json* step = nullptr;
+  for (const auto& f : d["figures"])
+    if (f["name"] == "step_ms") step = &f;
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ((*step)["direction"], "lower");
+  EXPECT_NEAR((*step)["baseline"].get<double>(), 10.35, 1e-9);
+  EXPECT_NEAR((*step)["bound"].get<double>(), 10.35 * 1.10, 1e-9);   // time: 10 %, above the 2x noise
+  EXPECT_EQ((*step)["verdicts"], nlohmann::json({"", "ok", "regression", ""}));
+  EXPECT_NEAR((*step)["values"][2].get<double>(), 20.35, 1e-9);
+
+  // --json names the page; an unwritable FILE is an I/O error (exit 2).
+  r = json("baseline history train --json --html " + page);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["html"], page);
+  r = gpudoc("baseline history train --html " + dir_ + "/no/such/dir/h.html");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("writing " + dir_ + "/no/such/dir/h.html"));
 }
 
 TEST_F(CliBaseline, StoreFromTheEnvironment) {

@@ -1,17 +1,22 @@
-// The HTML report in a real browser: Debian's chromium, headless, loads a page made from a real
-// two-GPU H200 trace (offline, file://) and the DOM it leaves must show the plots were built
-// (the page's script sets data-rendered="ok" and data-plots at its end; an error handler writes
-// data-errors on <html>). Skipped only when chromium is absent AND GPUDOC_ALLOW_NO_BROWSER=1.
+// The HTML pages in a real browser: Debian's chromium, headless, loads each page offline (file://)
+// and the DOM it leaves must show the plots were built (the page's script sets data-rendered="ok"
+// and data-plots at its end; an error handler writes data-errors on <html>). The pages:
+// `diagnose --html` of real two-GPU H200 traces, `baseline history --html` (a hostile baseline
+// name included) and `report --html` over health results. Skipped only when chromium is absent
+// AND GPUDOC_ALLOW_NO_BROWSER=1.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
+#include "baseline/store.hpp"
 #include "cli_runner.hpp"
 
 namespace {
@@ -69,6 +74,17 @@ class HtmlInBrowser : public ::testing::Test {
     return dom;
   }
 
+  // The page rendered: data-rendered="ok", data-plots=N, no error recorded.
+  void expect_rendered(const std::string& dom, int plots) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(dom, m, std::regex("<body[^>]*>"))) << dom.substr(0, 2000);
+    EXPECT_NE(m.str().find("data-rendered=\"ok\""), std::string::npos) << m.str();
+    EXPECT_NE(m.str().find("data-plots=\"" + std::to_string(plots) + "\""), std::string::npos) << m.str();
+    ASSERT_TRUE(std::regex_search(dom, m, std::regex("<html[^>]*>")));
+    EXPECT_EQ(m.str().find("data-errors"), std::string::npos) << m.str();
+    EXPECT_GE(count(dom, "class=\"uplot"), static_cast<std::size_t>(plots));
+  }
+
   std::string browser_;
   std::filesystem::path dir_;
 };
@@ -111,6 +127,66 @@ TEST_F(HtmlInBrowser, ManyTracesAndHostileNamesStillRender) {
   EXPECT_NE(dom.find("x&lt;b&gt;&amp;&lt;script&gt;alert(1).jsonl"), std::string::npos);
   ASSERT_TRUE(std::regex_search(dom, m, std::regex("<html[^>]*>")));
   EXPECT_EQ(m.str().find("data-errors"), std::string::npos) << m.str();
+}
+
+// A baseline with a record, an ok check and a confirmed regression; its name carries markup and a
+// script end tag. Three figures (step_ms, accuracy, wall_s): three plots, the name shown as text.
+TEST_F(HtmlInBrowser, BaselineHistoryWithAHostileNameRenders) {
+  const std::string work = (dir_ / "work.sh").string();
+  std::ofstream(work) << "#!/bin/sh\n"
+                         "for j in 1 2 3 4 5 6; do echo \"::gpudoc {\\\"step_ms\\\": $1.$j}\"; done\n"
+                         "echo '::gpudoc {\"accuracy\": 0.95}'\n";
+  std::filesystem::permissions(work, std::filesystem::perms::owner_all);
+  const std::string store = " --store " + (dir_ / "s.db").string();
+  const std::string name = "'</script><script>document.body.dataset.pwned=1</script><b>&\"x'";
+  auto r = run_gpudoc("baseline record " + name + store + " -- " + work + " 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(run_gpudoc("baseline check " + name + store + " -- " + work + " 10").exit_code, 0);
+  r = run_gpudoc("baseline check " + name + store + " -- " + work + " 30");
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  const auto page = dir_ / "history.html";
+  r = run_gpudoc("baseline history " + name + store + " --html " + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string dom = dom_of(page);
+  expect_rendered(dom, 3);
+  EXPECT_EQ(dom.find("data-pwned"), std::string::npos);   // the name's script never ran
+  EXPECT_EQ(dom.find("<b>&"), std::string::npos);
+  EXPECT_NE(dom.find("&lt;/script&gt;&lt;script&gt;document.body.dataset.pwned=1"), std::string::npos);
+  EXPECT_NE(dom.find("REGRESSION"), std::string::npos);   // the legend and the tables mark the verdict
+}
+
+// `gpudoc report --html` over three health results (two GPUs, a failing check whose evidence carries
+// markup), stored as `gpudoc health` stores them.
+TEST_F(HtmlInBrowser, HealthReportRenders) {
+  const std::string path = (dir_ / "s.db").string();
+  {
+    auto store = gpudoc::baseline::Store::open(path);
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    for (int i = 0; i < 3; ++i) {
+      nlohmann::json checks = nlohmann::json::array();
+      for (int g = 0; g < 2; ++g) {
+        checks.push_back({{"check", "clocks"}, {"status", "pass"}, {"gpu", g}, {"evidence", "ok"},
+                          {"values", {{{"name", "sm_clock_mhz"}, {"value", 1980 - 10 * i}, {"unit", "MHz"}},
+                                      {{"name", "temperature_celsius"}, {"value", 40 + i + g}, {"unit", "C"}},
+                                      {{"name", "power_watts"}, {"value", 600.5 + i}, {"unit", "W"}}}}});
+      }
+      checks.push_back({{"check", "xid"}, {"status", i == 2 ? "fail" : "pass"}, {"gpu", nullptr},
+                        {"evidence", "XID 79 </script><script>document.body.dataset.pwned=1</script>"},
+                        {"values", {{{"name", "xid_count"}, {"value", i == 2 ? 1 : 0}}}}});
+      const std::int64_t t = now_ns - (3 - i) * 3'600'000'000'000LL;
+      auto id = store->add_result("health", "node7", t, {}, i == 2 ? "fail" : "pass", {{"checks", checks}});
+      ASSERT_TRUE(id.ok()) << id.error().message();
+    }
+  }
+  const auto page = dir_ / "report.html";
+  auto r = run_gpudoc("report --store " + path + " --html " + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string dom = dom_of(page);
+  expect_rendered(dom, 7);   // 2 GPUs x (clock, temperature, power) + the node's XIDs
+  EXPECT_EQ(dom.find("data-pwned"), std::string::npos);
+  EXPECT_NE(dom.find("XID 79 &lt;/script&gt;"), std::string::npos);
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ struct GemmOptions {
   double warmup_seconds = 1.0;                            // matmuls run before the samples (clocks and power settle)
   double sample_seconds = 0.05;                           // each sample holds matmuls for at least this long
   int algo_candidates = 8;                                // algorithms asked of the heuristics and timed
-  double algo_probe_seconds = 0.01;                       // time spent measuring each candidate
+  double algo_probe_seconds = 0.05;                       // each candidate's time per probe pass
+  int algo_probe_passes = 2;                              // round-robin passes over the candidates (mean)
   std::size_t workspace_bytes = std::size_t{64} << 20;    // workspace offered to cuBLASLt
   int verify_elements = 64;                               // output elements checked against the host reference
 };
@@ -54,10 +55,12 @@ struct GemmTiming {
   std::string library;                  // what load_cublaslt() returned
   int algos_returned = 0;               // by cublasLtMatmulAlgoGetHeuristic
   int algos_timed = 0;
-  int algo_rank = -1;                   // the chosen one's place in the heuristics' order (0 = first)
+  int algo_rank = -1;                   // the chosen one's place among the candidates (0 = first)
+  std::string layout;                   // the chosen one's: "TN" (A stored K x M, transposed) or "NN"
   int algo_id = -1;                     // CUBLASLT_ALGO_CONFIG_ID of the chosen one
   std::size_t algo_workspace_bytes = 0; // workspace the chosen one needs
-  std::vector<double> algo_seconds;     // per matmul, each candidate timed, in heuristic order (0: not usable)
+  std::vector<double> algo_seconds;     // per matmul, each candidate timed (0: not usable): the TN
+                                        // layout's in heuristic order, then NN's (not for FP8)
   bool verified = false;
   std::string verify_detail;            // what was checked, or the worst element
   double worst_error_ratio = 0;         // max |got - reference| / bound over the checked elements

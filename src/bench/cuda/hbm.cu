@@ -58,16 +58,14 @@ __global__ void fill_index_kernel(uint4* __restrict__ dst, std::size_t n) {
   }
 }
 
+// Copy: one 16-byte vector per thread and one block per 256 vectors, no loop. On an H200 this
+// shape moved 4282 GB/s where the persistent grid-stride loop of the read and write kernels
+// (streaming hints or not, 2 to 8 vectors in flight per thread, 256 or 512 threads) reached
+// 3816-3938 GB/s, and cudaMemcpyAsync 4268 GB/s (scripts/device/hbm_variants.cu, 12 variants,
+// 3 interleaved rounds; docs/results/2026-11-30-session4-h200.md).
 __global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
-  const Split p = split(n);
-  for (std::size_t base = p.first; base < p.full_end; base += p.chunk) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = load_stream(src + base + static_cast<std::size_t>(u) * blockDim.x);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) store_stream(dst + base + static_cast<std::size_t>(u) * blockDim.x, v[u]);
-  }
-  for (std::size_t i = p.tail_first; i < n; i += p.stride) store_stream(dst + i, load_stream(src + i));
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
 }
 
 // Reads every vector and folds it into one XOR per thread, then one atomicXor per thread: the
@@ -157,9 +155,7 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
   int sms = 0;
   GPUDOC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, options.device));
   switch (kernel) {
-    case HbmKernel::kCopy:
-      GPUDOC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, copy_kernel, kThreads, 0));
-      break;
+    case HbmKernel::kCopy: break;  // one block per kThreads vectors, not a resident grid
     case HbmKernel::kRead:
       GPUDOC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, read_kernel, kThreads, 0));
       break;
@@ -167,7 +163,8 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
       GPUDOC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, write_kernel, kThreads, 0));
       break;
   }
-  t.blocks = sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+  t.blocks = kernel == HbmKernel::kCopy ? static_cast<int>((n + kThreads - 1) / kThreads)
+                                       : sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
   t.threads_per_block = kThreads;
   t.bytes_per_launch = kernel == HbmKernel::kCopy ? 2 * bytes : bytes;
 
@@ -187,7 +184,7 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
   }
   auto launch = [&]() -> core::Status {
     switch (kernel) {
-      case HbmKernel::kCopy: copy_kernel<<<grid, kThreads>>>(s, d, n); break;
+      case HbmKernel::kCopy: copy_kernel<<<grid, kThreads>>>(s, d, n); break;  // grid: one block per kThreads vectors
       case HbmKernel::kRead: read_kernel<<<grid, kThreads>>>(s, n, sum); break;
       case HbmKernel::kWrite: write_kernel<<<grid, kThreads>>>(s, n); break;
     }
@@ -195,14 +192,24 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
     return core::ok_status();
   };
 
-  for (int i = 0; i < options.warmup; ++i)
-    if (auto st = launch(); !st) return st.error();
-  GPUDOC_CUDA_TRY(cudaDeviceSynchronize());
-
   Event start;
   Event stop;
   GPUDOC_CUDA_TRY(cudaEventCreate(&start.e));
   GPUDOC_CUDA_TRY(cudaEventCreate(&stop.e));
+
+  // Warm-up by time as well as by count: an idle H200 sits at a low SM clock and needs some hundreds
+  // of milliseconds of load to reach its boost clock; 10 launches (~5 ms) once left a whole copy run
+  // at 345 MHz.
+  GPUDOC_CUDA_TRY(cudaEventRecord(start.e));
+  for (float warm_ms = 0; t.warmup_launches < options.warmup || warm_ms < options.warmup_seconds * 1e3;) {
+    for (int i = 0; i < 10; ++i)
+      if (auto st = launch(); !st) return st.error();
+    t.warmup_launches += 10;
+    GPUDOC_CUDA_TRY(cudaEventRecord(stop.e));
+    GPUDOC_CUDA_TRY(cudaEventSynchronize(stop.e));
+    GPUDOC_CUDA_TRY(cudaEventElapsedTime(&warm_ms, start.e, stop.e));
+    t.warmup_seconds = static_cast<double>(warm_ms) / 1e3;
+  }
   for (int r = 0; r < options.repetitions; ++r) {
     GPUDOC_CUDA_TRY(cudaEventRecord(start.e));
     for (int i = 0; i < options.launches_per_sample; ++i)

@@ -22,7 +22,8 @@ enum class HbmKernel { kCopy, kRead, kWrite };
 struct HbmOptions {
   int device = 0;
   std::size_t buffer_bytes = std::size_t{1} << 30;  // per buffer; copy uses two (source + destination)
-  int warmup = 3;                                   // untimed launches before the samples
+  int warmup = 3;                                   // untimed launches before the samples, at least
+  double warmup_seconds = 0.5;                      // ... and untimed launches for at least this long
   int repetitions = 20;                             // samples
   int launches_per_sample = 5;                      // launches between one pair of events
 };
@@ -32,6 +33,8 @@ struct HbmTiming {
   std::size_t bytes_per_launch = 0;  // bytes moved by one launch (copy: read + write)
   int blocks = 0;
   int threads_per_block = 0;
+  int warmup_launches = 0;        // untimed launches actually run
+  double warmup_seconds = 0;      // how long they took
   bool verified = false;
   std::string verify_detail;      // what was checked, or the first mismatch
 };

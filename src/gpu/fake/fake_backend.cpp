@@ -119,7 +119,7 @@ HealthFacts FakeBackend::default_health_facts() {
   f.temperature_memory_max_celsius = 95;
   f.pcie_link_generation_max = 5;
   f.pcie_link_width_max = 16;
-  for (int i = 0; i < 18; ++i) f.nvlinks.push_back(NvlinkFacts{i, true, 4, 0, 0, 0, 0});
+  for (int i = 0; i < 18; ++i) f.nvlinks.push_back(NvlinkFacts{i, true, "4.0", 6, 0, 0, 0, 0});
   return f;
 }
 

@@ -58,6 +58,19 @@ core::Result<std::unique_ptr<NvmlLibrary>> load_nvml_library(const std::string& 
   return lib;
 }
 
+std::optional<std::string_view> nvlink_version_name(unsigned int code) noexcept {
+  switch (code) {
+    case NVML_NVLINK_VERSION_1_0: return "1.0";
+    case NVML_NVLINK_VERSION_2_0: return "2.0";
+    case NVML_NVLINK_VERSION_2_2: return "2.2";
+    case NVML_NVLINK_VERSION_3_0: return "3.0";
+    case NVML_NVLINK_VERSION_3_1: return "3.1";
+    case NVML_NVLINK_VERSION_4_0: return "4.0";
+    case NVML_NVLINK_VERSION_5_0: return "5.0";
+    default: return std::nullopt;   // INVALID, or newer than this list
+  }
+}
+
 core::Error nvml_error(const NvmlApi& api, nvmlReturn_t rc, std::string_view what) {
   const char* text = api.nvmlErrorString != nullptr ? api.nvmlErrorString(rc) : nullptr;
   std::string message = fmt::format("{}: {} (NVML error {})", what,

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -303,6 +304,19 @@ enum nvmlNvLinkErrorCounter_t : int {
   NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
 };
 
+// What nvmlDeviceGetNvLinkVersion writes: an enumeration, not the version number (6 is NVLink
+// 4.0, Hopper's). nvlink_version_name() below is the one place that turns it into a version.
+enum nvmlNvlinkVersion_t : int {
+  NVML_NVLINK_VERSION_INVALID = 0,
+  NVML_NVLINK_VERSION_1_0 = 1,
+  NVML_NVLINK_VERSION_2_0 = 2,
+  NVML_NVLINK_VERSION_2_2 = 3,
+  NVML_NVLINK_VERSION_3_0 = 4,
+  NVML_NVLINK_VERSION_3_1 = 5,
+  NVML_NVLINK_VERSION_4_0 = 6,
+  NVML_NVLINK_VERSION_5_0 = 7,
+};
+
 // 18 since CUDA 11 (6 and 12 in older headers); links past the device's own answer NOT_SUPPORTED
 // or INVALID_ARGUMENT.
 inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 18;
@@ -332,7 +346,7 @@ static_assert(sizeof(nvmlTemperature_v1_t) == 12 && offsetof(nvmlTemperature_v1_
 static_assert(sizeof(nvmlReturn_t) == 4 && sizeof(nvmlClockType_t) == 4 && sizeof(nvmlValueType_t) == 4);
 static_assert(sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlComputeMode_t) == 4 && sizeof(nvmlMemoryErrorType_t) == 4 &&
               sizeof(nvmlEccCounterType_t) == 4 && sizeof(nvmlPageRetirementCause_t) == 4 &&
-              sizeof(nvmlNvLinkErrorCounter_t) == 4);
+              sizeof(nvmlNvLinkErrorCounter_t) == 4 && sizeof(nvmlNvlinkVersion_t) == 4);
 
 // ---- The one list of NVML functions gpudoc calls ------------------------------------------------
 //   X(need, name, return type, (parameters), (argument names))
@@ -519,6 +533,11 @@ inline constexpr std::string_view kWithoutNvml =
 
 // The kRequired functions `api` lacks (null pointers), by name; empty when all are there.
 [[nodiscard]] std::vector<std::string> missing_required(const NvmlApi& api);
+
+// THE conversion of nvmlDeviceGetNvLinkVersion's answer (an nvmlNvlinkVersion_t) into NVIDIA's
+// version name: 6 -> "4.0". Absent for NVML_NVLINK_VERSION_INVALID and for codes newer than this
+// list (the caller keeps the raw code then). Thread-safe.
+[[nodiscard]] std::optional<std::string_view> nvlink_version_name(unsigned int code) noexcept;
 
 // THE conversion of an NVML return code into a gpudoc error (the only place that maps codes to
 // kinds): GPU_IS_LOST / RESET_REQUIRED -> kGpuLost; TIMEOUT -> kTimeout; NOT_SUPPORTED /

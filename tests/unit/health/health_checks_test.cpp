@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/clock.hpp"
 #include "gpu/fake/fake_backend.hpp"
@@ -150,14 +151,39 @@ TEST_F(HealthChecks, GpuLostMidCheckYieldsOnlyGpuLost) {
   EXPECT_FALSE(any_failed(check_gpu(input(fake, 0))));
 }
 
+TEST_F(HealthChecks, GpuLostDuringTheLoadAfterFactsWereReadYieldsOnlyGpuLost) {
+  // The facts were read while the GPU answered; it falls off the bus 2 s into the load.
+  GpuInput in = input(fake, 0);
+  ASSERT_TRUE(in.facts.has_value());
+  fake.lose_gpu(0, clock.now() + std::chrono::seconds(2));
+  for (int i = 0; i < 50 && !in.lost; ++i) {
+    clock.advance(std::chrono::milliseconds(100));
+    if (auto r = fake.read(0, gpu::MetricGroup::kFast); !r && r.error().kind() == core::ErrorKind::kGpuLost)
+      in.lost = r.error();
+  }
+  ASSERT_TRUE(in.lost.has_value()) << "the fake never lost the GPU";
+  const auto rs = check_gpu(in);
+  ASSERT_EQ(rs.size(), 1u) << "no pass may be reported for a GPU that stopped answering";
+  EXPECT_EQ(rs[0].check, "gpu_lost");
+  EXPECT_EQ(rs[0].status, Status::kFail);
+  EXPECT_NE(rs[0].evidence.find(in.lost->message()), std::string::npos);
+  EXPECT_NE(rs[0].next_step.find("XID 79"), std::string::npos);
+}
+
 TEST_F(HealthChecks, MigOnWarnsAndPendingChangeWarns) {
   auto f = gpu::FakeBackend::default_health_facts();
   f.mig_current = true;
   f.mig_pending = true;
   fake.set_health_facts(0, f);
-  auto r = find(check_gpu(input(fake, 0)), "mig");
+  GpuInput in = input(fake, 0);
+  in.info.mig_instances.resize(2);
+  auto r = find(check_gpu(in), "mig");
   EXPECT_EQ(r.status, Status::kWarn);
-  EXPECT_NE(r.evidence.find("MIG enabled"), std::string::npos);
+  EXPECT_NE(r.evidence.find("MIG enabled, 2 instance(s)"), std::string::npos) << r.evidence;
+  EXPECT_NE(r.evidence.find("not the whole GPU"), std::string::npos) << r.evidence;
+  ASSERT_EQ(r.values.size(), 2u);
+  EXPECT_EQ(r.values[1].name, "mig_instances");
+  EXPECT_EQ(r.values[1].value, 2.0);
   f.mig_current = false;
   fake.set_health_facts(0, f);
   r = find(check_gpu(input(fake, 0)), "mig");
@@ -211,6 +237,26 @@ TEST_F(HealthChecks, NvlinkDownOrErrorsWarnAndNoNvlinkSkips) {
   EXPECT_EQ(find(check_gpu(input(fake, 0)), "nvlink").status, Status::kSkip);
 }
 
+TEST_F(HealthChecks, NvlinkVersionIsShownAsNvidiaNamesIt) {
+  // NVML answers 6 for Hopper's NVLink 4.0; the check must never print "NVLink 6".
+  auto r = find(check_gpu(input(fake, 0)), "nvlink");
+  EXPECT_NE(r.evidence.find("18 of 18 links active (NVLink 4.0)"), std::string::npos) << r.evidence;
+  EXPECT_EQ(r.evidence.find("NVLink 6"), std::string::npos) << r.evidence;
+  const auto v = std::find_if(r.values.begin(), r.values.end(), [](const auto& e) { return e.name == "nvlink_version"; });
+  ASSERT_NE(v, r.values.end());
+  EXPECT_DOUBLE_EQ(v->value, 4.0);
+  // A code newer than gpudoc knows is shown raw, not guessed.
+  auto f = gpu::FakeBackend::default_health_facts();
+  for (auto& l : f.nvlinks) {
+    l.version.reset();
+    l.version_code = 8;
+  }
+  fake.set_health_facts(0, f);
+  r = find(check_gpu(input(fake, 0)), "nvlink");
+  EXPECT_NE(r.evidence.find("(NVLink unknown (NVML code 8))"), std::string::npos) << r.evidence;
+  EXPECT_TRUE(std::none_of(r.values.begin(), r.values.end(), [](const auto& e) { return e.name == "nvlink_version"; }));
+}
+
 TEST_F(HealthChecks, UnsupportedFactsAreSkippedNeverPassed) {
   fake.inject_health_error(0, core::ErrorKind::kNotSupported);
   GpuInput in = input(fake, 0);
@@ -254,7 +300,70 @@ TEST(HealthXid, Xid79NeedsARebootXid13IsTheApplications) {
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, Status::kFail);
   EXPECT_NE(rs[0].next_step.find("reboot"), std::string::npos);
-  EXPECT_NE(rs[0].evidence.find("XID 79 x1 (reboot"), std::string::npos);
+  EXPECT_NE(rs[0].evidence.find("XID 79 x1 (reboot: GPU has fallen off the bus; catalog: RESTART_BM)"), std::string::npos)
+      << rs[0].evidence;
+  EXPECT_NE(rs[0].evidence.find("XID 13 x1 (application"), std::string::npos) << rs[0].evidence;
+
+  // An informational XID alone (the catalog's IGNORE) is info, not a warning and not a pass.
+  XidInput info;
+  info.nvml_events_watched = true;
+  info.events.push_back({0, 63, "nvml", {}});
+  rs = check_xids(info, 2);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].status, Status::kInfo);
+}
+
+// Each class as the catalog's "Resolution Bucket (Immediate Action)" gives it (Ampere and newer).
+TEST(HealthXid, ClassesFollowTheCatalogsImmediateAction) {
+  EXPECT_EQ(xid_catalog_action(79), "RESTART_BM");
+  EXPECT_EQ(xid_catalog_action(13), "RESTART_APP");
+  EXPECT_EQ(xid_catalog_action(48), "WORKFLOW_XID_48");
+  EXPECT_EQ(xid_catalog_action(12345), "");
+  // IGNORE: the GPU stays healthy (43: the app was stopped; 63: a row remap was recorded).
+  for (std::uint64_t x : {38, 43, 63, 92, 137}) EXPECT_EQ(classify_xid(x), XidClass::kInformational) << x;
+  for (std::uint64_t x : {45, 154}) EXPECT_EQ(classify_xid(x), XidClass::kInformational) << x;
+  // RESET_GPU (48 and 74 through their workflows).
+  for (std::uint64_t x : {46, 48, 62, 64, 74, 95, 109, 119, 120, 140, 158})
+    EXPECT_EQ(classify_xid(x), XidClass::kResetGpu) << x;
+  for (std::uint64_t x : {8, 13, 31, 32, 68, 94}) EXPECT_EQ(classify_xid(x), XidClass::kApplication) << x;
+  EXPECT_EQ(classify_xid(61), XidClass::kUnknown) << "Unused on Ampere and newer: not guessed";
+  for (std::uint64_t x : {8, 13, 31, 32, 38, 43, 45, 46, 48, 62, 63, 64, 68, 74, 79, 92, 94, 95, 109, 119, 120, 154}) {
+    EXPECT_FALSE(xid_description(x).empty()) << x;
+    EXPECT_FALSE(xid_catalog_action(x).empty()) << x;
+  }
+}
+
+TEST(HealthXid, Xid154IsClassedByTheActionInItsLogLine) {
+  auto event = [](std::string text) { return XidEvent{0, kXidRecoveryActionChanged, "kernel_log", std::move(text)}; };
+  EXPECT_EQ(classify_xid_event(event("NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) "
+                                     "to 0x2 (Node Reboot Required)")),
+            XidClass::kReboot);
+  EXPECT_EQ(classify_xid_event(event("NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) "
+                                     "to 0x1 (GPU Reset Required)")),
+            XidClass::kResetGpu);
+  EXPECT_EQ(classify_xid_event(event("... changed from 0x0 (None) to 0x4 (Drain and Reset)")), XidClass::kResetGpu);
+  EXPECT_EQ(classify_xid_event(event("... changed from 0x1 (GPU Reset Required) to 0x0 (None)")),
+            XidClass::kInformational);
+  EXPECT_EQ(classify_xid_event(event("... changed from 0x0 (None) to 0x3 (Drain P2P)")), XidClass::kUnknown);
+  // From NVML events there is no text: the table's class.
+  EXPECT_EQ(classify_xid_event(XidEvent{0, 154, "nvml", {}}), XidClass::kInformational);
+  EXPECT_EQ(classify_xid_event(XidEvent{0, 79, "kernel_log", "anything"}), XidClass::kReboot);
+
+  XidInput in;
+  in.kernel_log_read = true;
+  in.events = parse_kernel_log_xids(
+      "[ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE (0x1,0x2)\n"
+      "[ 10.1] NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "
+      "Required)\n",
+      {"00000000:18:00.0"});
+  const auto rs = check_xids(in, 1);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].status, Status::kFail);
+  EXPECT_NE(rs[0].evidence.find("XID 154 x1 (reboot"), std::string::npos) << rs[0].evidence;
+  EXPECT_NE(rs[0].evidence.find("XID 48 x1 (reset_gpu: double-bit (uncorrectable) ECC error; catalog: WORKFLOW_XID_48)"),
+            std::string::npos)
+      << rs[0].evidence;
+  EXPECT_NE(rs[0].next_step.find("reboot"), std::string::npos);
 }
 
 TEST(HealthXid, NoXidPassesOnlyWhenSomethingWasWatched) {

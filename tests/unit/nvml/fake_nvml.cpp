@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 namespace gpudoc::gpu::nvml::testing {
 namespace {
@@ -21,13 +22,33 @@ const char* unscripted<const char*>() {
   return "fake NVML error";
 }
 
+// What a per-device call answers once the GPU is lost (all of them return nvmlReturn_t).
+template <class R>
+R lost();
+template <>
+nvmlReturn_t lost<nvmlReturn_t>() {
+  return NVML_ERROR_GPU_IS_LOST;
+}
+template <>
+const char* lost<const char*>() {
+  return nullptr;
+}
+
+// A call about one device's state (not the device count or the handle lookup), which a lost GPU
+// answers with NVML_ERROR_GPU_IS_LOST.
+constexpr bool is_device_call(std::string_view name) {
+  return name.substr(0, 10) == "nvmlDevice" && name != "nvmlDeviceGetCount_v2" &&
+         name != "nvmlDeviceGetHandleByIndex_v2";
+}
+
 // The C-callable trampolines: count the call, then run the script (or the default answer).
-#define GPUDOC_NVML_X(need, name, ret, params, args)   \
-  ret fake_##name params {                             \
-    FakeNvml* f = FakeNvml::current();                 \
-    f->count(#name);                                   \
-    if (!f->name) return unscripted<ret>();            \
-    return f->name args;                               \
+#define GPUDOC_NVML_X(need, name, ret, params, args)                                                 \
+  ret fake_##name params {                                                                           \
+    FakeNvml* f = FakeNvml::current();                                                               \
+    f->count(#name);                                                                                 \
+    if (is_device_call(#name) && f->lost_on_this_call()) return lost<ret>();                         \
+    if (!f->name) return unscripted<ret>();                                                          \
+    return f->name args;                                                                             \
   }
 GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
 #undef GPUDOC_NVML_X
@@ -73,6 +94,13 @@ const NvmlApi& FakeNvml::table() {
   GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
 #undef GPUDOC_NVML_X
   return table_;
+}
+
+bool FakeNvml::lost_on_this_call() {
+  if (device_calls_left_ < 0) return false;
+  if (device_calls_left_ == 0) return true;
+  --device_calls_left_;
+  return false;
 }
 
 int FakeNvml::calls(const std::string& name) const {

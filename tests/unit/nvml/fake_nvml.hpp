@@ -42,6 +42,13 @@ class FakeNvml {
   [[nodiscard]] int calls(const std::string& name) const;
   void count(const char* name) { ++calls_[name]; }
 
+  // The GPU falls off the bus mid-read: after the next `n` per-device calls (nvmlDevice*, other
+  // than getting the count and handles), every per-device call answers NVML_ERROR_GPU_IS_LOST
+  // without running its script, as the driver does once it has lost a GPU.
+  void lose_gpu_after(int n) { device_calls_left_ = n; }
+  // Used by the trampolines: counts one per-device call down; true once the GPU is lost.
+  [[nodiscard]] bool lost_on_this_call();
+
   // The handle the fake gives GPU i, and back.
   [[nodiscard]] static nvmlDevice_t handle(unsigned int i);
   [[nodiscard]] static int index_of(nvmlDevice_t h);
@@ -51,6 +58,7 @@ class FakeNvml {
  private:
   NvmlApi table_;
   std::map<std::string, int> calls_;
+  int device_calls_left_ = -1;   // -1: never lost
 };
 
 }  // namespace gpudoc::gpu::nvml::testing

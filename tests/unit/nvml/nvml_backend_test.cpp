@@ -326,9 +326,17 @@ TEST_F(nvml_backend, FastGroupConvertsUnits) {
   EXPECT_EQ(*value_of(*r, Metric::kMemoryClockMhz), 2619);
   EXPECT_EQ(*value_of(*r, Metric::kGpuTemperatureCelsius), 27);
   EXPECT_EQ(*value_of(*r, Metric::kClockEventReasonsMask), 5);
-  EXPECT_EQ(*value_of(*r, Metric::kMemoryUsedBytes), 754'820'096.0);
   for (const auto& s : r->metrics) EXPECT_EQ(s.time_unix_ns, clock_.unix_now_ns());
   EXPECT_EQ(fake.calls("nvmlDeviceGetCurrentClocksThrottleReasons"), 0);
+  // Memory in use is the slow group's (nvmlDeviceGetMemoryInfo costs ~30 us on an H200): the fast
+  // read, ten times a second, does not call it.
+  EXPECT_FALSE(value_of(*r, Metric::kMemoryUsedBytes).has_value());
+  const int memory_calls = fake.calls("nvmlDeviceGetMemoryInfo");  // the capability probe's
+  ASSERT_TRUE(b->read(0, MetricGroup::kFast).ok());
+  EXPECT_EQ(fake.calls("nvmlDeviceGetMemoryInfo"), memory_calls);
+  auto slow = b->read(0, MetricGroup::kSlow);
+  ASSERT_TRUE(slow.ok()) << slow.error().message();
+  EXPECT_EQ(*value_of(*slow, Metric::kMemoryUsedBytes), 754'820'096.0);
 }
 
 TEST_F(nvml_backend, NotSupportedMetricIsProbedOnceAndNeverPolledAgain) {

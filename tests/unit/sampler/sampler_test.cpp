@@ -29,7 +29,7 @@ SamplerConfig only(MetricGroup g, std::chrono::milliseconds period) {
 TEST(Sampler, ReadsEachGroupOnItsOwnPeriod) {
   core::ManualClock clock;
   gpu::FakeBackend fake(clock, 2);
-  SamplerConfig c;  // catalog defaults: fast 100 ms, utilization 5 s, gpm 200 ms, energy 30 s ...
+  SamplerConfig c;  // catalog defaults: fast 100 ms, utilization 10 s, gpm 200 ms, energy 30 s ...
   c.read_events = false;
   Sampler s(fake, clock, c);
   std::size_t records = 0;
@@ -37,7 +37,8 @@ TEST(Sampler, ReadsEachGroupOnItsOwnPeriod) {
   for (int g = 0; g < 2; ++g) {
     EXPECT_EQ(fake.read_count(g, MetricGroup::kFast), 600u);
     EXPECT_EQ(fake.read_count(g, MetricGroup::kGpm), 300u);
-    EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 12u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 6u);
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kSlow), 60u);
     EXPECT_EQ(fake.read_count(g, MetricGroup::kEnergy), 2u);
     EXPECT_EQ(fake.read_count(g, MetricGroup::kProcesses), 6u);
   }
@@ -92,6 +93,34 @@ TEST(Sampler, UtilizationBufferSamplesNeitherLostNorDuplicated) {
   ASSERT_GE(stamps.size(), 140u);
   for (std::size_t i = 1; i < stamps.size(); ++i)
     EXPECT_EQ(stamps[i] - stamps[i - 1], gpu::FakeBackend::kUtilizationSampleNs) << "at " << i;
+}
+
+// The utilization buffer is drained every 10 s; what the driver sampled since the last drain is
+// read once more when the sampler stops, so a recording does not lose its last seconds.
+TEST(Sampler, StopDrainsTheBuffersOnceMore) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  SamplerConfig c = only(MetricGroup::kUtilization, 10000ms);
+  c.periods[gpu::index(MetricGroup::kFast)] = 100ms;
+  Sampler s(fake, clock, c);
+  ASSERT_TRUE(s.start().ok());
+  std::this_thread::sleep_for(700ms);
+  std::size_t early = 0;
+  for (auto& r : s.drain(0ms))
+    for (const auto& m : r.samples) early += m.metric == Metric::kGpuUtilizationPercent ? 1 : 0;
+  s.stop();
+  std::size_t late = 0;
+  for (auto& r : s.drain(0ms))
+    for (const auto& m : r.samples) late += m.metric == Metric::kGpuUtilizationPercent ? 1 : 0;
+  for (int g = 0; g < 2; ++g) {
+    EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 2u) << "GPU " << g;  // at start, at stop
+    const auto fast = fake.read_count(g, MetricGroup::kFast);
+    EXPECT_GE(fast, 6u);   // the fast group is not read again at stop: it holds no buffer
+    EXPECT_LE(fast, 9u);
+  }
+  // ~0.7 s of 200 ms samples per GPU came with the read at stop, none before it but the first.
+  EXPECT_GE(late, 2u * 3u);
+  EXPECT_LE(early, 2u * 1u);
 }
 
 TEST(Sampler, NotSupportedGroupIsNotPolledAgain) {
