@@ -492,11 +492,17 @@ core::Status collect_workload(const CollectSpec& spec, bool echo_to_stderr, cons
   if (backend) install_stop_handlers();
   nlohmann::json metrics_json = nlohmann::json::array();
   int first_failure = 0;
+  // Each collection of this process gets its own file names: a check's confirmation run collects
+  // again, and with names by run index alone it wrote over the first run's trace, which the check
+  // then deleted as the first run's (the diagnosis of a confirmed regression found no trace).
+  static std::atomic<int> collections{0};
+  const int collection = collections.fetch_add(1);
   for (int r = 0; r < spec.repeat; ++r) {
-    const std::string trace = backend ? fmt::format("{}/gpudoc-baseline-{}-{}.jsonl", dir, getpid(), r) : std::string();
+    const std::string trace =
+        backend ? fmt::format("{}/gpudoc-baseline-{}-{}-{}.jsonl", dir, getpid(), collection, r) : std::string();
     if (spec.repeat > 1) std::fprintf(stderr, "gpudoc: baseline: workload run %d of %d\n", r + 1, spec.repeat);
     auto run = run_command(spec.command, backend.get(), trace, spec.timeout_s, echo_to_stderr,
-                           fmt::format("{}/gpudoc-metrics-{}-{}.jsonl", dir, getpid(), r));
+                           fmt::format("{}/gpudoc-metrics-{}-{}-{}.jsonl", dir, getpid(), collection, r));
     if (!run) return run.error().with_context(fmt::format("running `{}`", fmt::join(spec.command, " ")));
     if (run->timed_out) out.workload_timed_out = true;
     if (run->exit_code != 0 && first_failure == 0) first_failure = run->exit_code;

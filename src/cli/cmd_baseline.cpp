@@ -311,7 +311,7 @@ int run_check(const BaselineFlags& f) {
     cmp = baseline::confirm(first, second);
     confirmation = {{"sources", filter.sources}, {"figures", baseline::to_json(second)}};
     if (!again->trace_path.empty()) {
-      if (!got->trace_path.empty()) std::remove(got->trace_path.c_str());
+      if (!got->trace_path.empty() && got->trace_path != again->trace_path) std::remove(got->trace_path.c_str());
       got->trace_path = again->trace_path;
     }
     rerun = std::move(*again);
