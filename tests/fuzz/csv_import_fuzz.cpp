@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_support.hpp"
 #include "telemetry/import_nvidia_smi.hpp"
 #include "telemetry/trace.hpp"
 
@@ -32,16 +33,8 @@ namespace {
 
 using namespace gpudoc;  // NOLINT: a test program
 using telemetry::Trace;
-
-[[noreturn]] void fail(const char* what, const std::string& detail = "") {
-  std::fprintf(stderr, "csv_import_fuzz: invariant broken: %s %s\n", what, detail.c_str());
-  std::abort();
-}
-
-#define FUZZ_CHECK(cond, ...)                            \
-  do {                                                   \
-    if (!(cond)) fail(#cond __VA_OPT__(, ) __VA_ARGS__); \
-  } while (false)
+using fuzz::check_round_trip;
+using fuzz::fail;
 
 // Strict JSON serialisation throws on invalid UTF-8; the trace reader's strings never hold any.
 bool valid_utf8(const std::string& s) {
@@ -94,63 +87,6 @@ void check_well_formed(const Trace& t) {
   } catch (const std::exception& e) {
     fail("header.extra is not valid UTF-8 JSON", e.what());
   }
-}
-
-std::int64_t unix_ns(const Trace& t, double s) { return t.header.start_unix_ns + std::llround(s * 1e9); }
-
-// Writes `t` with TraceWriter into memory and returns the text (indices are distinct, checked
-// above, so the writer numbers GPUs by DeviceInfo::index).
-std::string write_back(const Trace& t) {
-  char* buf = nullptr;
-  std::size_t len = 0;
-  std::FILE* f = open_memstream(&buf, &len);
-  FUZZ_CHECK(f != nullptr);
-  {
-    auto w = telemetry::TraceWriter::wrap(f, t.header);
-    FUZZ_CHECK(w.ok(), w.ok() ? "" : w.error().message());
-    for (std::size_t g = 0; g < t.gpus.size(); ++g) {
-      std::vector<gpu::MetricSample> samples;
-      for (gpu::Metric m : gpu::all_metrics()) {
-        const auto& s = t.gpus[g].metric(m);
-        for (std::size_t i = 0; i < s.size(); ++i) samples.push_back({m, s.v[i], unix_ns(t, s.t[i])});
-      }
-      auto st = w->write_samples(t.header.gpus[g].index, samples);
-      FUZZ_CHECK(st.ok(), st.ok() ? "" : st.error().message());
-    }
-  }  // the writer's destructor writes the end line ("destroyed")
-  std::fclose(f);
-  std::string out(buf, len);
-  std::free(buf);
-  return out;
-}
-
-bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 + 1e-12 * std::fabs(a); }
-
-void check_round_trip(const Trace& a) {
-  std::string text = write_back(a);
-  auto r = telemetry::parse_trace(text, "roundtrip.jsonl");
-  FUZZ_CHECK(r.ok(), r.ok() ? "" : r.error().message() + "\n" + text);
-  const Trace& b = *r;
-  FUZZ_CHECK(a.header.start_unix_ns == b.header.start_unix_ns && a.header.system.backend == b.header.system.backend);
-  FUZZ_CHECK(a.header.extra == b.header.extra, a.header.extra.dump() + " vs " + b.header.extra.dump());
-  FUZZ_CHECK(a.header.metrics.size() == b.header.metrics.size());
-  for (std::size_t i = 0; i < a.header.metrics.size(); ++i)
-    FUZZ_CHECK(a.header.metrics[i].name == b.header.metrics[i].name &&
-               a.header.metrics[i].period_ms == b.header.metrics[i].period_ms);
-  FUZZ_CHECK(a.header.gpus.size() == b.header.gpus.size());
-  for (std::size_t i = 0; i < a.header.gpus.size(); ++i) {
-    const auto& x = a.header.gpus[i];
-    const auto& y = b.header.gpus[i];
-    FUZZ_CHECK(x.index == y.index && x.name == y.name && x.uuid == y.uuid && x.pci_bus_id == y.pci_bus_id &&
-               x.memory_total_bytes == y.memory_total_bytes && x.sm_clock_max_mhz == y.sm_clock_max_mhz);
-  }
-  for (std::size_t g = 0; g < a.gpus.size(); ++g)
-    for (std::size_t m = 0; m < gpu::kMetricCount; ++m) {
-      const auto& sa = a.gpus[g].metrics[m];
-      const auto& sb = b.gpus[g].metrics[m];
-      FUZZ_CHECK(sa.size() == sb.size());
-      for (std::size_t i = 0; i < sa.size(); ++i) FUZZ_CHECK(near(sa.t[i], sb.t[i]) && sa.v[i] == sb.v[i]);
-    }
 }
 
 }  // namespace
