@@ -1,5 +1,6 @@
 #include "bench/formulas.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -54,6 +55,29 @@ int ops_per_sample(double seconds_each, double target_seconds, int max_ops) noex
   if (n < 1) return 1;
   if (n > max_ops) return max_ops < 1 ? 1 : max_ops;
   return static_cast<int>(n);
+}
+
+std::vector<int> gemm_finalists(const std::vector<double>& probe_seconds, const std::vector<int>& always,
+                                int max_count, double margin) {
+  const auto ran = [&](int i) {
+    return i >= 0 && static_cast<std::size_t>(i) < probe_seconds.size() && probe_seconds[static_cast<std::size_t>(i)] > 0;
+  };
+  std::vector<int> order;
+  for (std::size_t i = 0; i < probe_seconds.size(); ++i)
+    if (ran(static_cast<int>(i))) order.push_back(static_cast<int>(i));
+  if (order.empty()) return {};
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return probe_seconds[static_cast<std::size_t>(a)] < probe_seconds[static_cast<std::size_t>(b)];
+  });
+  const double limit = probe_seconds[static_cast<std::size_t>(order.front())] * (1.0 + (margin > 0 ? margin : 0));
+  std::vector<int> out;
+  for (int i : order) {
+    if (static_cast<int>(out.size()) >= max_count || probe_seconds[static_cast<std::size_t>(i)] > limit) break;
+    out.push_back(i);
+  }
+  for (int i : always)
+    if (ran(i) && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  return out;
 }
 
 float bf16_to_float(std::uint16_t bits) noexcept {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace gpudoc::bench {
 
@@ -40,6 +41,15 @@ enum class GemmType {
 // `target_seconds` (an event pair resolves ~0.5 us and a clock or power-limit wobble lasts
 // milliseconds: long samples keep the CV low). Clamped to [1, max_ops]; 1 when seconds_each <= 0.
 [[nodiscard]] int ops_per_sample(double seconds_each, double target_seconds, int max_ops = 100000) noexcept;
+
+// The GEMM candidates that go on to the steady-state final, from each one's mean probe time per
+// matmul (0 or less: did not run): those within `margin` (0.03 = 3 %) of the fastest, fastest
+// first, at most `max_count`; then each of `always` (indices into `probe_seconds`: the heuristics'
+// first pick of each layout) that ran and is not among them yet, in the order given. A probe of a
+// few tens of ms judges a kernel at the clock its predecessor left; the heuristics' favourites are
+// often the ones that hold up in the steady state under a power cap. Empty when none ran.
+[[nodiscard]] std::vector<int> gemm_finalists(const std::vector<double>& probe_seconds, const std::vector<int>& always,
+                                              int max_count, double margin);
 
 // Decoding of the stored bit patterns (host-side reference of the verification).
 [[nodiscard]] float bf16_to_float(std::uint16_t bits) noexcept;

@@ -80,6 +80,8 @@ class GemmBenchmark final : public Benchmark {
         opt.repetitions = 10;
         opt.warmup_seconds = 0.3;
         opt.algo_probe_seconds = 0.02;
+        opt.algo_final_rounds = 1;
+        opt.algo_final_seconds = 0.2;
         break;
       case Mode::kDefault:
         opt.repetitions = 20;
@@ -95,6 +97,8 @@ class GemmBenchmark final : public Benchmark {
         opt.algo_candidates = fp32_data ? 32 : 16;
         opt.algo_probe_seconds = 0.1;
         opt.algo_probe_passes = 3;
+        opt.algo_finalists = 4;
+        opt.algo_final_seconds = 0.5;
         opt.sample_seconds = 0.1;
         break;
     }
@@ -129,8 +133,14 @@ class GemmBenchmark final : public Benchmark {
                 {"algo_seconds", t->algo_seconds},
                 {"algo_probe_seconds", opt.algo_probe_seconds},
                 {"algo_probe_passes", opt.algo_probe_passes},
+                {"algo_final_seconds", t->algo_final_seconds},
+                {"algo_finalists", opt.algo_finalists},
+                {"algo_final_margin", opt.algo_final_margin},
+                {"algo_final_turn_seconds", opt.algo_final_seconds},
+                {"algo_final_rounds", opt.algo_final_rounds},
                 {"warmup_seconds", opt.warmup_seconds},
                 {"warmup_matmuls", t->warmup_matmuls},
+                {"busy_seconds_before_samples", t->seconds_before_samples},
                 {"repetitions", opt.repetitions},
                 {"matmuls_per_sample", t->matmuls_per_sample},
                 {"sample_seconds_target", opt.sample_seconds},

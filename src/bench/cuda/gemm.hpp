@@ -7,10 +7,11 @@
 //   opt.type = bench::GemmType::kBf16;             // 8192^3 by default
 //   auto t = cuda::run_gemm(opt);                  // t->seconds[i]: per matmul, sample i
 //
-// Layout: column-major. FP8 runs "TN" (A transposed, B not), the layout cuBLASLt requires for it:
-// A stored K x M (lda = K). Every other type runs "NN", the layout PyTorch's row-major `a @ b`
-// reaches cuBLAS with: A stored M x K (lda = M). B is K x N (ldb = K), D M x N (ldd = M),
-// D = alpha * op(A) * B with beta = 0; C = D in place, except FP8 (a zeroed bf16 C of its own).
+// Layout: column-major. The candidates of two layouts compete: "TN" (A transposed, stored K x M,
+// lda = K; the only one cuBLASLt accepts for FP8) and, except for FP8, "NN", the layout PyTorch's
+// row-major `a @ b` reaches cuBLAS with (A stored M x K, lda = M). B is K x N (ldb = K), D M x N
+// (ldd = M), D = alpha * op(A) * B with beta = 0; C = D in place, except FP8 (a zeroed bf16 C of
+// its own). The algorithm: a round-robin probe, then a steady-state final (docs/methodology.md).
 // Not thread-safe (current device; the loader itself is). Errors: every CUDA and cuBLASLt failure
 // as a core::Error naming the call; kEnvironment when cuBLASLt cannot be loaded; kNotSupported
 // without CUDA or when cuBLASLt has no algorithm for the type on this GPU.
@@ -44,6 +45,10 @@ struct GemmOptions {
   int algo_candidates = 8;                                // algorithms asked of the heuristics and timed
   double algo_probe_seconds = 0.05;                       // each candidate's time per probe pass
   int algo_probe_passes = 2;                              // round-robin passes over the candidates (mean)
+  int algo_finalists = 3;                                 // candidates compared again in the steady state
+  double algo_final_margin = 0.03;                        // ... those within 3 % of the best probe
+  double algo_final_seconds = 0.3;                        // each finalist's turn: half settling, half timed
+  int algo_final_rounds = 2;                              // turns per finalist (order reversed each round)
   std::size_t workspace_bytes = std::size_t{64} << 20;    // workspace offered to cuBLASLt
   int verify_elements = 64;                               // output elements checked against the host reference
 };
@@ -52,6 +57,8 @@ struct GemmTiming {
   std::vector<double> seconds;          // per matmul, one entry per sample
   int matmuls_per_sample = 0;
   int warmup_matmuls = 0;
+  double seconds_before_samples = 0;    // GPU time from the first matmul to the first sample (warm-up,
+                                        // probes, final): how long the GPU had been at work, and warming
   std::string library;                  // what load_cublaslt() returned
   int algos_returned = 0;               // by cublasLtMatmulAlgoGetHeuristic
   int algos_timed = 0;
@@ -61,6 +68,7 @@ struct GemmTiming {
   std::size_t algo_workspace_bytes = 0; // workspace the chosen one needs
   std::vector<double> algo_seconds;     // per matmul, each candidate timed (0: not usable): the TN
                                         // layout's in heuristic order, then NN's (not for FP8)
+  std::vector<double> algo_final_seconds;  // per matmul in the steady-state final, same order (0: not a finalist)
   bool verified = false;
   std::string verify_detail;            // what was checked, or the worst element
   double worst_error_ratio = 0;         // max |got - reference| / bound over the checked elements

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "bench/formulas.hpp"
 
@@ -30,6 +31,31 @@ TEST(GemmFormulas, OpsPerSampleReachesTheTargetDuration) {
   EXPECT_EQ(ops_per_sample(1e-9, 0.05, 1000), 1000); // clamped
   EXPECT_EQ(ops_per_sample(0, 0.05), 1);
   EXPECT_EQ(ops_per_sample(1e-3, 0), 1);
+}
+
+TEST(GemmFormulas, FinalistsAreTheFastestWithinTheMarginPlusTheHeuristicsFirstPicks) {
+  using V = std::vector<int>;
+  // The H200's FP8 probe of 2026-11-30 (seconds per matmul, relative): rank 2 fastest, rank 0 0.8 % behind.
+  const std::vector<double> fp8{1.008, 1.0134, 1.0, 1.0113, 1.0349, 1.0628, 1.1015, 1.0668};
+  EXPECT_EQ(gemm_finalists(fp8, {0}, 3, 0.03), (V{2, 0, 3}));
+  EXPECT_EQ(gemm_finalists(fp8, {0}, 2, 0.03), (V{2, 0}));
+  // Its TF32 probe (TN rank 0, NN ranks 1-8): the NN layout's first pick, 3.1 % behind, joins the final.
+  const std::vector<double> tf32{1.017, 1.031, 1.226, 1.0, 1.222, 1.186, 1.277, 1.333, 1.135};
+  EXPECT_EQ(gemm_finalists(tf32, {0, 1}, 3, 0.03), (V{3, 0, 1}));
+  // First picks outside the margin, or beyond max_count, are added after the others.
+  const std::vector<double> far{1.05, 1.0, 1.001, 1.002};
+  EXPECT_EQ(gemm_finalists(far, {0}, 3, 0.03), (V{1, 2, 3, 0}));
+  EXPECT_EQ(gemm_finalists(far, {0, 1}, 1, 0.03), (V{1, 0}));
+  // Candidates that did not run (0) never go, first picks included; so do indices out of range.
+  EXPECT_EQ(gemm_finalists({0, 2.0, 0, 2.01}, {0}, 3, 0.03), (V{1, 3}));
+  EXPECT_EQ(gemm_finalists({0, 2.0, 0, 2.01}, {2, -1, 9}, 3, 0.03), (V{1, 3}));
+  // The margin: 3 % of the fastest, inclusive.
+  EXPECT_EQ(gemm_finalists({1.0, 1.03, 1.031}, {}, 3, 0.03), (V{0, 1}));
+  // Ties keep the heuristics' order.
+  EXPECT_EQ(gemm_finalists({1.0, 1.0, 1.0}, {}, 2, 0.0), (V{0, 1}));
+  EXPECT_TRUE(gemm_finalists({}, {0}, 3, 0.03).empty());
+  EXPECT_TRUE(gemm_finalists({0, 0}, {0}, 3, 0.03).empty());
+  EXPECT_EQ(gemm_finalists({1.0, 1.2}, {1}, 0, 0.03), (V{1}));
 }
 
 TEST(GemmFormulas, TypeNamesAndSizes) {
