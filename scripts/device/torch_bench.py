@@ -12,7 +12,14 @@ CV = population stddev / mean. Keys are gpudoc's where the figure is the same fi
   gemm.fp8           torch._scaled_mm, e4m3 x e4m3 (B column-major), per-tensor scales, bf16 out
   pcie.{h2d,d2h}.{pinned,pageable}   1 GiB tensor copies host <-> device: GB/s = bytes / time / 1e9
 
-Usage: python3 scripts/device/torch_bench.py [--reps 20] [--device 0] [--only gemm.bf16,hbm.copy] > torch.json
+--match GPUDOC_JSON gives each GEMM gpudoc's timeline from that `gpudoc bench --json` output: the
+warm-up lasts as long as the GPU had been busy before gpudoc's first sample
+(params.busy_seconds_before_samples: warm-up, probes, final), and the samples as many and as long.
+Under the power cap the figure depends on that time: the die warms and the clock falls (H200,
+2026-11-30: TF32 353 TFLOP/s after 1 s, 345 after 4.5 s of matmuls).
+
+Usage: python3 scripts/device/torch_bench.py [--reps 20] [--device 0] [--only gemm.bf16,hbm.copy]
+                                             [--match gpudoc.json] > torch.json
 """
 import argparse
 import json
@@ -108,6 +115,7 @@ def bench_gemm(dtype, size, reps, warmup_seconds, sample_seconds):
     err = (out - ref().double()).abs().max().item()
     torch.backends.cuda.matmul.allow_tf32 = False
     return summarize(samples, "TFLOP/s", {"m": m, "n": n, "k": k, "matmuls_per_sample": per, "warmup_matmuls": warm,
+                                          "warmup_seconds": warmup_seconds, "sample_seconds": sample_seconds,
                                           "max_abs_error_64x64": err, "verified": err <= tol})
 
 
@@ -137,8 +145,16 @@ def main():
     ap.add_argument("--warmup-seconds", type=float, default=1.0)
     ap.add_argument("--sample-seconds", type=float, default=0.05)
     ap.add_argument("--only", default="", help="comma-separated keys or groups (gemm, pcie, hbm)")
+    ap.add_argument("--match", metavar="GPUDOC_JSON", help="give each GEMM gpudoc's timeline from this bench --json output")
     args = ap.parse_args()
     torch.cuda.set_device(args.device)
+    matched = {}
+    if args.match:
+        with open(args.match) as f:
+            for e in json.load(f).get("results", []):
+                p = e.get("result", {}).get("params", {})
+                if e.get("key", "").startswith("gemm.") and "busy_seconds_before_samples" in p:
+                    matched[e["key"]] = (p["busy_seconds_before_samples"], p["sample_seconds_target"], p["repetitions"])
     only = [s for s in args.only.split(",") if s]
 
     def wanted(key):
@@ -146,7 +162,8 @@ def main():
 
     jobs = [("hbm.copy", lambda: bench_copy(args.reps))]
     for dt in ("fp32", "tf32", "fp16", "bf16", "fp8"):
-        jobs.append((f"gemm.{dt}", lambda dt=dt: bench_gemm(dt, 8192, args.reps, args.warmup_seconds, args.sample_seconds)))
+        warm, sample, reps = matched.get(f"gemm.{dt}", (args.warmup_seconds, args.sample_seconds, args.reps))
+        jobs.append((f"gemm.{dt}", lambda dt=dt, w=warm, s=sample, r=reps: bench_gemm(dt, 8192, r, w, s)))
     for pinned in (True, False):
         for direction in ("h2d", "d2h"):
             key = f"pcie.{direction}.{'pinned' if pinned else 'pageable'}"
