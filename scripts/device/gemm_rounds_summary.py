@@ -8,20 +8,12 @@ relative to the chosen one).
 
 Usage: python3 scripts/device/gemm_rounds_summary.py DIR
 """
-import json
 import os
 import statistics
 import sys
 
-KEYS = ["gemm.fp32", "gemm.tf32", "gemm.fp16", "gemm.bf16", "gemm.fp8"]
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_compare import GEMM_KEYS as KEYS, load  # noqa: E402  (the same keys and reader as the comparison)
 
 
 def gpudoc_results(doc):
