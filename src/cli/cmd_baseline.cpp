@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -55,21 +54,6 @@ struct BaselineFlags {
 
 void print(const std::string& s) { std::fputs(s.c_str(), stdout); }
 
-std::string iso_time(std::int64_t unix_ns) {
-  const std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string value_text(std::optional<double> v, const std::string& unit) {
-  if (!v || !std::isfinite(*v)) return "—";
-  if (unit == "By") return core::human_bytes(*v);
-  std::string s = fmt::format("{:.4g}", *v);
-  return unit.empty() || unit == "1" ? s : s + " " + (unit == "percent" ? "%" : unit);
-}
 
 std::string change_text(const baseline::FigureComparison& f) {
   if (!f.change_percent) return "—";
@@ -95,7 +79,7 @@ std::string verdict_text(const baseline::FigureComparison& f) {
 std::string render_comparison(const baseline::Comparison& c) {
   std::vector<std::vector<std::string>> rows{{"figure", "baseline", "now", "change", "bound", "verdict", "why"}};
   for (const auto& f : c.figures)
-    rows.push_back({f.name, value_text(f.baseline_median, f.unit), value_text(f.now_median, f.unit), change_text(f), bound_text(f),
+    rows.push_back({f.name, core::value_with_unit(f.baseline_median, f.unit), core::value_with_unit(f.now_median, f.unit), change_text(f), bound_text(f),
                     verdict_text(f), f.note});
   return core::render_table(rows);
 }
@@ -139,7 +123,7 @@ std::string render_figures(const std::vector<baseline::Figure>& figs, const base
     const auto rule = cfg.rule_for(fig.name, fig.unit, fig.direction);
     const double noise = baseline::noise_percent(fig.samples);
     const double bound = std::max(rule.threshold_percent, cfg.noise_k * noise);
-    rows.push_back({fig.name, value_text(baseline::median(fig.samples), fig.unit), std::to_string(fig.samples.size()),
+    rows.push_back({fig.name, core::value_with_unit(baseline::median(fig.samples), fig.unit), std::to_string(fig.samples.size()),
                     fmt::format("{:.1f} %", noise), baseline::to_string(rule.direction),
                     rule.direction == baseline::Direction::kUnknown ? "not gated" : fmt::format("{:.1f} %", bound), rule.origin});
   }
@@ -375,7 +359,7 @@ int run_check(const BaselineFlags& f) {
                 {"trace", got->trace_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(got->trace_path)}});
     return code;
   }
-  print(fmt::format("baseline '{}' (recorded {}), check run {}\n", f.name, iso_time(golden->time_unix_ns), *id));
+  print(fmt::format("baseline '{}' (recorded {}), check run {}\n", f.name, core::utc_seconds_text(golden->time_unix_ns), *id));
   if (!diffs.empty()) print(fmt::format("compared across machines (--allow-different-machine): {}\n", fmt::join(diffs, "; ")));
   print(render_comparison(cmp));
   if (!workload_failure.empty()) print(fmt::format("FAILED: {}\n", workload_failure));
@@ -415,16 +399,16 @@ int run_list(const BaselineFlags& f) {
     if (runs)
       for (auto it = runs->rbegin(); it != runs->rend(); ++it)
         if (it->role == "check") {
-          last = fmt::format("{} {}", it->verdict, iso_time(it->time_unix_ns));
-          last_j = {{"verdict", it->verdict}, {"time", iso_time(it->time_unix_ns)}, {"run_id", it->id}};
+          last = fmt::format("{} {}", it->verdict, core::utc_seconds_text(it->time_unix_ns));
+          last_j = {{"verdict", it->verdict}, {"time", core::utc_seconds_text(it->time_unix_ns)}, {"run_id", it->id}};
           break;
         }
     const std::string gpus = b.machine.gpus.empty() ? "none" : fmt::format("{}x {}", b.machine.gpus.size(), b.machine.gpus[0]);
-    rows.push_back({b.name, b.kinds, iso_time(b.updated_unix_ns), gpus, std::to_string(b.run_count), last});
+    rows.push_back({b.name, b.kinds, core::utc_seconds_text(b.updated_unix_ns), gpus, std::to_string(b.run_count), last});
     arr.push_back({{"name", b.name},
                    {"kinds", b.kinds},
-                   {"created", iso_time(b.created_unix_ns)},
-                   {"recorded", iso_time(b.updated_unix_ns)},
+                   {"created", core::utc_seconds_text(b.created_unix_ns)},
+                   {"recorded", core::utc_seconds_text(b.updated_unix_ns)},
                    {"machine", baseline::to_json(b.machine)},
                    {"runs", b.run_count},
                    {"last_check", last_j}});
@@ -457,8 +441,8 @@ int run_show(const BaselineFlags& f) {
   if (f.json) {
     print_json({{"name", info.name},
                 {"kinds", info.kinds},
-                {"created", iso_time(info.created_unix_ns)},
-                {"recorded", iso_time(info.updated_unix_ns)},
+                {"created", core::utc_seconds_text(info.created_unix_ns)},
+                {"recorded", core::utc_seconds_text(info.updated_unix_ns)},
                 {"spec", info.spec},
                 {"machine", baseline::to_json(golden->machine)},
                 {"run_id", golden->id},
@@ -475,7 +459,7 @@ int run_show(const BaselineFlags& f) {
                                                  spec.timeout_s > 0 ? fmt::format(", timeout {} s", spec.timeout_s) : "");
   const auto& m = golden->machine;
   print(fmt::format("baseline '{}' ({}), recorded {} by gpudoc {}\n{}machine: {} | GPUs: {} | driver {} | CUDA {}\n", info.name,
-                    info.kinds, iso_time(info.updated_unix_ns), golden->gpudoc_version, what, m.host,
+                    info.kinds, core::utc_seconds_text(info.updated_unix_ns), golden->gpudoc_version, what, m.host,
                     m.gpus.empty() ? std::string("none") : fmt::format("{}", fmt::join(m.gpus, ", ")),
                     m.driver_version.empty() ? "—" : m.driver_version, m.cuda_version.empty() ? "—" : m.cuda_version));
   print(render_figures(golden->figures, *cfg));
@@ -594,7 +578,7 @@ int run_history(const BaselineFlags& f) {
     for (const auto& r : *runs) {
       nlohmann::json medians = nlohmann::json::object();
       for (const auto& fig : r.figures) medians[fig.name] = baseline::median(fig.samples);
-      arr.push_back({{"run_id", r.id}, {"time", iso_time(r.time_unix_ns)}, {"role", r.role}, {"verdict", r.verdict},
+      arr.push_back({{"run_id", r.id}, {"time", core::utc_seconds_text(r.time_unix_ns)}, {"role", r.role}, {"verdict", r.verdict},
                      {"golden", r.id == info.golden_run_id}, {"medians", medians}});
     }
     nlohmann::json j = {{"baseline", info.name}, {"runs", arr}};
@@ -604,7 +588,7 @@ int run_history(const BaselineFlags& f) {
   }
   std::vector<std::vector<std::string>> rows{{"run", "time", "role", "verdict"}};
   for (const auto& r : *runs)
-    rows.push_back({std::to_string(r.id) + (r.id == info.golden_run_id ? "*" : ""), iso_time(r.time_unix_ns), r.role,
+    rows.push_back({std::to_string(r.id) + (r.id == info.golden_run_id ? "*" : ""), core::utc_seconds_text(r.time_unix_ns), r.role,
                     r.verdict.empty() ? "—" : r.verdict});
   print(fmt::format("baseline '{}': {} run{} (* = the golden run), oldest first\n", info.name, runs->size(), runs->size() == 1 ? "" : "s"));
   print(core::render_table(rows));
@@ -626,8 +610,8 @@ int run_history(const BaselineFlags& f) {
     for (auto it = v.rbegin(); it != v.rend() && !last; ++it) last = *it;
     // A flat series draws mid-height, not at the floor.
     const double pad = hi > lo ? 0 : std::max(std::fabs(hi) * 0.01, 1e-12);
-    trend.push_back({name, core::sparkline(v, lo - pad, hi + pad), value_text(lo, units[name]), value_text(hi, units[name]),
-                     value_text(last, units[name])});
+    trend.push_back({name, core::sparkline(v, lo - pad, hi + pad), core::value_with_unit(lo, units[name]), core::value_with_unit(hi, units[name]),
+                     core::value_with_unit(last, units[name])});
   }
   print(core::render_table(trend));
   if (f.html) print(fmt::format("HTML page: {}\n", *f.html));

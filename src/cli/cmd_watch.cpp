@@ -128,7 +128,7 @@ int run_watch(const WatchFlags& f) {
     if (f.json) {
       auto j = view::watch_json(state);
       if (replay != nullptr) j["replay"] = f.trace;
-      std::fputs((j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+      print_json(j, -1);
     } else {
       std::string frame = view::render_watch(state, {.title = title, .banner = banner, .clock = clock_text});
       if (clear) std::fputs("\x1b[H\x1b[J", stdout);

@@ -1,7 +1,5 @@
 #include "cli/common.hpp"
 
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,10 +9,6 @@
 #include "gpu/nvml/nvml_backend.hpp"
 
 namespace gpudoc::cli {
-
-void print_json(const nlohmann::json& j) {
-  std::fputs((j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
-}
 
 core::Result<std::unique_ptr<gpu::Backend>> open_live_backend() {
   auto b = gpu::open_nvml_backend();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,10 +20,14 @@ class App;
 
 namespace gpudoc::cli {
 
-// Prints `j` to stdout, indented, with a newline. Strings that are not valid UTF-8 (a file name, a
-// GPU name, a command's output) are written with U+FFFD in place of the bad bytes instead of
-// throwing: --json output never dies on the data it reports.
-void print_json(const nlohmann::json& j);
+// Prints `j` to stdout with a newline, indented by `indent` (-1: one line, as a JSON Lines
+// stream). Strings that are not valid UTF-8 (a file name, a GPU name, a command's output) are
+// written with U+FFFD in place of the bad bytes instead of throwing: --json output never dies on
+// the data it reports. An nlohmann::ordered_json keeps its keys in insertion order.
+template <class Json = nlohmann::json>
+void print_json(const Json& j, int indent = 2) {
+  std::fputs((j.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n").c_str(), stdout);
+}
 
 // Opens NVML. On failure the error says what is missing and what still works without a GPU.
 [[nodiscard]] core::Result<std::unique_ptr<gpu::Backend>> open_live_backend();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <ctime>
 
 namespace gpudoc::core {
 namespace {
@@ -41,6 +42,23 @@ std::string human_bytes(double bytes) {
     ++u;
   }
   return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+std::string value_with_unit(std::optional<double> value, std::string_view unit) {
+  if (!value || !std::isfinite(*value)) return "—";
+  if (unit == "By") return human_bytes(*value);
+  const std::string s = fmt::format("{:.4g}", *value);
+  if (unit.empty() || unit == "1") return s;
+  return s + " " + (unit == "percent" ? std::string("%") : std::string(unit));
+}
+
+std::string utc_seconds_text(std::int64_t unix_ns) {
+  const auto t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buf;
 }
 
 std::string human_duration(double seconds) {

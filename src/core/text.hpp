@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpudoc::core {
@@ -18,6 +19,11 @@ namespace gpudoc::core {
 [[nodiscard]] std::string sparkline(std::span<const double> values, double lo, double hi);
 [[nodiscard]] std::string human_bytes(double bytes);          // "1.5 GiB"
 [[nodiscard]] std::string human_duration(double seconds);     // "1h 02m", "3.2 s", "850 ms"
+// A measured figure with its unit: bytes ("By") as human_bytes, "percent" as "%", no unit for
+// "" and "1", otherwise "95.54 ms"; 4 significant digits. "—" when absent or not finite.
+[[nodiscard]] std::string value_with_unit(std::optional<double> value, std::string_view unit);
+// A wall-clock time in UTC to the second: "2026-11-30 03:03:56Z".
+[[nodiscard]] std::string utc_seconds_text(std::int64_t unix_ns);
 // Display width in terminal columns of a UTF-8 string (counts code points; no wide-char support).
 [[nodiscard]] std::size_t display_width(const std::string& s);
 // Pads (or cuts) a UTF-8 string to exactly `width` columns.

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <ctime>
 
 #include "core/text.hpp"
 #include "core/version.hpp"
@@ -20,23 +19,6 @@ nlohmann::json number_or_null(const std::optional<double>& v) {
   return *v;
 }
 
-std::string iso_time(std::int64_t unix_ns) {
-  const auto t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string unit_text(const std::string& unit) { return unit == "percent" ? "%" : unit; }
-
-std::string value_text(const std::optional<double>& v, const std::string& unit) {
-  if (!v || !std::isfinite(*v)) return "—";
-  if (unit == "By") return core::human_bytes(*v);
-  std::string s = fmt::format("{:.4g}", *v);
-  return unit.empty() || unit == "1" ? s : s + " " + unit_text(unit);
-}
 
 std::string direction_text(const BaselineHistoryFigure& f) {
   if (f.direction == "lower") return fmt::format("lower is better · bound +{:.1f} %", f.bound_percent);
@@ -198,8 +180,8 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
     const auto& f = h.figures[fi];
     page += fmt::format("<section class=\"figure\" id=\"figure-{}\">\n", fi);
     page += "<h2><code>" + esc(f.name) + "</code></h2>\n";
-    std::string line = direction_text(f) + " · baseline " + value_text(f.baseline_value, f.unit);
-    if (f.bound_value) line += " · regression beyond " + value_text(f.bound_value, f.unit);
+    std::string line = direction_text(f) + " · baseline " + core::value_with_unit(f.baseline_value, f.unit);
+    if (f.bound_value) line += " · regression beyond " + core::value_with_unit(f.bound_value, f.unit);
     if (!f.rule.empty()) line += " · rule: " + f.rule;
     page += "<p class=\"muted\">" + esc(line) + "</p>\n";
     page += fmt::format("<div class=\"plots\" id=\"plot-{}\"></div>\n", fi);
@@ -209,7 +191,7 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
       const auto& r = h.runs[i];
       const std::optional<double> v = i < f.values.size() ? f.values[i] : std::nullopt;
       page += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>{}</tr>\n", r.id,
-                          r.golden ? "*" : "", iso_time(r.time_unix_ns), esc(r.role), esc(value_text(v, f.unit)),
+                          r.golden ? "*" : "", core::utc_seconds_text(r.time_unix_ns), esc(r.role), esc(core::value_with_unit(v, f.unit)),
                           verdict_cell(i < f.verdicts.size() ? f.verdicts[i] : std::string()));
     }
     page += "</table></details>\n</section>\n";
@@ -220,7 +202,7 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
   page += "<table class=\"runs\"><tr><th>run</th><th>time</th><th>role</th><th>verdict</th></tr>\n";
   for (const auto& r : h.runs)
     page += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td>{}</tr>\n", r.id, r.golden ? "*" : "",
-                        iso_time(r.time_unix_ns), esc(r.role), verdict_cell(r.verdict));
+                        core::utc_seconds_text(r.time_unix_ns), esc(r.role), verdict_cell(r.verdict));
   page += "</table>\n";
 
   page += "<script type=\"application/json\" id=\"gpudoc-data\">" + script_safe_json(page_data(h)) + "</script>\n";

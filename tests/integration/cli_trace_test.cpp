@@ -75,6 +75,9 @@ TEST(CliTraceInfo, JsonSummary) {
   EXPECT_DOUBLE_EQ(m["min"].get<double>(), 300);
   EXPECT_DOUBLE_EQ(m["max"].get<double>(), 320);
   EXPECT_EQ(j["events"]["xid"], 1);
+  // Written in its reading order (the file first, then what it holds), not sorted by key.
+  EXPECT_EQ(r.output.rfind("{\n  \"file\": ", 0), 0u) << r.output.substr(0, 80);
+  EXPECT_LT(r.output.find("\"valid\""), r.output.find("\"clean_end\""));
 }
 
 TEST(CliTraceInfo, ReportsATraceWithoutEnd) {

@@ -465,10 +465,6 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   }
   if (passes == 0) t.algo_seconds[static_cast<std::size_t>(runnable.front())] = single.front();
   t.algos_timed = static_cast<int>(runnable.size());
-  int best = runnable.front();
-  for (int i : runnable)
-    if (t.algo_seconds[static_cast<std::size_t>(i)] < t.algo_seconds[static_cast<std::size_t>(best)]) best = i;
-
   t.algo_final_seconds.assign(static_cast<std::size_t>(returned), 0.0);
   std::vector<int> first_picks;  // the first runnable candidate of each layout
   for (int i : runnable)
@@ -496,13 +492,13 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
       t.algo_final_seconds[static_cast<std::size_t>(i)] += *timed / rounds;
     }
   }
-  if (rounds > 0) {
-    best = finalists.front();
-    for (int i : finalists)
-      if (t.algo_final_seconds[static_cast<std::size_t>(i)] < t.algo_final_seconds[static_cast<std::size_t>(best)]) best = i;
-  }
-  const double best_seconds = rounds > 0 ? t.algo_final_seconds[static_cast<std::size_t>(best)]
-                                         : t.algo_seconds[static_cast<std::size_t>(best)];
+  // The winner by the final's means; without a final (one finalist) that is the probe's fastest,
+  // which gemm_finalists puts first. A tie goes to the earlier finalist.
+  const std::vector<double>& judged = rounds > 0 ? t.algo_final_seconds : t.algo_seconds;
+  int best = finalists.front();
+  for (int i : finalists)
+    if (judged[static_cast<std::size_t>(i)] < judged[static_cast<std::size_t>(best)]) best = i;
+  const double best_seconds = judged[static_cast<std::size_t>(best)];
   const Candidate& algo = heuristics[static_cast<std::size_t>(best)];
   const bool a_transposed = algo.layout->a_transposed;
   t.algo_rank = best;

@@ -29,7 +29,7 @@ __device__ __forceinline__ uint4 index_vector(std::size_t i) {
   return make_uint4(w, w + 1, w + 2, w + 3);
 }
 
-// Work split shared by the three kernels: the buffer is cut into chunks of grid * kUnroll vectors;
+// Work split shared by the read and write kernels: the buffer is cut into chunks of grid * kUnroll vectors;
 // in a full chunk, thread t of block b owns vectors chunk + b * blockDim * kUnroll + u * blockDim + t
 // (u < kUnroll: each of the kUnroll accesses is coalesced across the warp), with no bounds check.
 // The vectors after the last full chunk (fewer than one chunk) go grid-stride, one at a time.

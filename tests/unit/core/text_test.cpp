@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace gpudoc::core {
@@ -21,6 +22,18 @@ TEST(Text, HumanUnits) {
   EXPECT_EQ(human_duration(0.85), "850 ms");
   EXPECT_EQ(human_duration(3.25), "3.2 s");
   EXPECT_EQ(human_duration(3725), "1h 02m");
+}
+
+TEST(Text, ValuesWithUnitsAndUtcTimes) {
+  EXPECT_EQ(value_with_unit(95.5449, "ms"), "95.54 ms");
+  EXPECT_EQ(value_with_unit(71.61, "percent"), "71.61 %");
+  EXPECT_EQ(value_with_unit(1004.0 * 1024 * 1024, "By"), "1004.0 MiB");
+  EXPECT_EQ(value_with_unit(0.9451, "1"), "0.9451");
+  EXPECT_EQ(value_with_unit(12345678, ""), "1.235e+07");
+  EXPECT_EQ(value_with_unit(std::nullopt, "ms"), "—");
+  EXPECT_EQ(value_with_unit(std::numeric_limits<double>::infinity(), "ms"), "—");
+  EXPECT_EQ(utc_seconds_text(0), "1970-01-01 00:00:00Z");
+  EXPECT_EQ(utc_seconds_text(1796007836'500'000'000), "2026-11-30 03:03:56Z");
 }
 
 TEST(Text, FitAndTableCountColumnsNotBytes) {
