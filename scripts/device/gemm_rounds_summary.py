@@ -46,7 +46,8 @@ def main():
                 pr = g[k]["result"]["params"]
                 c = g[k].get("conditions", {})
                 choice.setdefault(k, []).append(
-                    f"r{r}: rank {pr.get('algo_rank')} {pr.get('layout', '')[:2]}, "
+                    f"r{r}: rank {pr.get('algo_rank')} {pr.get('layout', '')[:2]}"
+                    + (f" ({pr['algo_origin']}; {pr.get('algo_config', '')})" if "algo_origin" in pr else "") + ", "
                     f"SM {c.get('sm_clock_mhz', {}).get('median', '?')} MHz, "
                     f"{c.get('temperature_celsius', {}).get('median', '?')} °C; probe [{rel(pr.get('algo_seconds', []), pr.get('algo_rank', -1))}]"
                     + (f"; final [{rel(pr['algo_final_seconds'], pr.get('algo_rank', -1))}]" if "algo_final_seconds" in pr else ""))

@@ -79,7 +79,7 @@ class GemmBenchmark final : public Benchmark {
       case Mode::kQuick:
         opt.repetitions = 10;
         opt.warmup_seconds = 0.3;
-        opt.algo_probe_seconds = 0.02;
+        opt.algo_probe_seconds = 0.04;
         opt.algo_final_rounds = 1;
         opt.algo_final_seconds = 0.2;
         break;
@@ -96,7 +96,7 @@ class GemmBenchmark final : public Benchmark {
         opt.warmup_seconds = 2.0;
         opt.algo_candidates = fp32_data ? 32 : 16;
         opt.algo_probe_seconds = 0.1;
-        opt.algo_probe_passes = 3;
+        opt.algo_probe_passes = 3;  // 35 TF32 candidates: ~10 s
         opt.algo_finalists = 4;
         opt.algo_final_seconds = 0.5;
         opt.sample_seconds = 0.1;
@@ -127,9 +127,13 @@ class GemmBenchmark final : public Benchmark {
                 {"workspace_bytes", opt.workspace_bytes},
                 {"algos_returned", t->algos_returned},
                 {"algos_timed", t->algos_timed},
+                {"algo_variants", t->algo_variants},
                 {"algo_rank", t->algo_rank},
+                {"algo_origin", t->algo_origin},
                 {"algo_id", t->algo_id},
+                {"algo_config", t->algo_config},
                 {"algo_workspace_bytes", t->algo_workspace_bytes},
+                {"algo_candidates", t->algo_candidates},
                 {"algo_seconds", t->algo_seconds},
                 {"algo_probe_seconds", opt.algo_probe_seconds},
                 {"algo_probe_passes", opt.algo_probe_passes},

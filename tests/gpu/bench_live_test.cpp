@@ -97,6 +97,14 @@ TEST_F(BenchLive, GemmHeadlineTypes) {
     EXPECT_GT(r.median, floor) << key;
     EXPECT_LE(r.cv, 0.02) << key;
     EXPECT_EQ(r.params["m"], 8192) << key;
+    // The winner says where it came from and how cuBLASLt configured it; on Hopper and newer the
+    // tensor-core kernels run in thread-block clusters, and the heuristics' first picks have
+    // cluster-shape variants to time as well (the fp32 kernels without TF32 have none on the H200).
+    EXPECT_EQ(r.params["algo_config"].get<std::string>().rfind("algo ", 0), 0u) << key;
+    EXPECT_NE(r.params["algo_origin"].get<std::string>().find("heuristics #"), std::string::npos) << key;
+    EXPECT_EQ(r.params["algo_candidates"].size(), r.params["algo_seconds"].size()) << key;
+    if (ctx_.gpu->compute_major >= 9 && std::string(key) != "gemm.fp32")
+      EXPECT_GE(r.params["algo_variants"].get<int>(), 1) << key;
   }
 }
 TEST_F(BenchLive, GemmSweep) {

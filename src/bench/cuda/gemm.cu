@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/cuda/check.cuh"
@@ -43,6 +44,8 @@ namespace {
   X(cublasLtMatmulPreferenceSetAttribute) \
   X(cublasLtMatmulAlgoGetHeuristic)       \
   X(cublasLtMatmulAlgoConfigGetAttribute) \
+  X(cublasLtMatmulAlgoConfigSetAttribute) \
+  X(cublasLtMatmulAlgoCheck)              \
   X(cublasLtMatmul)
 
 struct LtApi {
@@ -253,6 +256,60 @@ std::string shape(const GemmOptions& o) {
   return std::string(to_string(o.type)) + " " + std::to_string(o.m) + "x" + std::to_string(o.n) + "x" + std::to_string(o.k);
 }
 
+std::string layout_tag(bool a_transposed) { return a_transposed ? " (TN)" : " (NN)"; }
+
+// The thread-block cluster shapes tried as variants of each layout's first pick.
+struct ClusterShape {
+  std::uint16_t id;  // cublasLtClusterShape_t
+  const char* name;
+};
+constexpr ClusterShape kClusterShapes[] = {{CUBLASLT_CLUSTER_SHAPE_1x1x1, "1x1x1"},
+                                           {CUBLASLT_CLUSTER_SHAPE_2x1x1, "2x1x1"},
+                                           {CUBLASLT_CLUSTER_SHAPE_1x2x1, "1x2x1"},
+                                           {CUBLASLT_CLUSTER_SHAPE_2x2x1, "2x2x1"}};
+
+// What an algorithm is configured as (cublasLtMatmulAlgoConfigGetAttribute); -1 where unreadable.
+struct AlgoConfig {
+  std::int64_t id = -1, tile = -1, stages = -1, swizzle = -1, custom = -1, cluster = -1, inner = -1, split_k = -1,
+               reduction = -1;
+  auto tied() const { return std::tie(id, tile, stages, swizzle, custom, cluster, inner, split_k, reduction); }
+  bool operator==(const AlgoConfig& o) const { return tied() == o.tied(); }
+};
+
+template <typename T>
+std::int64_t config_value(const LtApi& lt, const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  std::size_t written = 0;
+  if (lt.cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof v, &written) != CUBLAS_STATUS_SUCCESS) return -1;
+  return static_cast<std::int64_t>(v);
+}
+
+AlgoConfig algo_config(const LtApi& lt, const cublasLtMatmulAlgo_t& a) {
+  AlgoConfig c;
+  c.id = config_value<std::int32_t>(lt, a, CUBLASLT_ALGO_CONFIG_ID);
+  c.tile = config_value<std::uint32_t>(lt, a, CUBLASLT_ALGO_CONFIG_TILE_ID);
+  c.stages = config_value<std::uint32_t>(lt, a, CUBLASLT_ALGO_CONFIG_STAGES_ID);
+  c.swizzle = config_value<std::uint32_t>(lt, a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
+  c.custom = config_value<std::uint32_t>(lt, a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
+  c.cluster = config_value<std::uint16_t>(lt, a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  c.inner = config_value<std::uint16_t>(lt, a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID);
+  c.split_k = config_value<std::int32_t>(lt, a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  c.reduction = config_value<std::uint32_t>(lt, a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
+  return c;
+}
+
+// "algo 43, tile id 23, stages id 34, cluster 2x1x1, CTA swizzling 1, custom option 0, split-K 1"
+// (ids as cublasLt.h numbers them: cublasLtMatmulTile_t, cublasLtMatmulStages_t).
+std::string describe(const AlgoConfig& c) {
+  std::string cluster = "id " + std::to_string(c.cluster);
+  if (c.cluster == CUBLASLT_CLUSTER_SHAPE_AUTO) cluster = "auto";
+  for (const ClusterShape& shape : kClusterShapes)
+    if (c.cluster == shape.id) cluster = shape.name;
+  return "algo " + std::to_string(c.id) + ", tile id " + std::to_string(c.tile) + ", stages id " +
+         std::to_string(c.stages) + ", cluster " + cluster + ", CTA swizzling " + std::to_string(c.swizzle) +
+         ", custom option " + std::to_string(c.custom) + ", split-K " + std::to_string(c.split_k);
+}
+
 }  // namespace
 
 core::Result<std::string> load_cublaslt() {
@@ -356,23 +413,68 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   const std::uint64_t max_workspace = o.workspace_bytes;
   GPUDOC_LT_TRY(lt.cublasLtMatmulPreferenceSetAttribute(pref.v, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
                                                         sizeof max_workspace));
-  // Every layout's candidates, in heuristic order, layout after layout (TN first).
+  // Every layout's candidates, in heuristic order, layout after layout (TN first), then the
+  // cluster-shape variants.
   struct Candidate {
     const LayoutCase* layout;
     cublasLtMatmulHeuristicResult_t h;
+    std::string origin;  // "heuristics #3 (NN)", "cluster 2x1x1 of heuristics #0 (TN)"
   };
-  std::vector<Candidate> heuristics;
+  std::vector<Candidate> candidates;
   for (const auto& lc : layouts) {
     std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(o.algo_candidates));
     int n = 0;
     GPUDOC_LT_TRY(lt.cublasLtMatmulAlgoGetHeuristic(handle.v, lc->desc.v, lc->la.v, lb.v, ld.v, ld.v, pref.v,
                                                     o.algo_candidates, found.data(), &n));
-    for (int i = 0; i < n; ++i) heuristics.push_back({lc.get(), found[static_cast<std::size_t>(i)]});
+    for (int i = 0; i < n; ++i)
+      candidates.push_back({lc.get(), found[static_cast<std::size_t>(i)],
+                            "heuristics #" + std::to_string(candidates.size()) + layout_tag(lc->a_transposed)});
   }
-  const int returned = static_cast<int>(heuristics.size());
-  t.algos_returned = returned;
-  if (returned < 1)
+  t.algos_returned = static_cast<int>(candidates.size());
+  if (candidates.empty())
     return core::Error(core::ErrorKind::kNotSupported, "cublasLtMatmulAlgoGetHeuristic: no algorithm for " + shape(o));
+  // Cluster-shape variants of each layout's first pick. The heuristics offer one thread-block
+  // cluster shape per kernel and tile; under the power cap another shape of the same kernel can be
+  // faster in the steady state (H200, TF32, TN 128x256 tile: 2x1x1 1.9 % ahead of the offered
+  // 1x2x1, 2026-11-30, scripts/device/probes/gemm_variants.cu). A variant cuBLASLt's check refuses,
+  // or one with the configuration of a candidate already there, is left out; one that fails to run
+  // is skipped like any other candidate.
+  if (o.cluster_variants) {
+    const int offered = t.algos_returned;
+    for (const auto& lc : layouts) {
+      int first = -1;
+      for (int i = 0; i < offered && first < 0; ++i)
+        if (candidates[static_cast<std::size_t>(i)].layout == lc.get() &&
+            candidates[static_cast<std::size_t>(i)].h.state == CUBLAS_STATUS_SUCCESS)
+          first = i;
+      if (first < 0) continue;
+      for (const ClusterShape& shape : kClusterShapes) {
+        Candidate v = candidates[static_cast<std::size_t>(first)];
+        if (lt.cublasLtMatmulAlgoConfigSetAttribute(&v.h.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &shape.id,
+                                                    sizeof shape.id) != CUBLAS_STATUS_SUCCESS)
+          continue;
+        cublasLtMatmulHeuristicResult_t checked{};
+        if (lt.cublasLtMatmulAlgoCheck(handle.v, lc->desc.v, lc->la.v, lb.v, ld.v, ld.v, &v.h.algo, &checked) !=
+                CUBLAS_STATUS_SUCCESS ||
+            checked.workspaceSize > o.workspace_bytes)
+          continue;
+        const AlgoConfig config = algo_config(lt, v.h.algo);
+        if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+              return c.layout == v.layout && algo_config(lt, c.h.algo) == config;
+            }))
+          continue;
+        v.h.workspaceSize = checked.workspaceSize;
+        v.h.wavesCount = checked.wavesCount;
+        v.h.state = CUBLAS_STATUS_SUCCESS;
+        v.origin = "cluster " + std::string(shape.name) + " of heuristics #" + std::to_string(first) +
+                   layout_tag(lc->a_transposed);
+        candidates.push_back(std::move(v));
+        ++t.algo_variants;
+      }
+    }
+  }
+  const int count = static_cast<int>(candidates.size());
+  for (const Candidate& c : candidates) t.algo_candidates.push_back(c.origin + ": " + describe(algo_config(lt, c.h.algo)));
 
   const float alpha = 1.0f;
   const float beta = 0.0f;
@@ -399,31 +501,34 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   };
 
   // Algorithm choice, in four steps:
-  //  1. each candidate the heuristics offered runs once untimed (module loading, first touch) and
-  //     once timed; a candidate that fails to run is skipped (its time stays 0), as cuBLASLt's own
-  //     samples do, and the first refusal is kept, so that "none ran" says why;
+  //  1. each candidate (offered by the heuristics, or a cluster variant) runs once untimed (module
+  //     loading, first touch) and once timed; a candidate that fails to run is skipped (its time
+  //     stays 0), as cuBLASLt's own samples do, and the first refusal is kept, so that "none ran"
+  //     says why;
   //  2. warm-up on the heuristics' first runnable pick: the clocks and the power limit settle;
-  //  3. the candidates are compared in that settled state, round-robin over algo_probe_passes
-  //     passes of about algo_probe_seconds each, by their mean. Under a power cap the algorithm that
-  //     is fastest at the idle GPU's boost clock is not always the fastest at the capped clock the
-  //     samples run at, and one pass would favour whichever candidate ran while the GPU was coolest;
+  //  3. the probe: the candidates are compared in that settled state, round-robin over
+  //     algo_probe_passes turns of algo_probe_seconds each, by their mean. Under a power cap the
+  //     algorithm that is fastest at the idle GPU's boost clock is not always the fastest at the
+  //     capped clock the samples run at, and one pass would favour whichever candidate ran while
+  //     the GPU was coolest;
   //  4. the final: the fastest few (within algo_final_margin of the best, plus the heuristics' first
-  //     pick of each layout; bench::gemm_finalists) each run alone for algo_final_seconds, the first
-  //     half untimed so the power controller settles on that kernel, the second half timed, after
-  //     one untimed lead-in turn; algo_final_rounds turns each, the order reversed every round so a
+  //     pick of each layout; bench::gemm_finalists) run again, after one untimed lead-in turn, in
+  //     turns of algo_final_seconds, algo_final_rounds each, the order reversed every round so a
   //     drift favours none; the lowest mean wins.
-  //     A probe of a few tens of ms judges a kernel at the clock its predecessor left; the samples
-  //     judge it at the clock it settles at itself (on the H200 the FP8 probe chose a 112x128 tile
-  //     that the steady state ran ~2 % slower than the heuristics' 144x128, 2026-11-30).
+  //     Every turn, probe and final, is half untimed, so the power controller settles on that kernel,
+  //     and half timed: a turn timed whole judges a kernel partly at the clock its predecessor left.
+  //     On the H200 such a probe ranked the FP8 112x128 tile ahead of the heuristics' 144x128, which
+  //     the steady state runs ~2 % faster, and a TF32 cluster variant (TN 128x256, 2x1x1) 4-6 %
+  //     behind its first pick, which settled turns put it 1.9 % ahead of (2026-11-30).
   Event began;  // before the first matmul: seconds_before_samples is measured from here
   GPUDOC_CUDA_TRY(cudaEventCreate(&began.e));
   GPUDOC_CUDA_TRY(cudaEventRecord(began.e, s));
   std::string first_refusal;
-  t.algo_seconds.assign(static_cast<std::size_t>(returned), 0.0);
+  t.algo_seconds.assign(static_cast<std::size_t>(count), 0.0);
   std::vector<int> runnable;
   std::vector<double> single;  // one timed matmul per runnable candidate, to size its probe
-  for (int i = 0; i < returned; ++i) {
-    const Candidate& cand = heuristics[static_cast<std::size_t>(i)];
+  for (int i = 0; i < count; ++i) {
+    const Candidate& cand = candidates[static_cast<std::size_t>(i)];
     const auto& h = cand.h;
     if (h.state != CUBLAS_STATUS_SUCCESS || h.workspaceSize > o.workspace_bytes) {
       if (first_refusal.empty())
@@ -444,32 +549,39 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   }
   if (runnable.empty())
     return core::Error(core::ErrorKind::kNotSupported,
-                       "cublasLtMatmul: none of the " + std::to_string(returned) + " algorithms offered for " + shape(o) +
+                       "cublasLtMatmul: none of the " + std::to_string(count) + " candidate algorithms for " + shape(o) +
                            " ran; first refusal: " + first_refusal);
 
-  const Candidate& first = heuristics[static_cast<std::size_t>(runnable.front())];
+  const Candidate& first = candidates[static_cast<std::size_t>(runnable.front())];
   t.warmup_matmuls = o.warmup_seconds > 0 ? ops_per_sample(single.front(), o.warmup_seconds, 100000) : 0;
   for (int i = 0; i < t.warmup_matmuls; ++i)
     if (auto st = matmul(first); !st) return st.error();
   GPUDOC_CUDA_TRY(cudaStreamSynchronize(s));
 
+  // One turn of a candidate: the first half untimed (the power controller settles on this kernel),
+  // the second half timed; seconds per matmul. `per_matmul` sizes the halves.
+  auto turn = [&](const Candidate& cand, double per_matmul, double seconds) -> core::Result<double> {
+    const int half = ops_per_sample(per_matmul, seconds / 2, 100000);
+    for (int m = 0; m < half; ++m)
+      if (auto st = matmul(cand); !st) return st.error();
+    return time_matmuls(cand, half);
+  };
   const int passes = runnable.size() > 1 ? std::max(1, o.algo_probe_passes) : 0;
   for (int pass = 0; pass < passes; ++pass) {
     for (std::size_t c = 0; c < runnable.size(); ++c) {
       const int i = runnable[c];
-      auto probe = time_matmuls(heuristics[static_cast<std::size_t>(i)],
-                                ops_per_sample(single[c], o.algo_probe_seconds, 1000));
+      auto probe = turn(candidates[static_cast<std::size_t>(i)], single[c], o.algo_probe_seconds);
       if (!probe) return probe.error();
       t.algo_seconds[static_cast<std::size_t>(i)] += *probe / passes;
     }
   }
   if (passes == 0) t.algo_seconds[static_cast<std::size_t>(runnable.front())] = single.front();
   t.algos_timed = static_cast<int>(runnable.size());
-  t.algo_final_seconds.assign(static_cast<std::size_t>(returned), 0.0);
+  t.algo_final_seconds.assign(static_cast<std::size_t>(count), 0.0);
   std::vector<int> first_picks;  // the first runnable candidate of each layout
   for (int i : runnable)
     if (std::none_of(first_picks.begin(), first_picks.end(), [&](int f) {
-          return heuristics[static_cast<std::size_t>(f)].layout == heuristics[static_cast<std::size_t>(i)].layout;
+          return candidates[static_cast<std::size_t>(f)].layout == candidates[static_cast<std::size_t>(i)].layout;
         }))
       first_picks.push_back(i);
   const std::vector<int> finalists = gemm_finalists(t.algo_seconds, first_picks, o.algo_finalists, o.algo_final_margin);
@@ -478,16 +590,13 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
     const int lead = finalists.front();
     const int n = ops_per_sample(t.algo_seconds[static_cast<std::size_t>(lead)], o.algo_final_seconds, 100000);
     for (int m = 0; m < n; ++m)
-      if (auto st = matmul(heuristics[static_cast<std::size_t>(lead)]); !st) return st.error();
+      if (auto st = matmul(candidates[static_cast<std::size_t>(lead)]); !st) return st.error();
   }
   for (int round = 0; round < rounds; ++round) {
     for (std::size_t f = 0; f < finalists.size(); ++f) {
       const int i = finalists[round % 2 == 0 ? f : finalists.size() - 1 - f];
-      const Candidate& cand = heuristics[static_cast<std::size_t>(i)];
-      const int half = ops_per_sample(t.algo_seconds[static_cast<std::size_t>(i)], o.algo_final_seconds / 2, 100000);
-      for (int m = 0; m < half; ++m)
-        if (auto st = matmul(cand); !st) return st.error();
-      auto timed = time_matmuls(cand, half);
+      auto timed = turn(candidates[static_cast<std::size_t>(i)], t.algo_seconds[static_cast<std::size_t>(i)],
+                        o.algo_final_seconds);
       if (!timed) return timed.error();
       t.algo_final_seconds[static_cast<std::size_t>(i)] += *timed / rounds;
     }
@@ -499,16 +608,15 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   for (int i : finalists)
     if (judged[static_cast<std::size_t>(i)] < judged[static_cast<std::size_t>(best)]) best = i;
   const double best_seconds = judged[static_cast<std::size_t>(best)];
-  const Candidate& algo = heuristics[static_cast<std::size_t>(best)];
+  const Candidate& algo = candidates[static_cast<std::size_t>(best)];
   const bool a_transposed = algo.layout->a_transposed;
   t.algo_rank = best;
+  t.algo_origin = algo.origin;
+  const AlgoConfig chosen = algo_config(lt, algo.h.algo);
+  t.algo_id = static_cast<int>(chosen.id);
+  t.algo_config = describe(chosen);
   t.algo_workspace_bytes = algo.h.workspaceSize;
   t.layout = a_transposed ? "TN" : "NN";
-  std::int32_t algo_id = -1;
-  std::size_t written = 0;
-  if (lt.cublasLtMatmulAlgoConfigGetAttribute(&algo.h.algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof algo_id, &written) ==
-      CUBLAS_STATUS_SUCCESS)
-    t.algo_id = algo_id;
   // The probes ended on whichever candidate came last; under the power cap the clock swings for a
   // moment when the kernel changes (the first FP8 sample after the probes read ~5% low on the
   // H200). The chosen algorithm runs alone for a quarter of the warm-up (at least 0.2 s) first.
