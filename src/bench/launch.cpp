@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include "bench/cuda/launch.hpp"
+#include "bench/host_cpu.hpp"
 #include "bench/registry.hpp"
 
 namespace gpudoc::bench {
@@ -33,6 +34,9 @@ class PinToCurrentCpu {
   cpu_set_t old_{};
   bool pinned_ = false;
 };
+
+// The CV above which a launch figure's spread is looked into (the issue's bound on headline figures).
+constexpr double kHostSpreadCv = 0.02;
 
 class LaunchBenchmark final : public Benchmark {
  public:
@@ -72,6 +76,21 @@ class LaunchBenchmark final : public Benchmark {
                 {"grid", 1},
                 {"block", 1},
                 {"host_thread_pinned_to_one_cpu", pinned}};
+    if (!t->issue_seconds.empty()) {
+      // Where the host's time went while it issued each sample (bench/host_cpu.hpp): a host-bound
+      // figure that spreads is explained here, or at least not blamed on the GPU.
+      auto us = [](const std::vector<double>& v) {
+        std::vector<double> out;
+        for (double x : v) out.push_back(x * 1e6);
+        return out;
+      };
+      const std::vector<double> cpu_us = us(t->thread_cpu_seconds);
+      r.params["host_cpu"] = t->host_cpu;
+      r.params["host_issue_us"] = us(t->issue_seconds);
+      r.params["host_thread_cpu_us"] = cpu_us;
+      if (!t->steal_share.empty()) r.params["host_steal_share"] = t->steal_share;
+      if (auto note = host_spread_note(r.samples, cpu_us, t->steal_share, kHostSpreadCv)) r.params["host_spread"] = *note;
+    }
     if (kind_ == cuda::LaunchKind::kThroughput) r.params["launches_per_sample"] = opt.launches;
     if (kind_ == cuda::LaunchKind::kGraphNode) r.params["graph_nodes"] = opt.graph_nodes;
     r.verified = t->verified;

@@ -45,6 +45,20 @@ TEST_F(BenchLive, LaunchThroughputIsMicroseconds) {
   const auto r = run_one("launch.throughput");
   EXPECT_GT(r.median, 0.0);
   EXPECT_LT(r.median, 20.0);
+  // The host accounting: per sample, the host cannot finish issuing the launches later than the
+  // GPU finishes running them (the events' span), and the thread's CPU time fits in the host's.
+  ASSERT_TRUE(r.params.contains("host_issue_us"));
+  const auto issue = r.params["host_issue_us"].get<std::vector<double>>();
+  const auto cpu = r.params["host_thread_cpu_us"].get<std::vector<double>>();
+  ASSERT_EQ(issue.size(), r.samples.size());
+  ASSERT_EQ(cpu.size(), r.samples.size());
+  for (std::size_t i = 0; i < issue.size(); ++i) {
+    EXPECT_GT(cpu[i], 0.0) << i;
+    EXPECT_LE(cpu[i], issue[i] * 1.01) << i;
+    EXPECT_LE(issue[i], r.samples[i] * 1.05) << i;
+  }
+  std::printf("host: cpu %d, spread note: %s\n", r.params["host_cpu"].get<int>(),
+              r.params.contains("host_spread") ? r.params["host_spread"].get<std::string>().c_str() : "(none)");
 }
 TEST_F(BenchLive, LaunchLatencyIsMicroseconds) {
   const auto r = run_one("launch.latency");

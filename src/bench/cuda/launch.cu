@@ -1,9 +1,12 @@
 // Launch-cost kernels and timing loops, behind cuda/launch.hpp.
+#include <sched.h>
+
 #include <string>
 
 #include "bench/cuda/check.cuh"
 #include "bench/cuda/launch.hpp"
 #include "bench/cuda/raii.cuh"
+#include "bench/host_cpu.hpp"
 
 namespace gpudoc::bench::cuda {
 namespace {
@@ -91,16 +94,33 @@ core::Result<LaunchTiming> run_launch(LaunchKind kind, const LaunchOptions& opti
   GPUDOC_CUDA_TRY(cudaStreamSynchronize(s));
 
   LaunchTiming t;
+  // Host accounting where a sample is long (kLatency's one launch would be dwarfed by reading
+  // /proc/stat): the marks sit outside the event pair.
+  const bool account = kind != LaunchKind::kLatency;
+  t.host_cpu = account ? sched_getcpu() : -1;
+  bool have_steal = account;
   for (int r = 0; r < options.repetitions; ++r) {
+    HostMark before;
+    if (account) before = mark_host(t.host_cpu);
     GPUDOC_CUDA_TRY(cudaEventRecord(start.e, s));
     if (auto st = launch_sample(false); !st) return st.error();
     GPUDOC_CUDA_TRY(cudaEventRecord(stop.e, s));
+    if (account) {
+      const HostMark after = mark_host(t.host_cpu);
+      const double wall = after.wall_seconds - before.wall_seconds;
+      t.issue_seconds.push_back(wall / per_sample);
+      t.thread_cpu_seconds.push_back((after.thread_cpu_seconds - before.thread_cpu_seconds) / per_sample);
+      const auto steal = steal_seconds(before, after);
+      have_steal = have_steal && steal.has_value() && wall > 0;
+      if (have_steal) t.steal_share.push_back(*steal / wall);
+    }
     GPUDOC_CUDA_TRY(cudaEventSynchronize(stop.e));
     float ms = 0;
     GPUDOC_CUDA_TRY(cudaEventElapsedTime(&ms, start.e, stop.e));
     t.seconds.push_back(static_cast<double>(ms) / 1e3 / per_sample);
   }
 
+  if (!have_steal) t.steal_share.clear();
   // Verification, outside the timed region: the same launches with the counting kernel.
   GPUDOC_CUDA_TRY(cudaMemsetAsync(counter, 0, sizeof(unsigned long long), s));
   if (auto st = launch_sample(true); !st) return st.error();
