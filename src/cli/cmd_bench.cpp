@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <optional>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -18,9 +20,11 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 #include "gpu/nvml/nvml_backend.hpp"
 #include "telemetry/sampler.hpp"
+#include "view/bench_html.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -32,7 +36,50 @@ struct BenchFlags {
   bool full = false;
   bool json = false;
   int device = 0;
+  std::optional<std::string> html;  // write the page here
+  std::optional<std::string> from;  // render this saved `bench --json` instead of running
 };
+
+// Writes the page for `report` to `path`. Errors: the renderer's, or kIo naming the file.
+core::Status write_html(const nlohmann::json& report, const std::string& path) {
+  auto page = view::render_bench_html(report);
+  if (!page) return page.error();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << *page;
+  out.close();
+  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}", path));
+  return core::ok_status();
+}
+
+// --from FILE --html PAGE: a saved run as a page; nothing is measured.
+int render_saved(const BenchFlags& f) {
+  if (!f.html)
+    return report_error(core::Error(core::ErrorKind::kUsage,
+                                    "--from renders a saved run as a page: give --html FILE too"),
+                        f.json);
+  if (f.list || f.quick || f.full || !f.only.empty())
+    return report_error(core::Error(core::ErrorKind::kUsage,
+                                    "--from renders a saved run; --list, --only, --quick and --full are for a new run"),
+                        f.json);
+  auto text = core::read_file(*f.from);
+  if (!text) return report_error(text.error(), f.json);
+  nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
+  if (report.is_discarded())
+    return report_error(core::Error(core::ErrorKind::kBadInput, fmt::format("{}: not JSON", *f.from)), f.json);
+  if (auto st = write_html(report, *f.html); !st) {
+    // A file that is not a report is named; a page that cannot be written names itself.
+    if (st.error().kind() == core::ErrorKind::kBadInput)
+      return report_error(core::Error(core::ErrorKind::kBadInput, fmt::format("{}: {}", *f.from, st.error().message())),
+                          f.json);
+    return report_error(st.error(), f.json);
+  }
+  const std::size_t n = report["results"].size();
+  if (f.json)
+    print_json(nlohmann::json{{"html", *f.html}, {"from", *f.from}, {"results", n}});
+  else
+    std::fputs(fmt::format("HTML page: {} ({} results from {})\n", *f.html, n, *f.from).c_str(), stdout);
+  return core::kExitOk;
+}
 
 std::string list_text() {
   std::size_t width = 18;
@@ -190,6 +237,7 @@ class RunObserver {
 };
 
 int run_bench(const BenchFlags& f) {
+  if (f.from) return render_saved(f);
   if (f.list) {
     if (f.json) {
       nlohmann::json j = nlohmann::json::array();
@@ -228,10 +276,19 @@ int run_bench(const BenchFlags& f) {
   observer.finish(rep);
   if (tty) std::fputs("\r\033[K", stderr);
 
+  const nlohmann::json j = bench::to_json(rep);
   if (f.json)
-    print_json(bench::to_json(rep));
+    print_json(j);
   else
     std::fputs(render(rep).c_str(), stdout);
+  if (f.html) {
+    // The results are printed first: a page that cannot be written loses none of them.
+    if (auto st = write_html(j, *f.html); !st) {
+      report_error(st.error(), false);
+      return std::max(bench::exit_code(rep), core::exit_code(st.error().kind()));
+    }
+    if (!f.json) std::fputs(fmt::format("HTML page: {}\n", *f.html).c_str(), stdout);
+  }
   return bench::exit_code(rep);
 }
 
@@ -261,12 +318,21 @@ void register_bench(CLI::App& app, Action& action) {
   cmd->add_flag("--full", f->full, "more repetitions, for a baseline to keep");
   cmd->add_flag("--json", f->json, "print the results (machine, parameters, raw samples) as JSON on stdout");
   cmd->add_option("--device", f->device, "CUDA device index (CUDA_VISIBLE_DEVICES applies)");
+  cmd->add_option("--html", f->html,
+                  "also write the results as a page that opens offline: the table, every benchmark's samples in "
+                  "the order measured, the NCCL size curves, the GPU-pair matrices")
+      ->type_name("FILE");
+  cmd->add_option("--from", f->from, "with --html: make the page from a saved `gpudoc bench --json` output, measuring nothing")
+      ->type_name("RUN.json");
   cmd->footer(
       "Examples:\n"
       "  gpudoc bench --list\n"
       "  gpudoc bench --quick\n"
       "  gpudoc bench --only hbm.copy,launch --json > baseline.json\n"
-      "Exit codes: 0 every selected benchmark ran and verified; 2 bad flags or an unknown key;\n"
+      "  gpudoc bench --full --html bench.html\n"
+      "  gpudoc bench --from baseline.json --html baseline.html\n"
+      "Exit codes: 0 every selected benchmark ran and verified (or --from wrote its page); 2 bad\n"
+      "flags, an unknown key, a --from file that is not a bench report, or a page that cannot be written;\n"
       "3 nothing could run (no GPU, built without CUDA) or a CUDA environment error; 4 a result\n"
       "did not verify or an internal error.");
   cmd->callback([f, &action] { action = [f] { return run_bench(*f); }; });

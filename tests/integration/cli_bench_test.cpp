@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "cli_runner.hpp"
 
 namespace gpudoc::testing {
@@ -129,6 +134,64 @@ TEST(CliBench, ListNamesTheMultiGpuFormulas) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("2(n-1)/n"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("cudaMemcpyPeerAsync"));
+}
+
+// --html / --from: a saved real H200 run becomes a page; every bad input names itself, exit 2.
+class CliBenchHtml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gpudoc-bench-html-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliBenchHtml, SavedRunBecomesAPage) {
+  const CliRun r = run_gpudoc("bench --from " + data_file("bench_h200_full.json") + " --html " + path("h200.html"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("HTML page: " + path("h200.html") + " (27 results from"));
+  std::ifstream in(path("h200.html"));
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(page, ::testing::HasSubstr("gpudoc bench — NVIDIA H200"));
+  EXPECT_THAT(page, ::testing::HasSubstr("kernel: cluster 2x1x1 of heuristics #0 (TN)"));  // gemm.tf32's choice
+  EXPECT_THAT(page, ::testing::HasSubstr("<td class=\"num wide\">10.83 %</td>"));          // launch.throughput
+  const CliRun j = run_gpudoc("bench --from " + data_file("bench_h200_full.json") + " --html " + path("j.html") + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_EQ(nlohmann::json::parse(j.output)["results"], 27);
+}
+
+TEST_F(CliBenchHtml, BadInputIsNamedExit2) {
+  std::ofstream(path("text.json")) << "not json at all";
+  std::ofstream(path("other.json")) << R"({"traces": []})";
+  struct Case {
+    std::string args, says;
+  } cases[] = {
+      {"--from " + path("missing.json") + " --html " + path("p.html"), "missing.json"},
+      {"--from " + path("text.json") + " --html " + path("p.html"), "text.json: not JSON"},
+      {"--from " + path("other.json") + " --html " + path("p.html"), "other.json: not a gpudoc bench report"},
+      {"--from " + data_file("bench_h200_full.json"), "give --html FILE too"},
+      {"--from " + data_file("bench_h200_full.json") + " --html " + path("p.html") + " --quick", "for a new run"},
+      {"--from " + data_file("bench_h200_full.json") + " --html " + path("no/such/dir/p.html"), "writing " + path("no/such/dir/p.html")},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = run_gpudoc("bench " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_THAT(r.output, ::testing::HasSubstr(c.says)) << c.args;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("p.html")));
+}
+
+TEST_F(CliBenchHtml, WithoutGpuThePageListsTheWaivers) {
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const CliRun r = run_gpudoc("bench --only hbm,launch --html " + path("none.html"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("HTML page: " + path("none.html")));
+  std::ifstream in(path("none.html"));
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(page, ::testing::HasSubstr("<code>launch.graph_node</code>"));
+  EXPECT_THAT(page, ::testing::HasSubstr("class=\"muted\">waived"));
 }
 
 }  // namespace

@@ -189,4 +189,40 @@ TEST_F(HtmlInBrowser, HealthReportRenders) {
   EXPECT_NE(dom.find("XID 79 &lt;/script&gt;"), std::string::npos);
 }
 
+// `gpudoc bench --html` over a real H200 run (21 benchmarks ran, 6 waived): one samples plot each.
+// Then a two-GPU report with NCCL curves, a p2p matrix and a key carrying a script end tag.
+TEST_F(HtmlInBrowser, BenchPagesRender) {
+  const auto page = dir_ / "bench.html";
+  auto r = run_gpudoc("bench --from " + data_file("bench_h200_full.json") + " --html " + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_rendered(dom_of(page), 21);
+
+  const nlohmann::json curve = {{{"bytes", 8}, {"time_us", 20.0}, {"algbw_gb_per_s", 0.0004}, {"busbw_gb_per_s", 0.0004}},
+                                {{"bytes", 1 << 20}, {"time_us", 30.0}, {"algbw_gb_per_s", 35.0}, {"busbw_gb_per_s", 35.0}},
+                                {{"bytes", 1 << 30}, {"time_us", 5940.0}, {"algbw_gb_per_s", 180.8}, {"busbw_gb_per_s", 361.6}}};
+  auto result = [](const std::string& key, const nlohmann::json& params) {
+    return nlohmann::json{{"key", key}, {"status", "ok"},
+                          {"result", {{"key", key}, {"unit", "GB/s"}, {"median", 361.0}, {"min", 360.0}, {"max", 362.0},
+                                      {"cv", 0.001}, {"samples", {360.0, 361.0, 362.0}}, {"params", params},
+                                      {"verified", true}}}};
+  };
+  const std::string evil = "nccl.all_reduce</script><script>document.body.dataset.pwned=1</script>";
+  const nlohmann::json two = {
+      {"mode", "default"},
+      {"machine", {{"device_count", 2}, {"gpu", {{"name", "NVIDIA H200"}}}}},
+      {"results", {result(evil, {{"curve", curve}}), result("nccl.all_gather", {{"curve", curve}}),
+                   result("p2p.bandwidth", {{"matrix", {{"rows", "src"}, {"columns", "dst"}, {"unit", "GB/s"},
+                                                          {"values", {{nullptr, 370.1}, {370.9, nullptr}}}}}})}}};
+  const auto saved = dir_ / "two.json";
+  std::ofstream(saved) << two.dump();
+  const auto page2 = dir_ / "two.html";
+  r = run_gpudoc("bench --from " + saved.string() + " --html " + page2.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string dom = dom_of(page2);
+  expect_rendered(dom, 5);  // 3 samples plots + 2 curves
+  EXPECT_EQ(dom.find("data-pwned"), std::string::npos);
+  EXPECT_NE(dom.find("nccl.all_reduce&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(dom.find("<th>dst 1</th>"), std::string::npos);
+}
+
 }  // namespace
