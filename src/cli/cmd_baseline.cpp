@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "baseline/compare.hpp"
@@ -18,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "diagnose/diagnose.hpp"
@@ -548,11 +548,7 @@ core::Status write_history_html(const BaselineFlags& f, const baseline::Baseline
   }
   auto page = view::render_baseline_history_html(history_page(info, runs, golden, *cfg, store.path()));
   if (!page) return page.error();
-  std::ofstream out(*f.html, std::ios::binary | std::ios::trunc);
-  out << *page;
-  out.close();
-  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}", *f.html));
-  return core::ok_status();
+  return core::write_file(*f.html, *page);
 }
 
 int run_history(const BaselineFlags& f) {

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <cstdio>
 #include <memory>
@@ -44,11 +43,7 @@ struct BenchFlags {
 core::Status write_html(const nlohmann::json& report, const std::string& path) {
   auto page = view::render_bench_html(report);
   if (!page) return page.error();
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << *page;
-  out.close();
-  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}", path));
-  return core::ok_status();
+  return core::write_file(path, *page);
 }
 
 // --from FILE --html PAGE: a saved run as a page; nothing is measured.

@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <regex>
 
 #include "baseline/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 #include "view/diagnose_html.hpp"
 #include "view/web_assets.hpp"
@@ -208,9 +208,7 @@ int run_report(const ReportFlags& f) {
   if (f.html) {
     auto page = html(h, f.since);
     if (!page) return report_error(page.error(), f.json);
-    std::ofstream out(*f.html, std::ios::binary);
-    out << *page;
-    if (!out) return report_error(core::Error(core::ErrorKind::kIo, fmt::format("writing {}", *f.html)), f.json);
+    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
   }
   if (f.json) {
     nlohmann::json j = {{"runs", h.times_s.size()}, {"times_unix_s", h.times_s}, {"problems", h.problems}};

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
+#include "core/file.hpp"
 #include "telemetry/input.hpp"
 #include "telemetry/recorder.hpp"
 #include "view/diagnose_html.hpp"
@@ -35,15 +35,6 @@ std::string temp_trace_path() {
   auto dir = std::filesystem::temp_directory_path();
   auto now = std::chrono::system_clock::now().time_since_epoch().count();
   return (dir / fmt::format("gpudoc-diagnose-{}-{}.jsonl", ::getpid(), now)).string();
-}
-
-core::Status write_text_file(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: cannot open it for writing", path));
-  out << content;
-  out.flush();
-  if (!out) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: the write failed (disk full?)", path));
-  return core::ok_status();
 }
 
 }  // namespace
@@ -147,7 +138,7 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
                                           : fmt::format("{} traces", items.size());
     auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner});
     if (!page) return report_error(page.error().with_context(fmt::format("--html {}", f.html)), f.json);
-    if (auto s = write_text_file(f.html, *page); !s) return report_error(s.error(), f.json);
+    if (auto s = core::write_file(f.html, *page); !s) return report_error(s.error(), f.json);
     std::fprintf(stderr, "gpudoc: wrote %s (%zu kB; opens offline in any browser)\n", f.html.c_str(), page->size() / 1024);
   }
 

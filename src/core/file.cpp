@@ -38,4 +38,15 @@ Result<std::string> read_file(const std::string& path) {
   return content;
 }
 
+Status write_file(const std::string& path, std::string_view content) {
+  std::FILE* f = std::fopen(path.c_str(), "wbe");
+  if (f == nullptr) return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(errno)));
+  const bool wrote = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!closed && wrote) err = errno;
+  if (!wrote || !closed) return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(err)));
+  return ok_status();
+}
+
 }  // namespace gpudoc::core
