@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::testing {
 namespace {
@@ -21,9 +22,6 @@ using ::testing::Not;
 class CliBaseline : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "gpudoc-cli-baseline-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     store_ = dir_ + "/store.db";
     // The workload: STEP_MS ACCURACY [EXIT]: six step lines around STEP_MS, one accuracy line,
     // a start event as the reference workloads print, and ordinary output around them.
@@ -36,7 +34,6 @@ class CliBaseline : public ::testing::Test {
                                 "exit ${3:-0}\n";
     std::filesystem::permissions(workload_, std::filesystem::perms::owner_all);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // --store goes before " -- ": what follows belongs to the workload.
   std::string with_store(const std::string& args) const {
@@ -54,7 +51,9 @@ class CliBaseline : public ::testing::Test {
   // stdout only, for JSON.
   CliRun json(const std::string& args) { return run_gpudoc_stdout(with_store(args)); }
 
-  std::string dir_, store_, workload_;
+  TempDir tmp_{"gpudoc-cli-baseline"};
+  std::string dir_ = tmp_.str();
+  std::string store_, workload_;
 };
 
 TEST_F(CliBaseline, RecordThenCheckTheSameRunPasses) {

@@ -4,12 +4,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::testing {
 namespace {
@@ -139,13 +138,8 @@ TEST(CliBench, ListNamesTheMultiGpuFormulas) {
 // --html / --from: a saved real H200 run becomes a page; every bad input names itself, exit 2.
 class CliBenchHtml : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gpudoc-bench-html-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::filesystem::path dir_;
+  std::string path(const std::string& name) const { return tmp_.file(name); }
+  TempDir tmp_{"gpudoc-bench-html"};
 };
 
 TEST_F(CliBenchHtml, SavedRunBecomesAPage) {

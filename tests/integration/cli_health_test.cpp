@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 using gpudoc::testing::CliRun;
 using gpudoc::testing::nvml_present;
 using gpudoc::testing::run_gpudoc_stdout;
+using gpudoc::testing::TempDir;
 
 struct CliOut {
   int exit_code = -1;
@@ -57,14 +59,12 @@ TEST(CliHealth, BadGpusFlagIsUsage) {
 }
 
 TEST(CliReport, MissingStoreAndBadSinceAreUsageErrors) {
-  const auto dir = std::filesystem::temp_directory_path() / ("gpudoc_report_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string store = (dir / "s.db").string();
+  const TempDir dir("gpudoc-report");
+  const std::string store = dir.file("s.db");
   // A missing store is bad input (the report never creates one).
   EXPECT_EQ(gpudoc("report --store " + store).exit_code, 2);
   CliOut r = gpudoc("report --since 7x --store " + store);
   EXPECT_EQ(r.exit_code, 2);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

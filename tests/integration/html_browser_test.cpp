@@ -18,6 +18,7 @@
 
 #include "baseline/store.hpp"
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -54,11 +55,6 @@ class HtmlInBrowser : public ::testing::Test {
       if (allow != nullptr && std::string(allow) == "1") GTEST_SKIP() << "no chromium and GPUDOC_ALLOW_NO_BROWSER=1";
       FAIL() << "chromium not found (scripts/setup.sh installs Debian's chromium; set GPUDOC_ALLOW_NO_BROWSER=1 to skip)";
     }
-    dir_ = std::filesystem::temp_directory_path() / ("gpudoc-html-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
   // The DOM after the page's scripts ran, serialised by the browser.
@@ -86,7 +82,8 @@ class HtmlInBrowser : public ::testing::Test {
   }
 
   std::string browser_;
-  std::filesystem::path dir_;
+  gpudoc::testing::TempDir tmp_{"gpudoc-html"};
+  const std::filesystem::path& dir_ = tmp_.path();
 };
 
 TEST_F(HtmlInBrowser, PlotsOfARealTwoGpuTraceRenderWithoutErrors) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "baseline/store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::baseline {
 namespace {
@@ -60,16 +61,10 @@ std::vector<std::int64_t> read_ids(int fd) {
   return ids;
 }
 
-std::string temp_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "gpudoc-crash-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) return {};
-  return tmpl;
-}
-
 TEST(StoreCrash, KillNineAtRandomPointsLosesNoAcknowledgedWrite) {
   ASSERT_TRUE(std::filesystem::exists(kWriter)) << kWriter;
-  const std::string dir = temp_dir();
-  const std::string db = dir + "/gpudoc.db";
+  const testing::TempDir tmp("gpudoc-crash");
+  const std::string db = tmp.file("gpudoc.db");
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
   // Mostly mid-write; one kill in ten very early (while opening, switching to WAL, migrating).
@@ -128,13 +123,12 @@ TEST(StoreCrash, KillNineAtRandomPointsLosesNoAcknowledgedWrite) {
   EXPECT_GE(killed_by_signal, 200);
   EXPECT_EQ(lost, 0u);
   EXPECT_GE(mid_write, kKills / 4);   // the kills really landed among acknowledged writes
-  std::filesystem::remove_all(dir);
 }
 
 TEST(StoreConcurrency, SeveralWritersAtOnceLoseNothing) {
   ASSERT_TRUE(std::filesystem::exists(kWriter)) << kWriter;
-  const std::string dir = temp_dir();
-  const std::string db = dir + "/gpudoc.db";
+  const testing::TempDir tmp("gpudoc-crash");
+  const std::string db = tmp.file("gpudoc.db");
   constexpr int kWriters = 4;
   constexpr long kEach = 60;
   std::vector<Writer> ws;
@@ -158,7 +152,6 @@ TEST(StoreConcurrency, SeveralWritersAtOnceLoseNothing) {
   EXPECT_EQ(*store->count_rows("figures"), kWriters * kEach * 3);
   EXPECT_EQ(*store->count_rows("baselines"), 8);   // w0_0..3 and w1_0..3
   EXPECT_EQ(*store->integrity_check(), "ok");
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

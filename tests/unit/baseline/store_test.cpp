@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "baseline/store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::baseline {
 namespace {
@@ -18,12 +19,8 @@ using ::testing::HasSubstr;
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "gpudoc-store-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     path_ = dir_ + "/sub/dir/gpudoc.db";   // the directory is created on open
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   static NewBaseline sample(const std::string& name, double step_ms) {
     NewBaseline b;
@@ -56,7 +53,9 @@ class StoreTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_, path_;
+  testing::TempDir tmp_{"gpudoc-store"};
+  std::string dir_ = tmp_.str();
+  std::string path_;
 };
 
 TEST_F(StoreTest, RoundTrip) {

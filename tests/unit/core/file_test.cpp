@@ -2,22 +2,19 @@
 #include "core/file.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
+
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::core {
 namespace {
 
 class FileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gpudoc-file-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gpudoc-file"};
+  const std::filesystem::path& dir_ = tmp_.path();
 };
 
 TEST_F(FileTest, WriteThenReadBackAndRewriteTruncates) {
