@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "bench/stats.hpp"
+#include "core/file.hpp"
 
 namespace gpudoc::bench {
 
@@ -51,14 +51,8 @@ HostMark mark_host(int cpu) {
   timespec ts{};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
     m.thread_cpu_seconds = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-  if (cpu >= 0) {
-    std::ifstream f("/proc/stat");
-    if (f) {
-      std::ostringstream text;
-      text << f.rdbuf();
-      m.ticks = parse_proc_stat_cpu(text.str(), cpu);
-    }
-  }
+  if (cpu >= 0)
+    if (auto text = core::read_file("/proc/stat")) m.ticks = parse_proc_stat_cpu(*text, cpu);
   return m;
 }
 

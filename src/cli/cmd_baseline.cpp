@@ -54,7 +54,6 @@ struct BaselineFlags {
 
 void print(const std::string& s) { std::fputs(s.c_str(), stdout); }
 
-
 std::string change_text(const baseline::FigureComparison& f) {
   if (!f.change_percent) return "—";
   if (!std::isfinite(*f.change_percent)) return *f.change_percent > 0 ? "+∞" : "−∞";

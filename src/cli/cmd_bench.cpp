@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "bench/details.hpp"

@@ -19,7 +19,6 @@ nlohmann::json number_or_null(const std::optional<double>& v) {
   return *v;
 }
 
-
 std::string direction_text(const BaselineHistoryFigure& f) {
   if (f.direction == "lower") return fmt::format("lower is better · bound +{:.1f} %", f.bound_percent);
   if (f.direction == "higher") return fmt::format("higher is better · bound −{:.1f} %", f.bound_percent);

@@ -28,11 +28,14 @@ std::string str(const json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
-const json& obj(const json& j, const char* key) {
+const json& empty_object() {
   static const json kEmpty = json::object();
-  if (!j.is_object()) return kEmpty;
+  return kEmpty;
+}
+const json& obj(const json& j, const char* key) {
+  if (!j.is_object()) return empty_object();
   const auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
+  return it != j.end() && it->is_object() ? *it : empty_object();
 }
 // The finite numbers of an array field, or nothing when any entry is not one.
 std::optional<std::vector<double>> numbers(const json& j, const char* key) {
@@ -156,7 +159,7 @@ std::string table_html(const std::vector<Entry>& es) {
                          !verified ? std::string("—")
                                    : fmt::format("<span title=\"{}\">{}</span>", esc(verify_detail),
                                                  *verified ? "yes" : "<b class=\"bad\">NO</b>"));
-      const json& c = e.conditions != nullptr ? *e.conditions : obj(r, "none");
+      const json& c = e.conditions != nullptr ? *e.conditions : empty_object();
       const auto sm = num(obj(c, "sm_clock_mhz"), "median");
       row += fmt::format("<td class=\"num\">{}</td><td>{}</td><td>{}</td>", sm ? fmt::format("{:.0f}", *sm) : "",
                          esc(str(c, "clock_event_reasons")), esc(note));

@@ -419,6 +419,7 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
     const LayoutCase* layout;
     cublasLtMatmulHeuristicResult_t h;
     std::string origin;  // "heuristics #3 (NN)", "cluster 2x1x1 of heuristics #0 (TN)"
+    AlgoConfig config;   // of h.algo, read once
   };
   std::vector<Candidate> candidates;
   for (const auto& lc : layouts) {
@@ -426,9 +427,11 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
     int n = 0;
     GPUDOC_LT_TRY(lt.cublasLtMatmulAlgoGetHeuristic(handle.v, lc->desc.v, lc->la.v, lb.v, ld.v, ld.v, pref.v,
                                                     o.algo_candidates, found.data(), &n));
-    for (int i = 0; i < n; ++i)
-      candidates.push_back({lc.get(), found[static_cast<std::size_t>(i)],
-                            "heuristics #" + std::to_string(candidates.size()) + layout_tag(lc->a_transposed)});
+    for (int i = 0; i < n; ++i) {
+      const cublasLtMatmulHeuristicResult_t& h = found[static_cast<std::size_t>(i)];
+      candidates.push_back({lc.get(), h, "heuristics #" + std::to_string(candidates.size()) + layout_tag(lc->a_transposed),
+                            algo_config(lt, h.algo)});
+    }
   }
   t.algos_returned = static_cast<int>(candidates.size());
   if (candidates.empty())
@@ -439,42 +442,39 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   // 1x2x1, 2026-11-30, scripts/device/probes/gemm_variants.cu). A variant cuBLASLt's check refuses,
   // or one with the configuration of a candidate already there, is left out; one that fails to run
   // is skipped like any other candidate.
-  if (o.cluster_variants) {
-    const int offered = t.algos_returned;
-    for (const auto& lc : layouts) {
-      int first = -1;
-      for (int i = 0; i < offered && first < 0; ++i)
-        if (candidates[static_cast<std::size_t>(i)].layout == lc.get() &&
-            candidates[static_cast<std::size_t>(i)].h.state == CUBLAS_STATUS_SUCCESS)
-          first = i;
-      if (first < 0) continue;
-      for (const ClusterShape& shape : kClusterShapes) {
-        Candidate v = candidates[static_cast<std::size_t>(first)];
-        if (lt.cublasLtMatmulAlgoConfigSetAttribute(&v.h.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &shape.id,
-                                                    sizeof shape.id) != CUBLAS_STATUS_SUCCESS)
-          continue;
-        cublasLtMatmulHeuristicResult_t checked{};
-        if (lt.cublasLtMatmulAlgoCheck(handle.v, lc->desc.v, lc->la.v, lb.v, ld.v, ld.v, &v.h.algo, &checked) !=
-                CUBLAS_STATUS_SUCCESS ||
-            checked.workspaceSize > o.workspace_bytes)
-          continue;
-        const AlgoConfig config = algo_config(lt, v.h.algo);
-        if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-              return c.layout == v.layout && algo_config(lt, c.h.algo) == config;
-            }))
-          continue;
-        v.h.workspaceSize = checked.workspaceSize;
-        v.h.wavesCount = checked.wavesCount;
-        v.h.state = CUBLAS_STATUS_SUCCESS;
-        v.origin = "cluster " + std::string(shape.name) + " of heuristics #" + std::to_string(first) +
-                   layout_tag(lc->a_transposed);
-        candidates.push_back(std::move(v));
-        ++t.algo_variants;
-      }
+  const int offered = t.algos_returned;
+  for (const auto& lc : layouts) {
+    int first = -1;
+    for (int i = 0; i < offered && first < 0; ++i)
+      if (candidates[static_cast<std::size_t>(i)].layout == lc.get() &&
+          candidates[static_cast<std::size_t>(i)].h.state == CUBLAS_STATUS_SUCCESS)
+        first = i;
+    if (first < 0) continue;
+    for (const ClusterShape& shape : kClusterShapes) {
+      Candidate v = candidates[static_cast<std::size_t>(first)];
+      if (lt.cublasLtMatmulAlgoConfigSetAttribute(&v.h.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &shape.id,
+                                                  sizeof shape.id) != CUBLAS_STATUS_SUCCESS)
+        continue;
+      cublasLtMatmulHeuristicResult_t checked{};
+      if (lt.cublasLtMatmulAlgoCheck(handle.v, lc->desc.v, lc->la.v, lb.v, ld.v, ld.v, &v.h.algo, &checked) !=
+              CUBLAS_STATUS_SUCCESS ||
+          checked.workspaceSize > o.workspace_bytes)
+        continue;
+      v.config = algo_config(lt, v.h.algo);
+      if (std::any_of(candidates.begin(), candidates.end(),
+                      [&](const Candidate& c) { return c.layout == v.layout && c.config == v.config; }))
+        continue;
+      v.h.workspaceSize = checked.workspaceSize;
+      v.h.wavesCount = checked.wavesCount;
+      v.h.state = CUBLAS_STATUS_SUCCESS;
+      v.origin = "cluster " + std::string(shape.name) + " of heuristics #" + std::to_string(first) +
+                 layout_tag(lc->a_transposed);
+      candidates.push_back(std::move(v));
+      ++t.algo_variants;
     }
   }
   const int count = static_cast<int>(candidates.size());
-  for (const Candidate& c : candidates) t.algo_candidates.push_back(c.origin + ": " + describe(algo_config(lt, c.h.algo)));
+  for (const Candidate& c : candidates) t.algo_candidates.push_back(c.origin + ": " + describe(c.config));
 
   const float alpha = 1.0f;
   const float beta = 0.0f;
@@ -612,9 +612,8 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   const bool a_transposed = algo.layout->a_transposed;
   t.algo_rank = best;
   t.algo_origin = algo.origin;
-  const AlgoConfig chosen = algo_config(lt, algo.h.algo);
-  t.algo_id = static_cast<int>(chosen.id);
-  t.algo_config = describe(chosen);
+  t.algo_id = static_cast<int>(algo.config.id);
+  t.algo_config = describe(algo.config);
   t.algo_workspace_bytes = algo.h.workspaceSize;
   t.layout = a_transposed ? "TN" : "NN";
   // The probes ended on whichever candidate came last; under the power cap the clock swings for a

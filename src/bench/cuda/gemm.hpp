@@ -50,7 +50,6 @@ struct GemmOptions {
   double algo_final_margin = 0.03;                        // ... those within 3 % of the best probe
   double algo_final_seconds = 0.3;                        // each finalist's turn: half settling, half timed
   int algo_final_rounds = 2;                              // turns per finalist (order reversed each round)
-  bool cluster_variants = true;                           // also time other cluster shapes of each layout's first pick
   std::size_t workspace_bytes = std::size_t{64} << 20;    // workspace offered to cuBLASLt
   int verify_elements = 64;                               // output elements checked against the host reference
 };
