@@ -2,6 +2,7 @@
 // each runs in quick mode, verifies, and lands in a physically plausible range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -117,8 +118,36 @@ TEST_F(BenchLive, GemmHeadlineTypes) {
     EXPECT_EQ(r.params["algo_config"].get<std::string>().rfind("algo ", 0), 0u) << key;
     EXPECT_NE(r.params["algo_origin"].get<std::string>().find("heuristics #"), std::string::npos) << key;
     EXPECT_EQ(r.params["algo_candidates"].size(), r.params["algo_seconds"].size()) << key;
-    if (ctx_.gpu->compute_major >= 9 && std::string(key) != "gemm.fp32")
+    if (ctx_.gpu->compute_major >= 9 && std::string(key) != "gemm.fp32") {
       EXPECT_GE(r.params["algo_variants"].get<int>(), 1) << key;
+    }
+    // The winner is the fastest of the last stage held: the run-off (finalists within 1 % of the
+    // final's best, 2 to 3 of them) when there was one, else the final.
+    const auto final_s = r.params["algo_final_seconds"].get<std::vector<double>>();
+    const auto runoff = r.params["algo_runoff_seconds"].get<std::vector<double>>();
+    ASSERT_EQ(runoff.size(), final_s.size()) << key;
+    const auto ran = [](const std::vector<double>& v) { return std::count_if(v.begin(), v.end(), [](double x) { return x > 0; }); };
+    const auto in_runoff = ran(runoff);
+    EXPECT_TRUE(in_runoff == 0 || (in_runoff >= 2 && in_runoff <= 3)) << key << ": " << in_runoff << " in the run-off";
+    const double best_final = *std::min_element(final_s.begin(), final_s.end(), [](double x, double y) {
+      return (x > 0 ? x : 1e30) < (y > 0 ? y : 1e30);
+    });
+    for (std::size_t i = 0; i < runoff.size(); ++i) {
+      if (runoff[i] > 0) {
+        EXPECT_LE(final_s[i], best_final * 1.01 + 1e-15) << key << " run-off entrant " << i;
+      }
+    }
+    const auto& judged = in_runoff > 0 ? runoff : final_s;
+    const auto rank = static_cast<std::size_t>(r.params["algo_rank"].get<int>());
+    ASSERT_LT(rank, judged.size()) << key;
+    EXPECT_GT(judged[rank], 0) << key;
+    for (double x : judged) {
+      if (x > 0) {
+        EXPECT_LE(judged[rank], x) << key;
+      }
+    }
+    std::printf("%s: %s; %lld in the final, %lld in the run-off\n", key, r.params["algo_origin"].get<std::string>().c_str(),
+                static_cast<long long>(ran(final_s)), static_cast<long long>(in_runoff));
   }
 }
 TEST_F(BenchLive, GemmSweep) {
