@@ -82,7 +82,6 @@ class GemmBenchmark final : public Benchmark {
         opt.algo_probe_seconds = 0.04;
         opt.algo_final_rounds = 1;
         opt.algo_final_seconds = 0.2;
-        opt.algo_runoff_rounds = 0;
         break;
       case Mode::kDefault:
         opt.repetitions = 20;
@@ -99,8 +98,6 @@ class GemmBenchmark final : public Benchmark {
         opt.algo_probe_seconds = 0.1;
         opt.algo_probe_passes = 3;  // 35 TF32 candidates: ~10 s
         opt.algo_finalists = 4;
-        opt.algo_final_seconds = 0.5;
-        opt.algo_runoff_rounds = 3;
         opt.sample_seconds = 0.1;
         break;
     }
@@ -144,10 +141,6 @@ class GemmBenchmark final : public Benchmark {
                 {"algo_final_margin", opt.algo_final_margin},
                 {"algo_final_turn_seconds", opt.algo_final_seconds},
                 {"algo_final_rounds", opt.algo_final_rounds},
-                {"algo_runoff_seconds", t->algo_runoff_seconds},
-                {"algo_runoff_margin", opt.algo_runoff_margin},
-                {"algo_runoff_turn_seconds", opt.algo_runoff_seconds},
-                {"algo_runoff_rounds", opt.algo_runoff_rounds},
                 {"warmup_seconds", opt.warmup_seconds},
                 {"warmup_matmuls", t->warmup_matmuls},
                 {"busy_seconds_before_samples", t->seconds_before_samples},

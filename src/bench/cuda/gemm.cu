@@ -500,7 +500,7 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
     return static_cast<double>(ms) / 1e3 / count;
   };
 
-  // Algorithm choice, in five steps:
+  // Algorithm choice, in four steps:
   //  1. each candidate (offered by the heuristics, or a cluster variant) runs once untimed (module
   //     loading, first touch) and once timed; a candidate that fails to run is skipped (its time
   //     stays 0), as cuBLASLt's own samples do, and the first refusal is kept, so that "none ran"
@@ -514,11 +514,11 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   //  4. the final: the fastest few (within algo_final_margin of the best, plus the heuristics' first
   //     pick of each layout; bench::gemm_finalists) run again, after one untimed lead-in turn, in
   //     turns of algo_final_seconds, algo_final_rounds each, the order reversed every round so a
-  //     drift favours none;
-  //  5. the run-off: finalists within algo_runoff_margin of the final's best run again in longer
-  //     turns (algo_runoff_seconds), algo_runoff_rounds each; the lowest mean of the last stage held
-  //     wins.
-  //     Every turn, probe, final and run-off, is half untimed, so the power controller settles on that kernel,
+  //     drift favours none; the lowest mean wins. The final's turns are long (1 s by default):
+  //     kernels that differ only in their cluster shape separate only once the power controller has
+  //     settled on each (H200, TF32 TN 128x256: 2x1x1 led 2x2x1 by 0.4 % in 0.3 s turns, by 1.2-2.0 %
+  //     in 1 s turns, every turn; 0.3 s turns once put 2x1x1 1.2 % behind a kernel it beats, 2026-11-30).
+  //     Every turn, probe and final, is half untimed, so the power controller settles on that kernel,
   //     and half timed: a turn timed whole judges a kernel partly at the clock its predecessor left.
   //     On the H200 such a probe ranked the FP8 112x128 tile ahead of the heuristics' 144x128, which
   //     the steady state runs ~2 % faster, and a TF32 cluster variant (TN 128x256, 2x1x1) 4-6 %
@@ -604,32 +604,11 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
       t.algo_final_seconds[static_cast<std::size_t>(i)] += *timed / rounds;
     }
   }
-  // The run-off: the finalists within algo_runoff_margin of the final's best meet again in turns
-  // of algo_runoff_seconds, half of each settling. Kernels that differ only in cluster shape
-  // separate only once the power controller has settled on each: on the H200, TF32 TN 128x256 with
-  // a 2x1x1 cluster led 2x2x1 by 0.4 % in 0.3 s turns and by 1.2 % in 1 s turns (2026-11-30).
-  t.algo_runoff_seconds.assign(static_cast<std::size_t>(count), 0.0);
-  const std::vector<int> contenders =
-      rounds > 0 && o.algo_runoff_rounds > 0
-          ? gemm_finalists(t.algo_final_seconds, {}, o.algo_runoff_max, o.algo_runoff_margin)
-          : std::vector<int>{};
-  const int runoff_rounds = contenders.size() > 1 ? o.algo_runoff_rounds : 0;
-  for (int round = 0; round < runoff_rounds; ++round) {
-    for (std::size_t c = 0; c < contenders.size(); ++c) {
-      const int i = contenders[round % 2 == 0 ? c : contenders.size() - 1 - c];
-      auto timed = turn(candidates[static_cast<std::size_t>(i)], t.algo_final_seconds[static_cast<std::size_t>(i)],
-                        o.algo_runoff_seconds);
-      if (!timed) return timed.error();
-      t.algo_runoff_seconds[static_cast<std::size_t>(i)] += *timed / runoff_rounds;
-    }
-  }
-  // The winner by the last stage held: the run-off's means, else the final's, else (one finalist)
-  // the probe's fastest, which gemm_finalists puts first. A tie goes to the earlier one.
-  const std::vector<int>& field = runoff_rounds > 0 ? contenders : finalists;
-  const std::vector<double>& judged =
-      runoff_rounds > 0 ? t.algo_runoff_seconds : rounds > 0 ? t.algo_final_seconds : t.algo_seconds;
-  int best = field.front();
-  for (int i : field)
+  // The winner by the final's means; without a final (one finalist) that is the probe's fastest,
+  // which gemm_finalists puts first. A tie goes to the earlier finalist.
+  const std::vector<double>& judged = rounds > 0 ? t.algo_final_seconds : t.algo_seconds;
+  int best = finalists.front();
+  for (int i : finalists)
     if (judged[static_cast<std::size_t>(i)] < judged[static_cast<std::size_t>(best)]) best = i;
   const double best_seconds = judged[static_cast<std::size_t>(best)];
   const Candidate& algo = candidates[static_cast<std::size_t>(best)];

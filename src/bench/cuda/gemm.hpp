@@ -48,12 +48,8 @@ struct GemmOptions {
   int algo_probe_passes = 2;                              // round-robin passes over the candidates (mean)
   int algo_finalists = 3;                                 // candidates compared again in the steady state
   double algo_final_margin = 0.03;                        // ... those within 3 % of the best probe
-  double algo_final_seconds = 0.3;                        // each finalist's turn: half settling, half timed
+  double algo_final_seconds = 1.0;                        // each finalist's turn: half settling, half timed
   int algo_final_rounds = 2;                              // turns per finalist (order reversed each round)
-  int algo_runoff_max = 3;                                // finalists within algo_runoff_margin of the final's best ...
-  double algo_runoff_margin = 0.01;                       // ... (1 %) meet again in a run-off of longer turns:
-  double algo_runoff_seconds = 1.0;                       // each turn half settling, half timed
-  int algo_runoff_rounds = 2;                             // turns per contender (0: no run-off)
   std::size_t workspace_bytes = std::size_t{64} << 20;    // workspace offered to cuBLASLt
   int verify_elements = 64;                               // output elements checked against the host reference
 };
@@ -79,7 +75,6 @@ struct GemmTiming {
                                         // the cluster variants
   std::vector<std::string> algo_candidates;  // "origin: configuration" of each candidate, same order
   std::vector<double> algo_final_seconds;  // per matmul in the steady-state final, same order (0: not a finalist)
-  std::vector<double> algo_runoff_seconds; // per matmul in the run-off, same order (0: not in it; all 0: none held)
   bool verified = false;
   std::string verify_detail;            // what was checked, or the worst element
   double worst_error_ratio = 0;         // max |got - reference| / bound over the checked elements
