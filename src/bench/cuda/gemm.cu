@@ -516,8 +516,9 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   //     turns of algo_final_seconds, algo_final_rounds each, the order reversed every round so a
   //     drift favours none; the lowest mean wins. The final's turns are long (1 s by default):
   //     kernels that differ only in their cluster shape separate only once the power controller has
-  //     settled on each (H200, TF32 TN 128x256: 2x1x1 led 2x2x1 by 0.4 % in 0.3 s turns, by 1.2-2.0 %
-  //     in 1 s turns, every turn; 0.3 s turns once put 2x1x1 1.2 % behind a kernel it beats, 2026-11-30).
+  //     settled on each (H200, TF32 TN 128x256: 2x1x1 led 2x2x1 by 0.4 % on average in 0.3 s turns,
+  //     by 0.9-2.0 % in every 1 s comparison; 0.3 s turns once put 2x1x1 1.2 % behind a kernel it beats,
+  //     2026-11-30).
   //     Every turn, probe and final, is half untimed, so the power controller settles on that kernel,
   //     and half timed: a turn timed whole judges a kernel partly at the clock its predecessor left.
   //     On the H200 such a probe ranked the FP8 112x128 tile ahead of the heuristics' 144x128, which
