@@ -68,4 +68,11 @@ std::string details_text(const BenchResult& r) {
   return "";
 }
 
+std::string spread_text(const BenchResult& r) {
+  if (!r.params.is_object()) return "";
+  const auto it = r.params.find("host_spread");
+  if (it == r.params.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) return "";
+  return fmt::format("{}: CV {:.2f} %: {}\n", r.key, r.cv * 100, it->get_ref<const std::string&>());
+}
+
 }  // namespace gpudoc::bench

@@ -165,6 +165,11 @@ std::string render(const bench::Report& rep) {
   for (const bench::Outcome& o : rep.outcomes)
     if (o.result) details += bench::details_text(*o.result);
   if (!details.empty()) out += "\n" + details;
+  // Why a figure spread, where the benchmark could tell (the launch figures: the host's CPU).
+  std::string spread;
+  for (const bench::Outcome& o : rep.outcomes)
+    if (o.result) spread += bench::spread_text(*o.result);
+  if (!spread.empty()) out += "\nspread:\n" + spread;
   if (telemetry) {
     const std::string all = bench::describe(*rep.conditions);
     if (!all.empty()) out += fmt::format("during the run: {} ({:.1f} s)\n", all, rep.wall_seconds);

@@ -1,6 +1,6 @@
 // The pure parts of p2p.* and nccl.*: pairs, size schedule, nccl-tests' size convention and
 // bus-bandwidth factors (worked numbers), the datasheet figure, matrix and curve text, the
-// multi-GPU waivers, and the terminal sections (details_text).
+// multi-GPU waivers, and the terminal sections (details_text, spread_text).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -194,6 +194,25 @@ TEST(MultiGpuDetails, OtherResultsAndMalformedParamsPrintNothing) {
   EXPECT_EQ(details_text(r), "");
   r.params = {{"curve", {{"bytes", "x"}}}};
   EXPECT_EQ(details_text(r), "");
+}
+
+// The verdict on a spread goes under the table, one line per result that carries one (the text is
+// the H200's launch.throughput of 2026-11-30, run 3 of session 7).
+TEST(MultiGpuDetails, SpreadLineCarriesTheHostVerdict) {
+  BenchResult r;
+  r.key = "launch.throughput";
+  r.cv = 0.0274165;
+  EXPECT_EQ(spread_text(r), "");
+  r.params = {{"host_cpu", 6}, {"host_spread", ""}};
+  EXPECT_EQ(spread_text(r), "");
+  r.params["host_spread"] = 3;
+  EXPECT_EQ(spread_text(r), "");
+  r.params["host_spread"] =
+      "slower CPU: the thread ran the whole time, and its CPU time per unit moved with the figure (correlation 1.00; "
+      "slower half 4.82, faster half 4.62) without steal to explain it";
+  EXPECT_EQ(spread_text(r),
+            "launch.throughput: CV 2.74 %: slower CPU: the thread ran the whole time, and its CPU time per unit moved "
+            "with the figure (correlation 1.00; slower half 4.82, faster half 4.62) without steal to explain it\n");
 }
 
 TEST(MultiGpuRegistry, KeysAreStableAndComeLast) {
