@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -14,6 +13,7 @@
 
 #include "bench/stats.hpp"
 #include "core/file.hpp"
+#include "core/numeric.hpp"
 
 namespace gpudoc::bench {
 
@@ -71,20 +71,6 @@ double mean_of(const std::vector<double>& v, const std::vector<std::size_t>& idx
   return idx.empty() ? 0 : s / static_cast<double>(idx.size());
 }
 
-double correlation(const std::vector<double>& x, const std::vector<double>& y) {
-  const std::size_t n = std::min(x.size(), y.size());
-  if (n < 3) return 0;
-  const double mx = std::accumulate(x.begin(), x.begin() + static_cast<long>(n), 0.0) / static_cast<double>(n);
-  const double my = std::accumulate(y.begin(), y.begin() + static_cast<long>(n), 0.0) / static_cast<double>(n);
-  double sxy = 0, sxx = 0, syy = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sxy += (x[i] - mx) * (y[i] - my);
-    sxx += (x[i] - mx) * (x[i] - mx);
-    syy += (y[i] - my) * (y[i] - my);
-  }
-  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
-}
-
 }  // namespace
 
 std::optional<std::string> host_spread_note(const std::vector<double>& figure, const std::vector<double>& cpu_per_unit,
@@ -107,7 +93,7 @@ std::optional<std::string> host_spread_note(const std::vector<double>& figure, c
           100 * s_slow, 100 * s_fast);
   }
   if (cpu_per_unit.size() == figure.size()) {
-    const double r = correlation(figure, cpu_per_unit);
+    const double r = core::correlation(figure, cpu_per_unit, 3).value_or(0);
     if (r >= 0.8)
       return fmt::format(
           "slower CPU: the thread ran the whole time, and its CPU time per unit moved with the figure (correlation "

@@ -160,15 +160,15 @@ std::string render(const bench::Report& rep) {
     rows.push_back(std::move(row));
   }
   std::string out = render_header(rep) + core::render_table(rows);
-  // Sections beyond the table: the p2p pair matrices and the nccl size curves.
-  std::string details;
-  for (const bench::Outcome& o : rep.outcomes)
-    if (o.result) details += bench::details_text(*o.result);
+  // Sections beyond the table: the p2p pair matrices and the nccl size curves, then why a figure
+  // spread, where the benchmark could tell (the launch figures: the host's CPU).
+  std::string details, spread;
+  for (const bench::Outcome& o : rep.outcomes) {
+    if (!o.result) continue;
+    details += bench::details_text(*o.result);
+    spread += bench::spread_text(*o.result);
+  }
   if (!details.empty()) out += "\n" + details;
-  // Why a figure spread, where the benchmark could tell (the launch figures: the host's CPU).
-  std::string spread;
-  for (const bench::Outcome& o : rep.outcomes)
-    if (o.result) spread += bench::spread_text(*o.result);
   if (!spread.empty()) out += "\nspread:\n" + spread;
   if (telemetry) {
     const std::string all = bench::describe(*rep.conditions);

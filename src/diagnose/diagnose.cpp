@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/numeric.hpp"
 #include "diagnose/features.hpp"
 #include "diagnose/thresholds.hpp"
 
@@ -518,7 +519,7 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
   for (const auto& c : cs) total += c.mean;
   std::optional<double> corr;
   if (cs.size() == 2 && cs[0].grid.dt == cs[1].grid.dt)
-    corr = correlation(cs[0].grid.v, cs[1].grid.v, th::kMinCorrelationPairs);
+    corr = core::correlation(cs[0].grid.v, cs[1].grid.v, th::kMinCorrelationPairs);
   double worst = 0;
   nlohmann::json jp = nlohmann::json::array();
   Finding out = findings::make_finding("staircase", Severity::kWarning);

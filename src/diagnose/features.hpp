@@ -1,6 +1,7 @@
 // gpudoc::diagnose features — the numbers a diagnosis is built from, as pure functions on
 // time series: resampling onto a regular grid, levels, autocorrelation and period, mid-level
-// crossings, slopes, correlation. No I/O; thread-safe (no shared state); never throw.
+// crossings, slopes (the correlation of two series: core/numeric.hpp). No I/O; thread-safe (no
+// shared state); never throw.
 //
 //   diagnose::Grid g = diagnose::resample(util, 10.0, 40.0, 0.1, 1.0);   // NaN where no data
 //   diagnose::Levels l = diagnose::levels(g.v);                          // mean, p05, p95, ...
@@ -71,10 +72,5 @@ struct Fit {
 };
 // Least-squares line through the finite points (t, v). n < 2 or no spread in t: slope 0, n as seen.
 [[nodiscard]] Fit linear_fit(std::span<const double> t, std::span<const double> v);
-
-// Pearson correlation of a and b over indices where both are finite; nullopt with fewer than
-// min_pairs such pairs or no variance in either.
-[[nodiscard]] std::optional<double> correlation(std::span<const double> a, std::span<const double> b,
-                                                std::size_t min_pairs);
 
 }  // namespace gpudoc::diagnose

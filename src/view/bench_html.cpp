@@ -86,9 +86,7 @@ std::string machine_text(const json& report) {
   if (const auto p = num(nvml, "power_limit_watts")) parts.push_back(fmt::format("power limit {:.0f} W", *p));
   if (const auto c = num(nvml, "sm_clock_max_mhz")) parts.push_back(fmt::format("SM clock max {:.0f} MHz", *c));
   if (const auto e = num(report, "exit_code")) parts.push_back(fmt::format("exit code {:.0f}", *e));
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : " · ") + p;
-  return out;
+  return fmt::format("{}", fmt::join(parts, " · "));
 }
 
 std::string conditions_text(const json& conditions) {
@@ -99,9 +97,7 @@ std::string conditions_text(const json& conditions) {
     if (!p.empty()) parts.push_back(p);
   const std::string reasons = str(conditions, "clock_event_reasons");
   if (!reasons.empty()) parts.push_back("clock-event reasons: " + reasons);
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : " · ") + p;
-  return out;
+  return fmt::format("{}", fmt::join(parts, " · "));
 }
 
 struct Entry {

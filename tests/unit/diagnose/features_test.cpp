@@ -1,5 +1,5 @@
 // The waveform features: resampling (gaps, NaN, unsorted input), levels, autocorrelation and
-// period, crossings, slope, correlation.
+// period, crossings, slope.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -85,16 +85,6 @@ TEST(LinearFit, SlopeAndFit) {
   EXPECT_NEAR(f.intercept, 1, 1e-12);
   EXPECT_NEAR(f.r2, 1, 1e-12);
   EXPECT_EQ(linear_fit(std::vector<double>{1}, std::vector<double>{1}).n, 1u);
-}
-
-TEST(Correlation, SignAndMissingPairs) {
-  const std::vector<double> a{0, 100, 0, 100, 0, 100, 0, 100, NAN};
-  const std::vector<double> b{100, 0, 100, 0, 100, 0, 100, 0, 5};
-  ASSERT_TRUE(correlation(a, b, 8));
-  EXPECT_NEAR(*correlation(a, b, 8), -1.0, 1e-12);
-  EXPECT_NEAR(*correlation(a, a, 8), 1.0, 1e-12);
-  EXPECT_FALSE(correlation(a, b, 9));  // only 8 complete pairs
-  EXPECT_FALSE(correlation(a, std::vector<double>(9, 3.0), 2));  // no variance
 }
 
 }  // namespace

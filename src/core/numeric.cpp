@@ -1,0 +1,31 @@
+#include "core/numeric.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpudoc::core {
+
+std::optional<double> correlation(std::span<const double> a, std::span<const double> b, std::size_t min_pairs) {
+  const std::size_t n = std::min(a.size(), b.size());
+  double sa = 0, sb = 0;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+    sa += a[i];
+    sb += b[i];
+    ++k;
+  }
+  if (k < std::max<std::size_t>(min_pairs, 2)) return std::nullopt;
+  const double ma = sa / static_cast<double>(k), mb = sb / static_cast<double>(k);
+  double saa = 0, sbb = 0, sab = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+    sab += (a[i] - ma) * (b[i] - mb);
+  }
+  if (saa <= 1e-12 || sbb <= 1e-12) return std::nullopt;
+  return sab / std::sqrt(saa * sbb);
+}
+
+}  // namespace gpudoc::core
