@@ -8,16 +8,6 @@
 
 namespace gpudoc::baseline {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lo + hi) / 2;
-}
-
 double noise_percent(const std::vector<double>& samples) {
   if (samples.size() < 3) return 0;
   const double m = median(samples);

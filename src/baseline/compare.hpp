@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baseline/config.hpp"
+#include "core/numeric.hpp"
 
 namespace gpudoc::baseline {
 
@@ -38,7 +39,7 @@ struct Figure {
   std::vector<double> samples;
 };
 
-[[nodiscard]] double median(std::vector<double> values);   // 0 for an empty vector
+using core::median;   // 0 for an empty vector (core/numeric.hpp)
 // 1.4826 x MAD / |median| x 100; 0 with fewer than 3 samples or a zero median.
 [[nodiscard]] double noise_percent(const std::vector<double>& samples);
 

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "core/numeric.hpp"
+
 namespace gpudoc::bench {
 
 Stats summarize(std::span<const double> samples) {
@@ -16,7 +18,7 @@ Stats summarize(std::span<const double> samples) {
   const std::size_t n = sorted.size();
   s.min = sorted.front();
   s.max = sorted.back();
-  s.median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+  s.median = core::median(sorted);
   s.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(n);
   double sq = 0;
   for (double v : sorted) sq += (v - s.mean) * (v - s.mean);

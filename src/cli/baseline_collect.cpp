@@ -26,6 +26,7 @@
 #include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/file.hpp"
+#include "core/host.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
@@ -61,12 +62,6 @@ std::string kinds_of(const CollectSpec& s) {
 }
 
 namespace {
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 // ---- the process tree of gpudoc's children, from /proc ---------------------------------------
 
@@ -549,7 +544,7 @@ core::Status collect_workload(const CollectSpec& spec, bool echo_to_stderr, cons
 
 baseline::MachineContext probe_machine() {
   baseline::MachineContext m;
-  m.host = host_name();
+  m.host = core::host_name();
   auto b = open_live_backend();
   if (!b) {
     std::string why = b.error().message();

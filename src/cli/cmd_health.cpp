@@ -18,6 +18,7 @@
 #include "bench/cuda/hbm.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/host.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "health/health.hpp"
@@ -113,12 +114,6 @@ void print_table(const std::vector<health::CheckResult>& results, double wall_s,
   for (const auto& r : results) ++n[static_cast<int>(r.status)];
   out += fmt::format("\n{} fail, {} warn, {} info, {} pass, {} skip — {:.1f} s\n", n[4], n[3], n[2], n[1], n[0], wall_s);
   std::fputs(out.c_str(), stdout);
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return {};
-  return buf;
 }
 
 int run_health(const HealthFlags& f) {
@@ -297,7 +292,7 @@ int run_health(const HealthFlags& f) {
     if (path) {
       if (auto store = baseline::Store::open(*path)) {
         baseline::MachineContext m;
-        m.host = host_name();
+        m.host = core::host_name();
         for (const auto& r : runs) m.gpus.push_back(r.in.info.name);
         m.driver_version = sys.driver_version;
         m.cuda_version = sys.cuda_driver_version;

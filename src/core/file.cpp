@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <new>
+
+#include "core/temp_dir.hpp"
 
 namespace gpudoc::core {
 
@@ -38,7 +42,9 @@ Result<std::string> read_file(const std::string& path) {
   return content;
 }
 
-Status write_file(const std::string& path, std::string_view content) {
+namespace {
+
+Status write_directly(const std::string& path, std::string_view content) {
   std::FILE* f = std::fopen(path.c_str(), "wbe");
   if (f == nullptr) return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(errno)));
   const bool wrote = std::fwrite(content.data(), 1, content.size(), f) == content.size();
@@ -46,6 +52,38 @@ Status write_file(const std::string& path, std::string_view content) {
   const bool closed = std::fclose(f) == 0;
   if (!closed && wrote) err = errno;
   if (!wrote || !closed) return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(err)));
+  return ok_status();
+}
+
+mode_t current_umask() {
+  const mode_t m = ::umask(022);
+  ::umask(m);
+  return m;
+}
+
+}  // namespace
+
+Status write_file(const std::string& path, std::string_view content) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_directly(path, content);
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string tmp = (dir / ("." + target.filename().string() + ".gpudoc-XXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(errno)));
+  UniqueFd owned(fd);
+  auto fail = [&](int err) {
+    ::unlink(tmp.c_str());
+    return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(err)));
+  };
+  if (auto st_write = write_all(fd, content, path); !st_write) {
+    ::unlink(tmp.c_str());
+    return st_write.error();
+  }
+  const mode_t mode = S_ISREG(st.st_mode) ? (st.st_mode & 07777) : (0666 & ~current_umask());
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) return fail(errno);
+  if (::close(owned.release()) != 0) return fail(errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
   return ok_status();
 }
 

@@ -16,7 +16,11 @@ namespace gpudoc::core {
 // Errors: kIo "reading PATH: <reason>".
 [[nodiscard]] Result<std::string> read_file(const std::string& path);
 
-// Creates or truncates `path` and writes `content`. Errors: kIo "writing PATH: <reason>".
+// Writes `content` to `path` whole or not at all: into a new temporary file beside it, flushed to
+// disk, then renamed over `path`, so a full disk or a crash never leaves a truncated or empty page
+// where the old one was. A path that exists and is not a regular file (/dev/stdout, a FIFO, a
+// symlink) is written through directly, as the user named it. New files get mode 0666 & ~umask.
+// Errors: kIo "writing PATH: <reason>"; on failure `path` is left as it was.
 [[nodiscard]] Status write_file(const std::string& path, std::string_view content);
 
 }  // namespace gpudoc::core

@@ -5,6 +5,16 @@
 
 namespace gpudoc::core {
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lo + hi) / 2;
+}
+
 std::optional<double> correlation(std::span<const double> a, std::span<const double> b, std::size_t min_pairs) {
   const std::size_t n = std::min(a.size(), b.size());
   double sa = 0, sb = 0;

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <set>
 
+#include "core/numeric.hpp"
 #include "health/health.hpp"
 
 namespace gpudoc::health {
@@ -24,12 +25,6 @@ CheckResult make(std::string check, std::optional<int> gpu, Status status, std::
 
 void add(CheckResult& r, std::string name, double value, std::string unit, std::string how = {}) {
   r.values.push_back(findings::Evidence{std::move(name), value, std::move(unit), std::move(how)});
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The load samples that count: after warm-up when a load ran, all of them otherwise.
@@ -251,7 +246,7 @@ CheckResult check_clocks(int g, const gpu::DeviceInfo& info, const LoadTelemetry
     if (s->clock_event_reasons) reasons |= *s->clock_event_reasons;
   }
   if (clocks.empty()) return make("clocks", g, Status::kSkip, kId, "no SM clock reading during the load");
-  const double med = median(clocks);
+  const double med = core::median(clocks);
   const double max = *info.sm_clock_max_mhz;
   const double ratio = med / max;
   // The slowdown reasons seen; gpu_idle/app settings are not the load's business.

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <set>
 
+#include "core/host.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "core/version.hpp"
@@ -13,12 +14,6 @@
 namespace gpudoc::telemetry {
 
 namespace {
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 double seconds_since(std::int64_t start_unix_ns, std::int64_t unix_ns) {
   return static_cast<double>(unix_ns - start_unix_ns) * 1e-9;
@@ -30,7 +25,7 @@ core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock,
                                       const std::vector<std::string>& command) {
   TraceHeader h;
   h.gpudoc_version = core::kVersion;
-  h.host = host_name();
+  h.host = core::host_name();
   h.start_unix_ns = clock.unix_now_ns();
   auto sys = backend.system_info();
   if (!sys) return sys.error().with_context("reading driver versions");
