@@ -45,11 +45,11 @@ class RequestGenerator(threading.Thread):
         self.queue: collections.deque = collections.deque()
         self.ready = threading.Condition()
         self.generated = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         next_at = time.perf_counter() + self.rng.expovariate(self.rate)
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             now = time.perf_counter()
             due = []
             while next_at <= now:
@@ -63,7 +63,7 @@ class RequestGenerator(threading.Thread):
             time.sleep(min(0.001, max(0.0, next_at - time.perf_counter())))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
     def take_batch(self, max_batch: int, max_wait_s: float, deadline: float) -> List[tuple]:
         """The next batch: wait for a first request (until ``deadline``), then until
