@@ -159,6 +159,11 @@ class Reporter:
         if now - self._last_emit >= 0.9 * self.interval_s:
             self.flush(now)
 
+    @property
+    def pending_steps(self) -> int:
+        """Steps counted since the last step line (0 right after a line went out)."""
+        return self._pending_n
+
     def flush(self, now: Optional[float] = None) -> None:
         """Print the pending step line now (if any steps are pending)."""
         if self._pending_n == 0:
