@@ -60,64 +60,45 @@ struct Loaded {
   std::string error;        // non-empty: not loaded, and why
 };
 
-const Loaded& loaded() {
-  static const Loaded state = [] {
-    Loaded l;
-    // $GPUDOC_CUBLASLT names the one library to use; otherwise the loader's path, then the usual
-    // CUDA folders (so a run works without LD_LIBRARY_PATH), CUDA 13 before 12.
-    std::vector<std::string> candidates;
-    const char* env = std::getenv("GPUDOC_CUBLASLT");
-    const bool overridden = env != nullptr && *env != '\0';
-    if (overridden) {
-      candidates.emplace_back(env);
-    } else {
-      for (const char* c : {"libcublasLt.so.13", "/usr/local/cuda-13.0/lib64/libcublasLt.so.13",
-                            "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublasLt.so.13",
-                            "/usr/local/cuda/lib64/libcublasLt.so.13", "libcublasLt.so.12",
-                            "/usr/local/cuda/lib64/libcublasLt.so.12"})
-        candidates.emplace_back(c);
-    }
-    void* lib = nullptr;
-    std::string unusual;  // a dlerror other than "not found" (wrong architecture, missing dependency)
-    for (const std::string& c : candidates) {
-      auto opened = core::open_library(c);
-      if (opened) {
-        lib = *opened;
-        l.description = c;
-        break;
-      }
-      const std::string& why = opened.error().message();
-      if (unusual.empty() && why.find("No such file") == std::string::npos) unusual = why;
-    }
-    if (lib == nullptr) {
-      if (overridden)
-        l.error = "cuBLASLt not found: GPUDOC_CUBLASLT=" + candidates.front() + " cannot be loaded";
-      else
-        l.error = "cuBLASLt not found: libcublasLt.so.13 (or .so.12) is neither on the loader path nor in "
-                  "/usr/local/cuda*/lib64; add the CUDA lib64 folder to LD_LIBRARY_PATH or set GPUDOC_CUBLASLT to the library";
-      if (!unusual.empty()) l.error += " (" + unusual + ")";
-      return l;
-    }
-    std::string missing;
-#define GPUDOC_X(fn)                        \
-  core::resolve_symbol(lib, #fn, l.api.fn); \
-  if (l.api.fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + #fn;
-    GPUDOC_CUBLASLT_FUNCTIONS(GPUDOC_X)
-#undef GPUDOC_X
-    if (!missing.empty()) {
-      l.error = "cuBLASLt at " + l.description + " lacks " + missing;
-      l.api = LtApi{};
-      return l;  // the library stays loaded: unloading buys nothing and risks its destructors
-    }
-    const std::size_t version = l.api.cublasLtGetVersion();
-    if (version < 120000) {
-      l.error = "cuBLASLt at " + l.description + " is version " + std::to_string(version) + "; gpudoc needs 12.0 or newer";
-      l.api = LtApi{};
-      return l;
-    }
-    l.description += " (cuBLASLt " + std::to_string(version) + ")";
+// Loads cuBLASLt and resolves every function in GPUDOC_CUBLASLT_FUNCTIONS (all required).
+Loaded load() {
+  Loaded l;
+  // $GPUDOC_CUBLASLT names the one library to use; otherwise the loader's path, then the usual CUDA
+  // folders (so a run works without LD_LIBRARY_PATH), CUDA 13 before 12.
+  const core::LibrarySpec spec{
+      "cuBLASLt",
+      {"libcublasLt.so.13", "/usr/local/cuda-13.0/lib64/libcublasLt.so.13",
+       "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
+       "libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so.12"},
+      "GPUDOC_CUBLASLT",
+      "add the CUDA lib64 folder to LD_LIBRARY_PATH or set GPUDOC_CUBLASLT to the library"};
+  auto opened = core::open_library(spec);
+  if (!opened) {
+    l.error = opened.error().message();
     return l;
-  }();
+  }
+  core::SymbolResolver symbols(*opened);
+#define GPUDOC_X(fn) symbols.resolve(core::Need::kRequired, #fn, l.api.fn);
+  GPUDOC_CUBLASLT_FUNCTIONS(GPUDOC_X)
+#undef GPUDOC_X
+  if (auto st = symbols.status(); !st) {
+    l.error = st.error().message();
+    l.api = LtApi{};
+    return l;
+  }
+  const std::size_t version = l.api.cublasLtGetVersion();
+  if (version < 120000) {
+    l.error =
+        "cuBLASLt at " + opened->file() + " is version " + std::to_string(version) + "; gpudoc needs 12.0 or newer";
+    l.api = LtApi{};
+    return l;
+  }
+  l.description = opened->file() + " (cuBLASLt " + std::to_string(version) + ")";
+  return l;
+}
+
+const Loaded& loaded() {
+  static const Loaded state = load();
   return state;
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/dynamic_library.hpp"
 #include "core/log.hpp"
 #include "gpu/nvml/nvml_api.hpp"
 
@@ -1184,9 +1185,8 @@ core::Result<std::unique_ptr<Backend>> open_nvml_backend(const NvmlBackendOption
     library = std::move(*loaded);
     api = &library->api();
   } else if (const auto missing = missing_required(*api); !missing.empty()) {
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("the NVML function table lacks required functions ({}); {}",
-                                   fmt::join(missing, ", "), kWithoutNvml));
+    return core::missing_symbols_error("the injected function table", std::string(kNvmlName), missing,
+                                       std::string(kWithoutNvml));
   }
   auto backend = std::make_unique<NvmlBackend>(std::move(library), *api, options.clock);
   if (auto s = backend->init(); !s) return s.error();
