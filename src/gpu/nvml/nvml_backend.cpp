@@ -29,7 +29,7 @@ using namespace nvml;  // NOLINT(google-build-using-namespace): NVML's own names
 using namespace std::chrono_literals;
 
 // GPM computes rates between two samples; closer than this NVML returns 0 or NaN (measured on the
-// H200, docs/reference/h200.md), so such a pair is never used.
+// H200; docs/methodology.md, the gpm group), so such a pair is never used.
 constexpr core::Nanos kGpmMinInterval = 100ms;
 
 // NVML reports GPM PCIe and NVLink traffic in MiB/s (nvml.h: "PCIe traffic from this GPU in
