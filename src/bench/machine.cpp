@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "bench/engine.hpp"
+#include "core/numeric.hpp"
 #include "gpu/metrics.hpp"
 
 namespace gpudoc::bench {
@@ -17,10 +19,8 @@ void put(nlohmann::json& j, const char* name, const std::optional<T>& v) {
 
 std::optional<Spread> spread_of(std::vector<double> v) {
   if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  const double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  return Spread{v.front(), median, v.back()};
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return Spread{*lo, core::median(v), *hi};
 }
 
 nlohmann::json to_json(const std::optional<Spread>& s) {
@@ -67,8 +67,8 @@ core::Result<MachineInfo> probe_machine(gpu::Backend& backend, const std::string
         case gpu::Metric::kGpuTemperatureCelsius: m.temperature_celsius = s.value; break;
         case gpu::Metric::kClockEventReasonsMask: m.clock_event_reasons_mask = static_cast<std::uint64_t>(s.value); break;
         case gpu::Metric::kPowerLimitWatts: m.power_limit_watts = s.value; break;
-        case gpu::Metric::kPcieLinkGeneration: m.pcie_link_generation = s.value; break;
-        case gpu::Metric::kPcieLinkWidth: m.pcie_link_width = s.value; break;
+        case gpu::Metric::kPcieLinkGeneration: m.pcie_link_generation = static_cast<int>(std::lround(s.value)); break;
+        case gpu::Metric::kPcieLinkWidth: m.pcie_link_width = static_cast<int>(std::lround(s.value)); break;
         default: break;
       }
     }

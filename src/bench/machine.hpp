@@ -41,8 +41,8 @@ struct MachineInfo {
   std::optional<double> power_limit_watts;    // enforced
   std::optional<double> power_limit_default_watts;
   std::optional<double> temperature_celsius;
-  std::optional<double> pcie_link_generation;
-  std::optional<double> pcie_link_width;
+  std::optional<int> pcie_link_generation;     // current; NVML's reading (a double in telemetry) rounded once here
+  std::optional<int> pcie_link_width;          // current lanes
   std::optional<int> pcie_link_generation_max;
   std::optional<int> pcie_link_width_max;
   std::optional<std::uint64_t> clock_event_reasons_mask;  // when probed

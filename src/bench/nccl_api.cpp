@@ -1,6 +1,5 @@
 #include "bench/nccl_api.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -10,9 +9,9 @@
 namespace gpudoc::bench::nccl {
 namespace {
 
-enum class Need { kRequired, kOptional };
-constexpr Need kRequired = Need::kRequired;
-constexpr Need kOptional = Need::kOptional;
+// The X-macro list names each function's need as kRequired / kOptional.
+constexpr core::Need kRequired = core::Need::kRequired;
+constexpr core::Need kOptional = core::Need::kOptional;
 
 constexpr std::string_view kWithoutNccl = "the nccl.* benchmarks need NCCL 2 (install libnccl2, or set "
                                           "GPUDOC_NCCL_LIBRARY to a libnccl.so.2)";
@@ -30,29 +29,18 @@ std::vector<std::string> missing_required(const NcclApi& api) {
 }
 
 core::Result<std::unique_ptr<NcclLibrary>> load_nccl_library(const std::string& path) {
-  std::string file = path;
-  if (file.empty()) {
-    const char* env = std::getenv(kNcclLibraryEnv);
-    file = env != nullptr && *env != '\0' ? std::string(env) : std::string(kNcclLibraryName);
-  }
-  auto opened = core::open_library(file);
-  if (!opened) {
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("cannot load NCCL from {} ({}); {}", file, opened.error().message(), kWithoutNccl));
-  }
-  void* handle = *opened;
+  // An explicit path is the only file tried; otherwise $GPUDOC_NCCL_LIBRARY, else the soname.
+  const core::LibrarySpec spec{"NCCL", {path.empty() ? std::string(kNcclLibraryName) : path},
+                               path.empty() ? kNcclLibraryEnv : "", std::string(kWithoutNccl)};
+  auto opened = core::open_library(spec);
+  if (!opened) return opened.error();
   std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
-  lib->path_ = file;
-#define GPUDOC_NCCL_X(need, name, ret, params, args) core::resolve_symbol(handle, #name, lib->api_.name);
+  lib->path_ = opened->file();
+  core::SymbolResolver symbols(*opened);
+#define GPUDOC_NCCL_X(need, name, ret, params, args) symbols.resolve(need, #name, lib->api_.name);
   GPUDOC_NCCL_FUNCTIONS(GPUDOC_NCCL_X)
 #undef GPUDOC_NCCL_X
-  if (const auto missing = missing_required(lib->api_); !missing.empty()) {
-    // Not NCCL (or far too old): nothing of it is used, so it may be unloaded again.
-    (void)dlclose(handle);
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("{} lacks required NCCL functions ({}): it is not NCCL 2 or is too old; {}", file,
-                                   fmt::join(missing, ", "), kWithoutNccl));
-  }
+  if (auto st = symbols.status(); !st) return st.error();
   return lib;
 }
 

@@ -107,8 +107,9 @@ inline constexpr std::size_t kNcclFunctionCount = 0
 #undef GPUDOC_NCCL_X
     ;
 
-// A dlopen'ed libnccl and the table resolved from it. Never dlclose'd (NCCL leaves proxy threads
-// and CUDA state behind that would run unmapped code); the mapping lives until the process ends.
+// A dlopen'ed libnccl and the table resolved from it. Never closed (core/dynamic_library.hpp states
+// why: NCCL's proxy threads and CUDA state would run unmapped code); the mapping lives until the
+// process ends.
 class NcclLibrary {
  public:
   NcclLibrary(const NcclLibrary&) = delete;
@@ -132,9 +133,10 @@ inline constexpr std::string_view kNcclLibraryName = "libnccl.so.2";
 inline constexpr const char* kNcclLibraryEnv = "GPUDOC_NCCL_LIBRARY";
 
 // Loads `path` (empty: $GPUDOC_NCCL_LIBRARY if set, else kNcclLibraryName through the dynamic
-// loader's search path) and resolves every symbol in GPUDOC_NCCL_FUNCTIONS. Errors: kEnvironment
-// when the library cannot be loaded or a kRequired symbol is missing; the message names the file
-// and what is missing. Thread-safe.
+// loader's search path) through core::open_library and resolves every symbol in
+// GPUDOC_NCCL_FUNCTIONS. Errors: kEnvironment when the library cannot be loaded ("cannot load NCCL
+// from <file> (<why>); ...") or a kRequired symbol is missing ("<file> lacks required NCCL
+// functions (<names>); ..."). Thread-safe.
 [[nodiscard]] core::Result<std::unique_ptr<NcclLibrary>> load_nccl_library(const std::string& path);
 
 // The process-wide NCCL, loaded on first use by load_nccl_library("") and kept (success or the

@@ -118,7 +118,7 @@ std::string render_header(const bench::Report& rep) {
                      opt_value(m.memory_clock_mhz, "MHz"), opt_value(m.memory_clock_max_mhz, "MHz"),
                      opt_value(m.power_limit_watts, "W"), opt_value(m.temperature_celsius, "°C"));
     if (m.pcie_link_generation && m.pcie_link_width)
-      h += fmt::format(", PCIe gen{:.0f} x{:.0f}", *m.pcie_link_generation, *m.pcie_link_width);
+      h += fmt::format(", PCIe gen{} x{}", *m.pcie_link_generation, *m.pcie_link_width);
     h += "\n";
   } else {
     h += fmt::format("  no clocks, power or throttle reasons: {}\n", ctx.machine_reason);

@@ -75,6 +75,25 @@ TEST(CliBench, WithoutGpuJsonRecordsEachWaiver) {
   EXPECT_TRUE(j["machine"]["gpu"].is_null());
 }
 
+// Without a driver, the CUDA runtime's own words are "CUDA driver version is insufficient for CUDA
+// runtime version"; gpudoc says what is wrong, in the table's header and in --json.
+TEST(CliBench, WithoutDriverSaysNoNvidiaDriverIsInstalled) {
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  if (void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); libcuda != nullptr)
+    GTEST_SKIP() << "an NVIDIA driver is installed here (libcuda.so.1 loads)";  // never closed, as gpudoc's
+  const CliRun r = run_gpudoc("bench --only launch.latency --quick");
+  if (r.output.find("built without CUDA") != std::string::npos) GTEST_SKIP() << "built without CUDA";
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("no GPU benchmark can run: no NVIDIA driver is installed (libcuda.so.1 not found)"));
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("insufficient")));
+
+  const CliRun js = run_gpudoc_stdout("bench --only launch.latency --quick --json");
+  EXPECT_EQ(js.exit_code, 3);
+  const auto j = nlohmann::json::parse(js.output);
+  EXPECT_EQ(j["machine"]["no_gpu_reason"], "no NVIDIA driver is installed (libcuda.so.1 not found)") << js.output;
+  EXPECT_EQ(j["results"][0]["reason"], "waived: no GPU (no NVIDIA driver is installed (libcuda.so.1 not found))");
+}
+
 // p2p.* and nccl.* without a GPU: listed, each waived with its reason, exit 3, valid JSON.
 TEST(CliBench, WithoutGpuMultiGpuBenchmarksAreWaivedExit3) {
   if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";

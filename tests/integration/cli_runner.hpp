@@ -39,7 +39,7 @@ inline CliRun run_gpudoc_stdout(const std::string& args, const std::string& pref
 }
 
 // Whether this machine has NVML (tests of the no-GPU paths skip where it does). The handle is left
-// open on purpose: NVML is never unloaded (see nvml_api.cpp).
+// open on purpose: gpudoc never unloads a vendor library (see core/dynamic_library.hpp).
 inline bool nvml_present() { return dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr; }
 
 inline std::string data_file(const std::string& name) { return std::string(GPUDOC_SOURCE_DIR) + "/tests/data/" + name; }

@@ -3,8 +3,32 @@
 
 #include "bench/cuda/check.cuh"
 #include "bench/cuda/device.hpp"
+#include "core/dynamic_library.hpp"
 
 namespace gpudoc::bench::cuda {
+namespace {
+
+DeviceCountFailure failure_of(cudaError_t e) {
+  switch (e) {
+    case cudaErrorInsufficientDriver: return DeviceCountFailure::kInsufficientDriver;
+    case cudaErrorNoDevice: return DeviceCountFailure::kNoDevice;
+    default: return DeviceCountFailure::kOther;
+  }
+}
+
+// Asked only after a failure: whether the driver's library is there, and both versions.
+DriverFacts driver_facts() {
+  DriverFacts f;
+  auto lib = core::open_library({"the NVIDIA driver's CUDA library", {kLibcudaName}, "", ""});
+  f.libcuda_loaded = lib.ok();
+  if (!lib) f.libcuda_error = lib.error().message();
+  if (cudaDriverGetVersion(&f.driver_version) != cudaSuccess) f.driver_version = 0;
+  if (cudaRuntimeGetVersion(&f.runtime_version) != cudaSuccess) f.runtime_version = 0;
+  (void)cudaGetLastError();
+  return f;
+}
+
+}  // namespace
 
 bool built_with_cuda() noexcept { return true; }
 
@@ -13,8 +37,7 @@ core::Result<int> device_count() {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    auto err = cuda_error("cudaGetDeviceCount", e);
-    return core::Error(core::ErrorKind::kEnvironment, err.message());
+    return explain_device_count_failure(failure_of(e), driver_facts(), cuda_error("cudaGetDeviceCount", e).message());
   }
   return n;
 }

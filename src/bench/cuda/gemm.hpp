@@ -28,10 +28,12 @@
 
 namespace gpudoc::bench::cuda {
 
-// Loads cuBLASLt once per process (thread-safe; later calls return the first outcome): the library
-// $GPUDOC_CUBLASLT names, if set; else libcublasLt.so.13 on the loader path, in /usr/local/cuda-13.0
-// and /usr/local/cuda, then libcublasLt.so.12. Returns "libcublasLt.so.13 (cuBLASLt 130100)".
-// Errors: kEnvironment "cuBLASLt not found (...)", or the library lacks a function gpudoc uses.
+// Loads cuBLASLt once per process through core::open_library (thread-safe; later calls return the
+// first outcome): the library $GPUDOC_CUBLASLT names, if set; else libcublasLt.so.13 on the loader
+// path, in /usr/local/cuda-13.0 and /usr/local/cuda, then libcublasLt.so.12. Returns
+// "libcublasLt.so.13 (cuBLASLt 130100)". Errors: kEnvironment "cannot load cuBLASLt from ...", the
+// library lacks a function gpudoc uses ("<file> lacks required cuBLASLt functions (...)"), or it is
+// older than 12.0.
 [[nodiscard]] core::Result<std::string> load_cublaslt();
 
 struct GemmOptions {

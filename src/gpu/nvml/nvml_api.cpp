@@ -10,9 +10,9 @@
 namespace gpudoc::gpu::nvml {
 namespace {
 
-enum class Need { kRequired, kOptional };
-constexpr Need kRequired = Need::kRequired;
-constexpr Need kOptional = Need::kOptional;
+// The X-macro list names each function's need as kRequired / kOptional.
+constexpr core::Need kRequired = core::Need::kRequired;
+constexpr core::Need kOptional = core::Need::kOptional;
 
 }  // namespace
 
@@ -26,35 +26,21 @@ std::vector<std::string> missing_required(const NvmlApi& api) {
   return missing;
 }
 
-NvmlLibrary::~NvmlLibrary() {
-  // NVML is never dlclose'd: the driver library can leave threads or exit handlers behind that
-  // would run unmapped code. A crash at exit seen on a 2-GPU H200 (2026-11-29) is suspected to be
-  // this; not confirmed. The mapping lives until the process ends.
-}
-
 core::Result<std::unique_ptr<NvmlLibrary>> load_nvml_library(const std::string& path) {
-  const std::string file = path.empty() ? std::string(kNvmlLibraryName) : path;
-  auto opened = core::open_library(file);
-  if (!opened) {
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("cannot load the NVIDIA management library {} ({}): the NVIDIA driver is "
-                                   "not installed or its library is not on the loader path; {}",
-                                   file, opened.error().message(), kWithoutNvml));
-  }
-  void* handle = *opened;
+  const core::LibrarySpec spec{std::string(kNvmlName),
+                               {path.empty() ? std::string(kNvmlLibraryName) : path},
+                               "",
+                               fmt::format("the NVIDIA driver is not installed, too old, or its library is not on the "
+                                           "loader path; {}",
+                                           kWithoutNvml)};
+  auto opened = core::open_library(spec);
+  if (!opened) return opened.error();
   std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
-  lib->handle_ = handle;
-
-#define GPUDOC_NVML_X(need, name, ret, params, args) core::resolve_symbol(handle, #name, lib->api_.name);
+  core::SymbolResolver symbols(*opened);
+#define GPUDOC_NVML_X(need, name, ret, params, args) symbols.resolve(need, #name, lib->api_.name);
   GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
 #undef GPUDOC_NVML_X
-
-  if (const auto missing = missing_required(lib->api_); !missing.empty()) {
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("{} lacks required functions ({}): the NVIDIA driver is too old or the "
-                                   "library is not NVIDIA's; {}",
-                                   file, fmt::join(missing, ", "), kWithoutNvml));
-  }
+  if (auto st = symbols.status(); !st) return st.error();
   return lib;
 }
 

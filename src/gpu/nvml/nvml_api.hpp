@@ -501,24 +501,26 @@ inline constexpr std::size_t kNvmlFunctionCount = 0
 #undef GPUDOC_NVML_X
     ;
 
-// A dlopen'ed libnvidia-ml and the table resolved from it. dlclose on destruction.
+// A dlopen'ed libnvidia-ml and the table resolved from it. Never closed (core/dynamic_library.hpp
+// states why): the mapping lives until the process ends.
 class NvmlLibrary {
  public:
   NvmlLibrary(const NvmlLibrary&) = delete;
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;
-  ~NvmlLibrary();
+  ~NvmlLibrary() = default;
 
   [[nodiscard]] const NvmlApi& api() const { return api_; }
 
  private:
   friend core::Result<std::unique_ptr<NvmlLibrary>> load_nvml_library(const std::string& path);
   NvmlLibrary() = default;
-  void* handle_ = nullptr;
   NvmlApi api_;
 };
 
 // The soname the driver installs; the one the loader looks for by default.
 inline constexpr std::string_view kNvmlLibraryName = "libnvidia-ml.so.1";
+// The library's name in messages.
+inline constexpr std::string_view kNvmlName = "the NVIDIA management library (NVML)";
 
 // What still works without NVML, appended to every load or init failure so the user knows the
 // way on.

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/dynamic_library.hpp"
 #include "core/log.hpp"
 #include "gpu/nvml/nvml_api.hpp"
 
@@ -28,7 +29,7 @@ using namespace nvml;  // NOLINT(google-build-using-namespace): NVML's own names
 using namespace std::chrono_literals;
 
 // GPM computes rates between two samples; closer than this NVML returns 0 or NaN (measured on the
-// H200, docs/reference/h200.md), so such a pair is never used.
+// H200; docs/methodology.md, the gpm group), so such a pair is never used.
 constexpr core::Nanos kGpmMinInterval = 100ms;
 
 // NVML reports GPM PCIe and NVLink traffic in MiB/s (nvml.h: "PCIe traffic from this GPU in
@@ -210,7 +211,17 @@ class NvmlBackend final : public Backend {
 
  private:
   [[nodiscard]] core::Result<DeviceState*> device(int gpu);
+  // Probes every metric once (capabilities are cached in d.supported): a metric NVML answers
+  // NOT_SUPPORTED for, or whose function this NVML lacks, is never polled.
   [[nodiscard]] core::Status probe(DeviceState& d, int gpu);
+  // The parts of probe(), one per metric group.
+  [[nodiscard]] core::Status probe_utilization(DeviceState& d, int gpu);
+  [[nodiscard]] core::Status probe_fast(DeviceState& d, int gpu);
+  [[nodiscard]] core::Status probe_gpm(DeviceState& d, int gpu);
+  [[nodiscard]] core::Status probe_slow_and_energy(DeviceState& d, int gpu);
+  [[nodiscard]] core::Status probe_processes(DeviceState& d, int gpu);
+  // A symbol the loaded NVML lacks: this driver cannot read the metric at all.
+  static void probe_missing(int gpu, Metric m, std::string_view symbol);
   // Records the probe answer for `m`: supported on success, dropped (logged once) when NVML says
   // not supported, an error when the GPU is lost. Other failures keep the metric: they may pass.
   [[nodiscard]] core::Status probe_result(DeviceState& d, int gpu, Metric m, nvmlReturn_t rc);
@@ -247,6 +258,12 @@ class NvmlBackend final : public Backend {
     return api_.nvmlDeviceGetComputeRunningProcesses_v3 != nullptr ? api_.nvmlDeviceGetComputeRunningProcesses_v3
                                                                    : api_.nvmlDeviceGetComputeRunningProcesses_v2;
   }
+
+  // The parts of health_facts(); a lost GPU is left in `check`.
+  void read_modes(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
+  void read_memory_errors(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
+  void read_limits(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
+  void read_nvlinks(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
 
   [[nodiscard]] core::Status read_utilization(DeviceState& d, int gpu, GroupRead& g);
   [[nodiscard]] core::Status read_fast(DeviceState& d, int gpu, GroupRead& g);
@@ -348,23 +365,32 @@ core::Status NvmlBackend::metric_failed(DeviceState& d, int gpu, Metric m, nvmlR
 
 core::Status NvmlBackend::probe(DeviceState& d, int gpu) {
   if (d.probed) return core::ok_status();
-  const nvmlDevice_t h = d.handle;
-  // A symbol the loaded NVML lacks: this driver cannot read the metric at all.
-  const auto missing = [&](Metric m, std::string_view symbol) {
-    core::log_debug("GPU {}: {} is not supported (this NVML lacks {}); not polling it", gpu, info(m).name, symbol);
-  };
-#define GPUDOC_PROBE(metric, call)                                         \
+  if (auto s = probe_utilization(d, gpu); !s) return s;
+  if (auto s = probe_fast(d, gpu); !s) return s;
+  if (auto s = probe_gpm(d, gpu); !s) return s;
+  if (auto s = probe_slow_and_energy(d, gpu); !s) return s;
+  if (auto s = probe_processes(d, gpu); !s) return s;
+  d.probed = true;
+  return core::ok_status();
+}
+
+void NvmlBackend::probe_missing(int gpu, Metric m, std::string_view symbol) {
+  core::log_debug("GPU {}: {} is not supported (this NVML lacks {}); not polling it", gpu, info(m).name, symbol);
+}
+
+#define GPUDOC_PROBE(metric, call) \
   if (auto s = probe_result(d, gpu, metric, (call)); !s) return s.error();
 
-  // kUtilization: asking with no buffer returns how many samples the driver keeps.
+// kUtilization: asking with no buffer returns how many samples the driver keeps.
+core::Status NvmlBackend::probe_utilization(DeviceState& d, int gpu) {
   for (const auto& b : kUtilizationBuffers) {
     if (api_.nvmlDeviceGetSamples == nullptr) {
-      missing(b.metric, "nvmlDeviceGetSamples");
+      probe_missing(gpu, b.metric, "nvmlDeviceGetSamples");
       continue;
     }
     nvmlValueType_t type{};
     unsigned int count = 0;
-    nvmlReturn_t rc = api_.nvmlDeviceGetSamples(h, b.type, 0, &type, &count, nullptr);
+    nvmlReturn_t rc = api_.nvmlDeviceGetSamples(d.handle, b.type, 0, &type, &count, nullptr);
     // NOT_FOUND: the buffer is empty right now; INSUFFICIENT_SIZE: some drivers' answer to "how
     // many" — both mean the call works.
     if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
@@ -372,60 +398,71 @@ core::Status NvmlBackend::probe(DeviceState& d, int gpu) {
     d.util_capacity = std::clamp(count + 16, kMinUtilizationCapacity, kMaxUtilizationCapacity);
     d.util_driver_entries = count;
   }
+  return core::ok_status();
+}
 
-  // kFast.
+core::Status NvmlBackend::probe_fast(DeviceState& d, int gpu) {
+  const nvmlDevice_t h = d.handle;
   unsigned int value = 0;
   if (api_.nvmlDeviceGetPowerUsage != nullptr) {
     GPUDOC_PROBE(Metric::kPowerWatts, api_.nvmlDeviceGetPowerUsage(h, &value));
   } else {
-    missing(Metric::kPowerWatts, "nvmlDeviceGetPowerUsage");
+    probe_missing(gpu, Metric::kPowerWatts, "nvmlDeviceGetPowerUsage");
   }
   if (api_.nvmlDeviceGetClockInfo != nullptr) {
     GPUDOC_PROBE(Metric::kSmClockMhz, api_.nvmlDeviceGetClockInfo(h, NVML_CLOCK_SM, &value));
     GPUDOC_PROBE(Metric::kMemoryClockMhz, api_.nvmlDeviceGetClockInfo(h, NVML_CLOCK_MEM, &value));
   } else {
-    missing(Metric::kSmClockMhz, "nvmlDeviceGetClockInfo");
-    missing(Metric::kMemoryClockMhz, "nvmlDeviceGetClockInfo");
+    probe_missing(gpu, Metric::kSmClockMhz, "nvmlDeviceGetClockInfo");
+    probe_missing(gpu, Metric::kMemoryClockMhz, "nvmlDeviceGetClockInfo");
   }
   if (api_.nvmlDeviceGetTemperature != nullptr || api_.nvmlDeviceGetTemperatureV != nullptr) {
     double celsius = 0;
     GPUDOC_PROBE(Metric::kGpuTemperatureCelsius, gpu_temperature(h, celsius));
   } else {
-    missing(Metric::kGpuTemperatureCelsius, "nvmlDeviceGetTemperature");
+    probe_missing(gpu, Metric::kGpuTemperatureCelsius, "nvmlDeviceGetTemperature");
   }
   if (auto fn = clock_event_reasons_fn(); fn != nullptr) {
     unsigned long long mask = 0;
     GPUDOC_PROBE(Metric::kClockEventReasonsMask, fn(h, &mask));
   } else {
-    missing(Metric::kClockEventReasonsMask, "nvmlDeviceGetCurrentClocksEventReasons");
+    probe_missing(gpu, Metric::kClockEventReasonsMask, "nvmlDeviceGetCurrentClocksEventReasons");
   }
   if (api_.nvmlDeviceGetMemoryInfo != nullptr) {
     nvmlMemory_t mem{};
     GPUDOC_PROBE(Metric::kMemoryUsedBytes, api_.nvmlDeviceGetMemoryInfo(h, &mem));
   } else {
-    missing(Metric::kMemoryUsedBytes, "nvmlDeviceGetMemoryInfo");
+    probe_missing(gpu, Metric::kMemoryUsedBytes, "nvmlDeviceGetMemoryInfo");
   }
+  return core::ok_status();
+}
 
-  // kGpm: the device says whether it has GPM; then every GPM metric is tried on the first read and
-  // a per-metric NOT_SUPPORTED drops just that one.
+// kGpm: the device says whether it has GPM; then every GPM metric is tried on the first read and
+// a per-metric NOT_SUPPORTED drops just that one.
+core::Status NvmlBackend::probe_gpm(DeviceState& d, int gpu) {
   const bool gpm_symbols = api_.nvmlGpmQueryDeviceSupport != nullptr && api_.nvmlGpmSampleAlloc != nullptr &&
                            api_.nvmlGpmSampleFree != nullptr && api_.nvmlGpmSampleGet != nullptr &&
                            api_.nvmlGpmMetricsGet != nullptr;
   if (!gpm_symbols) {
     core::log_debug("GPU {}: GPM metrics are not supported (this NVML lacks the nvmlGpm* functions)", gpu);
-  } else {
-    std::lock_guard gpm_lock(gpm_mu_);
-    nvmlGpmSupport_t support{};
-    support.version = NVML_GPM_SUPPORT_VERSION;
-    nvmlReturn_t rc = api_.nvmlGpmQueryDeviceSupport(h, &support);
-    if (rc == NVML_SUCCESS && support.isSupportedDevice == 0) rc = NVML_ERROR_NOT_SUPPORTED;
-    if (rc == NVML_SUCCESS && d.gpm_prev == nullptr) rc = api_.nvmlGpmSampleAlloc(&d.gpm_prev);
-    if (rc == NVML_SUCCESS && d.gpm_next == nullptr) rc = api_.nvmlGpmSampleAlloc(&d.gpm_next);
-    if (rc == NVML_SUCCESS) d.gpm_get = std::make_unique<nvmlGpmMetricsGet_t>();
-    for (const auto& g : kGpmMetrics) GPUDOC_PROBE(g.metric, rc);
+    return core::ok_status();
   }
+  std::lock_guard gpm_lock(gpm_mu_);
+  nvmlGpmSupport_t support{};
+  support.version = NVML_GPM_SUPPORT_VERSION;
+  nvmlReturn_t rc = api_.nvmlGpmQueryDeviceSupport(d.handle, &support);
+  if (rc == NVML_SUCCESS && support.isSupportedDevice == 0) rc = NVML_ERROR_NOT_SUPPORTED;
+  if (rc == NVML_SUCCESS && d.gpm_prev == nullptr) rc = api_.nvmlGpmSampleAlloc(&d.gpm_prev);
+  if (rc == NVML_SUCCESS && d.gpm_next == nullptr) rc = api_.nvmlGpmSampleAlloc(&d.gpm_next);
+  if (rc == NVML_SUCCESS) d.gpm_get = std::make_unique<nvmlGpmMetricsGet_t>();
+  for (const auto& g : kGpmMetrics) GPUDOC_PROBE(g.metric, rc);
+  return core::ok_status();
+}
 
-  // kSlow.
+// kSlow, and kEnergy (~4 ms of CPU, once).
+core::Status NvmlBackend::probe_slow_and_energy(DeviceState& d, int gpu) {
+  const nvmlDevice_t h = d.handle;
+  unsigned int value = 0;
   if (api_.nvmlDeviceGetFieldValues != nullptr) {
     nvmlFieldValue_t field{};
     field.fieldId = NVML_FI_DEV_MEMORY_TEMP;
@@ -433,34 +470,36 @@ core::Status NvmlBackend::probe(DeviceState& d, int gpu) {
     if (rc == NVML_SUCCESS) rc = field.nvmlReturn;
     GPUDOC_PROBE(Metric::kMemoryTemperatureCelsius, rc);
   } else {
-    missing(Metric::kMemoryTemperatureCelsius, "nvmlDeviceGetFieldValues");
+    probe_missing(gpu, Metric::kMemoryTemperatureCelsius, "nvmlDeviceGetFieldValues");
   }
   if (api_.nvmlDeviceGetCurrPcieLinkGeneration != nullptr) {
     GPUDOC_PROBE(Metric::kPcieLinkGeneration, api_.nvmlDeviceGetCurrPcieLinkGeneration(h, &value));
   } else {
-    missing(Metric::kPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration");
+    probe_missing(gpu, Metric::kPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration");
   }
   if (api_.nvmlDeviceGetCurrPcieLinkWidth != nullptr) {
     GPUDOC_PROBE(Metric::kPcieLinkWidth, api_.nvmlDeviceGetCurrPcieLinkWidth(h, &value));
   } else {
-    missing(Metric::kPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth");
+    probe_missing(gpu, Metric::kPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth");
   }
   if (api_.nvmlDeviceGetEnforcedPowerLimit != nullptr) {
     GPUDOC_PROBE(Metric::kPowerLimitWatts, api_.nvmlDeviceGetEnforcedPowerLimit(h, &value));
   } else {
-    missing(Metric::kPowerLimitWatts, "nvmlDeviceGetEnforcedPowerLimit");
+    probe_missing(gpu, Metric::kPowerLimitWatts, "nvmlDeviceGetEnforcedPowerLimit");
   }
-
-  // kEnergy: ~4 ms of CPU, once.
   if (api_.nvmlDeviceGetTotalEnergyConsumption != nullptr) {
     unsigned long long energy = 0;
     GPUDOC_PROBE(Metric::kEnergyJoules, api_.nvmlDeviceGetTotalEnergyConsumption(h, &energy));
   } else {
-    missing(Metric::kEnergyJoules, "nvmlDeviceGetTotalEnergyConsumption");
+    probe_missing(gpu, Metric::kEnergyJoules, "nvmlDeviceGetTotalEnergyConsumption");
   }
+  return core::ok_status();
+}
+
 #undef GPUDOC_PROBE
 
-  // kProcesses has no entries in the metric catalog; its two sources are tracked by flag.
+// kProcesses has no entries in the metric catalog; its two sources are tracked by flag.
+core::Status NvmlBackend::probe_processes(DeviceState& d, int gpu) {
   const auto process_probe = [&](nvmlReturn_t rc, std::string_view what, bool& flag) -> core::Status {
     if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE || rc == NVML_ERROR_NOT_FOUND) {
       flag = true;
@@ -474,19 +513,18 @@ core::Status NvmlBackend::probe(DeviceState& d, int gpu) {
   };
   if (auto fn = running_processes_fn(); fn != nullptr) {
     unsigned int count = 0;
-    if (auto s = process_probe(fn(h, &count, nullptr), "the process list", d.process_list_supported); !s) {
+    if (auto s = process_probe(fn(d.handle, &count, nullptr), "the process list", d.process_list_supported); !s) {
       return s.error();
     }
   }
   if (api_.nvmlDeviceGetProcessUtilization != nullptr) {
     unsigned int count = 0;
-    if (auto s = process_probe(api_.nvmlDeviceGetProcessUtilization(h, nullptr, &count, 0),
+    if (auto s = process_probe(api_.nvmlDeviceGetProcessUtilization(d.handle, nullptr, &count, 0),
                                "per-process utilization", d.process_utilization_supported);
         !s) {
       return s.error();
     }
   }
-  d.probed = true;
   return core::ok_status();
 }
 
@@ -851,9 +889,18 @@ core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
   if (!dev) return dev.error();
   DeviceState& d = **dev;
   std::lock_guard lock(d.mu);
-  const nvmlDevice_t h = d.handle;
   LostCheck check(api_, gpu);
   HealthFacts f;
+  read_modes(d.handle, check, f);
+  read_memory_errors(d.handle, check, f);
+  read_limits(d.handle, check, f);
+  read_nvlinks(d.handle, check, f);
+  if (check.lost()) return *check.lost();
+  return f;
+}
+
+// Persistence, compute, MIG and ECC modes.
+void NvmlBackend::read_modes(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const {
   nvmlEnableState_t current = NVML_FEATURE_DISABLED;
   nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
   if (api_.nvmlDeviceGetPersistenceMode != nullptr &&
@@ -880,6 +927,10 @@ core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
     f.ecc_current = current == NVML_FEATURE_ENABLED;
     f.ecc_pending = pending == NVML_FEATURE_ENABLED;
   }
+}
+
+// ECC error counts, remapped rows, retired pages.
+void NvmlBackend::read_memory_errors(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const {
   if (api_.nvmlDeviceGetTotalEccErrors != nullptr) {
     const std::array<std::tuple<nvmlMemoryErrorType_t, nvmlEccCounterType_t, std::optional<std::uint64_t>*>, 4> ecc = {{
         {NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &f.ecc_volatile_corrected},
@@ -917,10 +968,15 @@ core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
       if (check.ok(rc, "retired pages")) *field = count;
     }
   }
+  nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
   if (api_.nvmlDeviceGetRetiredPagesPendingStatus != nullptr &&
       check.ok(api_.nvmlDeviceGetRetiredPagesPendingStatus(h, &pending), "retired pages pending")) {
     f.retired_pages_pending = pending == NVML_FEATURE_ENABLED;
   }
+}
+
+// Power limits, temperature thresholds, the most the PCIe link allows.
+void NvmlBackend::read_limits(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const {
   unsigned int v = 0;
   // NVML reports power limits in milliwatts.
   if (api_.nvmlDeviceGetPowerManagementLimit != nullptr &&
@@ -954,6 +1010,11 @@ core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
       check.ok(api_.nvmlDeviceGetMaxPcieLinkWidth(h, &v), "max PCIe width")) {
     f.pcie_link_width_max = static_cast<int>(v);
   }
+}
+
+// Each NVLink's state, version and error counters.
+void NvmlBackend::read_nvlinks(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const {
+  unsigned int v = 0;
   if (api_.nvmlDeviceGetNvLinkState != nullptr) {
     for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       nvmlEnableState_t active = NVML_FEATURE_DISABLED;
@@ -985,8 +1046,6 @@ core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
       f.nvlinks.push_back(l);
     }
   }
-  if (check.lost()) return *check.lost();
-  return f;
 }
 
 core::Result<DeviceInfo> NvmlBackend::device_info(int gpu) {
@@ -1184,9 +1243,8 @@ core::Result<std::unique_ptr<Backend>> open_nvml_backend(const NvmlBackendOption
     library = std::move(*loaded);
     api = &library->api();
   } else if (const auto missing = missing_required(*api); !missing.empty()) {
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("the NVML function table lacks required functions ({}); {}",
-                                   fmt::join(missing, ", "), kWithoutNvml));
+    return core::missing_symbols_error("the injected function table", std::string(kNvmlName), missing,
+                                       std::string(kWithoutNvml));
   }
   auto backend = std::make_unique<NvmlBackend>(std::move(library), *api, options.clock);
   if (auto s = backend->init(); !s) return s.error();

@@ -60,7 +60,8 @@ TEST(BenchGemm, WaivedWithAClearReasonWhenCublasLtCannotLoad) {
       EXPECT_THAT(*lib, ::testing::HasSubstr("libcublasLt.so"));
     } else if (cuda::built_with_cuda()) {
       ASSERT_TRUE(why.has_value());
-      EXPECT_THAT(*why, ::testing::StartsWith("waived: cuBLASLt "));
+      EXPECT_THAT(*why, ::testing::StartsWith("waived: "));
+      EXPECT_THAT(*why, ::testing::HasSubstr("cuBLASLt"));
     } else {
       EXPECT_EQ(lib.error().kind(), core::ErrorKind::kNotSupported);
     }
@@ -81,7 +82,7 @@ TEST(BenchGemmDeathTest, MissingCublasLtIsAnEnvironmentError) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(0),
-      ::testing::HasSubstr("environment|cuBLASLt not found: GPUDOC_CUBLASLT=/nonexistent/libcublasLt.so.13 cannot be loaded"));
+      ::testing::HasSubstr("environment|cannot load cuBLASLt from GPUDOC_CUBLASLT=/nonexistent/libcublasLt.so.13 ("));
 }
 
 TEST(BenchPcie, KeysNameDirectionAndHostMemory) {

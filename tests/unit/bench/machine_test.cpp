@@ -34,6 +34,12 @@ TEST(BenchMachine, ProbeFindsTheGpuByUuid) {
   const auto j = to_json(*m);
   EXPECT_EQ(j["nvml_index"], 2);
   EXPECT_EQ(j["sm_clock_max_mhz"], 1980.0);
+  // The link is a count: an integer in the JSON (the same number as the 5.0 it was), as health has it.
+  EXPECT_EQ(m->pcie_link_width, 16);
+  EXPECT_TRUE(j["pcie_link_generation"].is_number_integer());
+  EXPECT_EQ(j["pcie_link_generation"], 5);
+  EXPECT_EQ(j["pcie_link_width"], 16);
+  EXPECT_EQ(j["pcie_link_generation_max"], 5);
 }
 
 TEST(BenchMachine, UnknownUuidIsNotSupported) {
