@@ -401,7 +401,7 @@ class PlantedFiles : public BaselineHardening, public ::testing::WithParamInterf
   void run_with_planted(const std::vector<std::string>& args) {
     const pid_t pid = launch(args, out_, {"TMPDIR=" + shared_}, [this](pid_t gpudoc_pid) {
       as_unprivileged([&] {
-        ::umask(0);
+        const mode_t saved = ::umask(0);   // FIFOs anyone may open, as an attacker would leave them
         for (const auto& name : old_names(gpudoc_pid)) {
           const std::string at = shared_ + "/" + name;
           if (GetParam() == Plant::kSymlink)
@@ -409,6 +409,7 @@ class PlantedFiles : public BaselineHardening, public ::testing::WithParamInterf
           else
             (void)::mkfifo(at.c_str(), 0666);
         }
+        ::umask(saved);   // not root: this very process becomes gpudoc next
         return 0;
       });
     });
