@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 namespace gpudoc::baseline {
 
@@ -163,14 +165,21 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
 
 Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now, const Config& config) {
   Comparison out;
-  auto find = [](const std::vector<Figure>& v, const std::string& name) -> const Figure* {
-    for (const auto& f : v)
-      if (f.name == name) return &f;
-    return nullptr;
+  // By name, in O(1): a run may carry 100k figures. The first of a name wins, as a scan would.
+  auto index_of = [](const std::vector<Figure>& v) {
+    std::unordered_map<std::string_view, const Figure*> index;
+    index.reserve(v.size());
+    for (const auto& f : v) index.try_emplace(f.name, &f);
+    return index;
+  };
+  const auto baseline_index = index_of(baseline), now_index = index_of(now);
+  auto find = [](const auto& index, const std::string& name) -> const Figure* {
+    const auto it = index.find(name);
+    return it == index.end() ? nullptr : it->second;
   };
   for (const auto& b : baseline) {
     if (b.samples.empty()) continue;
-    const Figure* n = find(now, b.name);
+    const Figure* n = find(now_index, b.name);
     if (n == nullptr || n->samples.empty()) {
       FigureComparison c;
       c.name = b.name;
@@ -189,7 +198,7 @@ Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure
     out.figures.push_back(judge(b, *n, config));
   }
   for (const auto& n : now) {
-    if (n.samples.empty() || find(baseline, n.name) != nullptr) continue;
+    if (n.samples.empty() || find(baseline_index, n.name) != nullptr) continue;
     FigureComparison c;
     c.name = n.name;
     c.unit = n.unit;
@@ -206,11 +215,12 @@ Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure
 
 Comparison confirm(const Comparison& first, const Comparison& rerun) {
   Comparison out = first;
+  std::unordered_map<std::string_view, const FigureComparison*> rerun_index;
+  for (const auto& g : rerun.figures) rerun_index[g.name] = &g;   // the last of a name, as before
   for (auto& f : out.figures) {
     if (!is_failure(f.verdict)) continue;
-    const FigureComparison* r = nullptr;
-    for (const auto& g : rerun.figures)
-      if (g.name == f.name) r = &g;
+    const auto it = rerun_index.find(f.name);
+    const FigureComparison* r = it == rerun_index.end() ? nullptr : it->second;
     if (r == nullptr) continue;   // the rerun did not measure it: the first verdict stands
     if (is_failure(r->verdict)) {
       FigureComparison kept = *r;

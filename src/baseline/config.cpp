@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "core/file.hpp"
 
@@ -115,10 +117,25 @@ core::Result<Config> parse_config(std::string_view text, std::string_view source
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: {}", source_name, what));
   };
   nlohmann::json j;
+  // The keys on the way to where the parser is, so that a value it cannot hold (1e309 overflows a
+  // double) is named by its key.
+  std::vector<std::string> path;
+  const nlohmann::json::parser_callback_t track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key) {
+      path.resize(static_cast<std::size_t>(std::max(depth - 1, 0)));
+      path.push_back(parsed.is_string() ? parsed.get<std::string>() : parsed.dump());
+    }
+    return true;
+  };
   try {
-    j = nlohmann::json::parse(text.begin(), text.end(), nullptr, true, /*ignore_comments=*/true);
+    j = nlohmann::json::parse(text.begin(), text.end(), track, true, /*ignore_comments=*/true);
   } catch (const nlohmann::json::parse_error& e) {
     return bad(fmt::format("not valid JSON ({})", e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what.erase(0, close + 2);
+    return bad(fmt::format("{}: {} (a number gpudoc cannot hold)", path.empty() ? std::string("value") : fmt::format("{}", fmt::join(path, ".")),
+                           what));
   }
   if (!j.is_object()) return bad("expected a JSON object at the top");
   Config cfg;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "core/utf8.hpp"
+
 namespace gpudoc::baseline {
 
 namespace {
@@ -18,7 +20,10 @@ std::string_view trim(std::string_view s) {
 
 std::string excerpt(std::string_view s) {
   constexpr std::size_t kMax = 60;
-  return s.size() <= kMax ? std::string(s) : std::string(s.substr(0, kMax)) + "…";
+  if (s.size() <= kMax) return std::string(s);
+  std::size_t cut = kMax;   // not inside a multi-byte character: the note stays valid UTF-8
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "…";
 }
 }  // namespace
 
@@ -33,6 +38,14 @@ void MetricsCollector::note(std::string_view source, std::size_t line, std::stri
 void MetricsCollector::add_stdout_line(std::string_view line, std::size_t line_number) {
   if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
   add_json(line.substr(kMetricsPrefix.size()), line_number, "stdout");
+}
+
+void MetricsCollector::add_oversized_stdout_line(std::string_view head, std::size_t line_number, std::size_t bytes) {
+  if (head.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
+  ++malformed_lines_;
+  note("stdout", line_number,
+       fmt::format("a ::gpudoc line of {} bytes, over the {} MiB limit for one line: ignored (print fewer figures per line)",
+                   bytes, kMaxMetricsLineBytes >> 20));
 }
 
 void MetricsCollector::add_file_line(std::string_view line, std::size_t line_number, std::string_view source) {
@@ -56,8 +69,18 @@ void MetricsCollector::add_file_text(std::string_view text, std::string_view sou
   }
 }
 
-void MetricsCollector::add_json(std::string_view json, std::size_t line_number, std::string_view source) {
-  json = trim(json);
+void MetricsCollector::add_json(std::string_view json_in, std::size_t line_number, std::string_view source) {
+  std::string_view json = trim(json_in);
+  // JSON must be UTF-8: a stray byte (a Latin-1 name, a cut multi-byte character) would make the
+  // whole line unreadable, so it is replaced and the line is still read.
+  std::string repaired;
+  if (!core::is_valid_utf8(json)) {
+    std::size_t n = 0;
+    repaired = core::to_valid_utf8(json, &n);
+    json = repaired;
+    ++invalid_utf8_lines_;
+    note(source, line_number, fmt::format("{} byte sequence{} not valid UTF-8, replaced by U+FFFD", n, n == 1 ? "" : "s"));
+  }
   nlohmann::json j = nlohmann::json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     ++malformed_lines_;

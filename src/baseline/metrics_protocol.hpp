@@ -11,7 +11,10 @@
 //   * the progress keys "step", "n", "t" and "epoch" are counters, not figures;
 //   * a non-numeric value (string, bool, null, array, object) is ignored with a note, once per name;
 //   * a line that is not valid JSON, or not an object, is counted and named with its line number
-//     in a note; it never stops the run.
+//     in a note; it never stops the run;
+//   * bytes that are not valid UTF-8 are replaced by U+FFFD (noted) and the line is read;
+//   * a stdout line longer than kMaxMetricsLineBytes is not read; a ::gpudoc line of that size is
+//     counted as malformed and named in a note.
 //
 //   baseline::MetricsCollector c;
 //   c.add_stdout_line(R"(::gpudoc {"step_ms": 41.2})", 1);
@@ -30,6 +33,7 @@ namespace gpudoc::baseline {
 
 inline constexpr std::string_view kMetricsPrefix = "::gpudoc ";
 inline constexpr std::size_t kMaxNotes = 20;   // notes kept; the rest are only counted
+inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t{1} << 20;   // 1 MiB
 
 struct MetricsNote {
   std::string source;    // "stdout" or the metrics file's name
@@ -41,6 +45,9 @@ class MetricsCollector {
  public:
   // A line of the workload's stdout (without the newline). Lines without the prefix are ignored.
   void add_stdout_line(std::string_view line, std::size_t line_number);
+  // A stdout line longer than kMaxMetricsLineBytes, of which only `head` (its start) was kept:
+  // noted when it is a ::gpudoc line. `bytes`: its whole length.
+  void add_oversized_stdout_line(std::string_view head, std::size_t line_number, std::size_t bytes);
   // A line of the $GPUDOC_METRICS file. Blank lines are ignored.
   void add_file_line(std::string_view line, std::size_t line_number, std::string_view source);
   // Every line of a whole metrics file's text.
@@ -54,6 +61,7 @@ class MetricsCollector {
   [[nodiscard]] std::size_t malformed_lines() const { return malformed_lines_; }
   [[nodiscard]] std::size_t ignored_values() const { return ignored_values_; }
   [[nodiscard]] std::size_t notes_dropped() const { return notes_dropped_; }
+  [[nodiscard]] std::size_t invalid_utf8_lines() const { return invalid_utf8_lines_; }   // read with bytes replaced
 
  private:
   void add_json(std::string_view json, std::size_t line_number, std::string_view source);
@@ -62,7 +70,8 @@ class MetricsCollector {
   std::map<std::string, std::vector<double>> figures_;
   std::vector<MetricsNote> notes_;
   std::map<std::string, bool> noted_names_;
-  std::size_t metric_lines_ = 0, event_lines_ = 0, malformed_lines_ = 0, ignored_values_ = 0, notes_dropped_ = 0;
+  std::size_t metric_lines_ = 0, event_lines_ = 0, malformed_lines_ = 0, ignored_values_ = 0, notes_dropped_ = 0,
+              invalid_utf8_lines_ = 0;
 };
 
 }  // namespace gpudoc::baseline

@@ -3,8 +3,13 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -26,7 +31,8 @@ namespace {
 // The one place SQLite result codes become gpudoc errors.
 core::Error sqlite_error(sqlite3* db, int rc, const std::string& path, const std::string& what) {
   const int primary = rc & 0xff;
-  const std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  if (detail == "not an error") detail = sqlite3_errstr(rc);   // the connection's last call succeeded: say what rc means
   switch (primary) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -41,9 +47,12 @@ core::Error sqlite_error(sqlite3* db, int rc, const std::string& path, const std
       return core::Error(core::ErrorKind::kBadInput,
                          fmt::format("{}: the store is damaged ({}); {} failed. Keep a copy and run `sqlite3 {} .recover`",
                                      path, detail, what, path));
+    case SQLITE_READONLY:
+      return core::Error(core::ErrorKind::kIo, fmt::format("the store {} is read-only: {} failed ({}); record and check write "
+                                                           "to it, list, show and history only read it",
+                                                           path, what, detail));
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
-    case SQLITE_READONLY:
     case SQLITE_IOERR:
     case SQLITE_FULL:
     case SQLITE_AUTH:
@@ -79,6 +88,34 @@ class Stmt {
 nlohmann::json parse_or_null(const std::string& s) {
   auto j = nlohmann::json::parse(s, nullptr, false);
   return j.is_discarded() ? nlohmann::json() : j;
+}
+
+// Stored JSON: text from workloads may hold bytes that are not UTF-8; they are replaced (U+FFFD),
+// never a reason to lose the run.
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// Why a figure's stored samples cannot be trusted, or empty: samples_json must be a non-empty
+// JSON array of finite numbers (gpudoc writes nothing else).
+std::string samples_damage(const std::string& text, const nlohmann::json& samples) {
+  if (samples.is_discarded()) return fmt::format("samples are not valid JSON (cut or edited?): {}", text.substr(0, 60));
+  if (!samples.is_array()) return fmt::format("samples are not a JSON array: {}", text.substr(0, 60));
+  if (samples.empty()) return "no samples";
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& v = samples[i];
+    if (!v.is_number()) return fmt::format("sample {} is {}, not a number", i + 1, dump(v).substr(0, 40));
+    if (!std::isfinite(v.get<double>())) return fmt::format("sample {} is not a finite number", i + 1);
+  }
+  return {};
+}
+
+// Percent-encodes what an SQLite URI file name may not hold literally.
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) out += fmt::format("%{:02X}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
 }
 
 // Migrations: index i takes the schema from version i to i + 1. Never edit a released step; add one.
@@ -137,6 +174,8 @@ struct Store::Impl {
   sqlite3* db = nullptr;
   std::string path;
   int busy_timeout_ms = 10000;
+  bool read_only = false;
+  bool empty = false;   // read-only and no schema yet: nothing stored
   ~Impl() {
     if (db != nullptr) sqlite3_close_v2(db);
   }
@@ -174,6 +213,16 @@ struct Store::Impl {
   }
   void rollback() { (void)exec("ROLLBACK", "rollback"); }
 
+  core::Result<bool> baseline_exists(const std::string& name, const std::string& what) {
+    Stmt s;
+    if (auto st = prepare(s, "SELECT 1 FROM baselines WHERE name = ?1", what); !st) return st.error();
+    s.bind(1, name);
+    const int rc = sqlite3_step(s.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return err(rc, what);
+  }
+
   core::Result<std::int64_t> insert_run(const NewRun& r) {
     Stmt s;
     if (auto st = prepare(s,
@@ -185,12 +234,12 @@ struct Store::Impl {
     s.bind(1, r.baseline);
     s.bind(2, r.time_unix_ns);
     s.bind(3, r.role);
-    s.bind(4, to_json(r.machine).dump());
+    s.bind(4, dump(to_json(r.machine)));
     s.bind(5, r.verdict);
     if (r.exit_code) s.bind(6, static_cast<std::int64_t>(*r.exit_code));
     else s.bind_null(6);
     s.bind(7, std::string(core::kVersion));
-    s.bind(8, r.details.dump());
+    s.bind(8, dump(r.details));
     if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return err(rc, "adding a run");
     const std::int64_t id = sqlite3_last_insert_rowid(db);
     Stmt f;
@@ -210,7 +259,7 @@ struct Store::Impl {
       else f.bind_null(5);
       if (fig.samples.empty()) f.bind_null(6);
       else f.bind(6, median(fig.samples));
-      f.bind(7, nlohmann::json(fig.samples).dump());
+      f.bind(7, dump(nlohmann::json(fig.samples)));
       if (int rc = sqlite3_step(f.get()); rc != SQLITE_DONE) return err(rc, fmt::format("adding figure '{}'", fig.name));
     }
     return id;
@@ -279,11 +328,70 @@ Store::~Store() = default;
 
 const std::string& Store::path() const { return impl_->path; }
 
+namespace {
+
+bool is_access_error(int e) { return e == EACCES || e == EROFS || e == EPERM; }
+
+// Before SQLite: a store gpudoc cannot write is said so plainly (SQLite opens a write-protected
+// file read-only without a word and fails at the first write, sometimes with "not an error").
+core::Status check_write_access(const std::string& path, bool exists) {
+  namespace fs = std::filesystem;
+  if (exists && ::access(path.c_str(), W_OK) != 0 && is_access_error(errno))
+    return core::Error(core::ErrorKind::kIo, fmt::format("the store {} is read-only: {}; record and check write to it (list, "
+                                                         "show and history only read it)",
+                                                         path, std::strerror(errno)));
+  std::string dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (::access(dir.c_str(), W_OK) != 0 && is_access_error(errno) && !(exists && fs::exists(path + "-wal", ec))) {
+    const std::string why = std::strerror(errno);
+    if (!exists)
+      return core::Error(core::ErrorKind::kIo, fmt::format("the store {} cannot be created: its folder {} is not writable ({})",
+                                                           path, dir, why));
+    return core::Error(core::ErrorKind::kIo,
+                       fmt::format("the store {} is read-only: its folder {} is not writable ({}), and SQLite keeps its "
+                                   "write-ahead log beside the store; record and check write to it (list, show and history "
+                                   "only read it)",
+                                   path, dir, why));
+  }
+  return {};
+}
+
+}  // namespace
+
+core::Result<Store> Store::open_read_only(const std::string& path, const OpenOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->busy_timeout_ms = options.busy_timeout_ms;
+  impl->read_only = true;
+  auto open_with = [&](const std::string& name, int extra_flags) -> core::Status {
+    if (impl->db != nullptr) sqlite3_close_v2(impl->db);
+    impl->db = nullptr;
+    const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX | extra_flags;
+    if (int rc = sqlite3_open_v2(name.c_str(), &impl->db, flags, nullptr); rc != SQLITE_OK) return impl->err(rc, "opening");
+    sqlite3_extended_result_codes(impl->db, 1);
+    sqlite3_busy_timeout(impl->db, options.busy_timeout_ms);
+    return impl->check_owner();
+  };
+  auto st = open_with(path, 0);
+  if (!st && st.error().kind() == core::ErrorKind::kIo) {
+    // A WAL store in a folder this user cannot write: SQLite cannot make the shared-memory file it
+    // reads through. Read the file as it is: nobody can be writing it without that folder either.
+    if (auto again = open_with("file:" + uri_path(path) + "?immutable=1", SQLITE_OPEN_URI); again) st = again;
+  }
+  if (!st) return st.error();
+  auto version = impl->pragma_int("PRAGMA user_version");
+  if (!version) return version.error();
+  impl->empty = *version == 0;
+  return Store(std::move(impl));
+}
+
 core::Result<Store> Store::open(const std::string& path, const OpenOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    if (!options.create) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: no such store", path));
+  const bool exists = fs::exists(path, ec);
+  if (!exists) {
+    if (!options.create || options.read_only) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: no such store", path));
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) {
       fs::create_directories(parent, ec);
@@ -292,6 +400,8 @@ core::Result<Store> Store::open(const std::string& path, const OpenOptions& opti
   } else if (fs::is_directory(path, ec)) {
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: is a directory, not a store file", path));
   }
+  if (options.read_only) return open_read_only(path, options);
+  if (auto st = check_write_access(path, exists); !st) return st.error();
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->busy_timeout_ms = options.busy_timeout_ms;
@@ -299,6 +409,7 @@ core::Result<Store> Store::open(const std::string& path, const OpenOptions& opti
   if (int rc = sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr); rc != SQLITE_OK) return impl->err(rc, "opening");
   sqlite3_extended_result_codes(impl->db, 1);
   sqlite3_busy_timeout(impl->db, options.busy_timeout_ms);
+  if (sqlite3_db_readonly(impl->db, "main") == 1) return impl->err(SQLITE_READONLY, "opening for writing");
 
   // The first statement reads the file: a foreign file fails here with SQLITE_NOTADB.
   if (auto st = impl->check_owner(); !st) return st.error();
@@ -325,6 +436,28 @@ core::Result<Store> Store::open(const std::string& path, const OpenOptions& opti
   return Store(std::move(impl));
 }
 
+bool Store::read_only() const { return impl_->read_only; }
+
+core::Status Store::check_writable() {
+  const std::string what = "checking that the store can be written before running anything";
+  if (impl_->read_only || sqlite3_db_readonly(impl_->db, "main") == 1) return impl_->err(SQLITE_READONLY, what);
+  // The write lock, taken and given back: a store locked past the busy timeout fails now, not
+  // after the workload ran for an hour.
+  if (auto st = impl_->begin(what); !st) return st;
+  impl_->rollback();
+  Stmt s;
+  if (auto st = impl_->prepare(s, "PRAGMA quick_check", what); !st) return st;
+  std::string problems;
+  int rc = 0;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) problems += (problems.empty() ? "" : "; ") + s.text(0);
+  if (rc != SQLITE_DONE) return impl_->err(rc, what);
+  if (problems != "ok")
+    return core::Error(core::ErrorKind::kBadInput,
+                       fmt::format("{}: the store is damaged (SQLite quick_check: {}); keep a copy and run `sqlite3 {} .recover`",
+                                   impl_->path, problems.substr(0, 300), impl_->path));
+  return {};
+}
+
 core::Result<int> Store::schema_version() {
   auto v = impl_->pragma_int("PRAGMA user_version");
   if (!v) return v.error();
@@ -334,6 +467,26 @@ core::Result<int> Store::schema_version() {
 core::Result<std::int64_t> Store::record_baseline(const NewBaseline& b) {
   const std::string what = fmt::format("recording baseline '{}'", b.name);
   if (auto st = impl_->begin(what); !st) return st.error();
+  NewRun run = b.run;
+  run.baseline = b.name;
+  run.role = "record";
+  if (run.verdict == kVerdictInterrupted) {
+    // Never the golden run of a baseline that has one: into its history only.
+    auto exists = impl_->baseline_exists(b.name, what);
+    if (!exists) {
+      impl_->rollback();
+      return exists.error();
+    }
+    if (*exists) {
+      auto id = impl_->insert_run(run);
+      if (!id) {
+        impl_->rollback();
+        return id.error();
+      }
+      if (auto st = impl_->commit(what); !st) return st.error();
+      return *id;
+    }
+  }
   Stmt s;
   if (auto st = impl_->prepare(s,
                                "INSERT INTO baselines(name, kinds, created_unix_ns, updated_unix_ns, spec_json, machine_json) "
@@ -348,15 +501,12 @@ core::Result<std::int64_t> Store::record_baseline(const NewBaseline& b) {
   s.bind(1, b.name);
   s.bind(2, b.kinds);
   s.bind(3, b.run.time_unix_ns);
-  s.bind(4, b.spec.dump());
-  s.bind(5, to_json(b.run.machine).dump());
+  s.bind(4, dump(b.spec));
+  s.bind(5, dump(to_json(b.run.machine)));
   if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) {
     impl_->rollback();
     return impl_->err(rc, what);
   }
-  NewRun run = b.run;
-  run.baseline = b.name;
-  run.role = "record";
   auto id = impl_->insert_run(run);
   if (!id) {
     impl_->rollback();
@@ -380,17 +530,11 @@ core::Result<std::int64_t> Store::record_baseline(const NewBaseline& b) {
 core::Result<std::int64_t> Store::add_run(const NewRun& run) {
   const std::string what = fmt::format("adding a {} run to '{}'", run.role, run.baseline);
   if (auto st = impl_->begin(what); !st) return st.error();
-  Stmt s;
-  if (auto st = impl_->prepare(s, "SELECT 1 FROM baselines WHERE name = ?1", what); !st) {
+  auto exists = impl_->baseline_exists(run.baseline, what);
+  if (!exists || !*exists) {
     impl_->rollback();
-    return st.error();
-  }
-  s.bind(1, run.baseline);
-  const int rc = sqlite3_step(s.get());
-  if (rc != SQLITE_ROW) {
-    impl_->rollback();
-    if (rc == SQLITE_DONE) return core::Error(core::ErrorKind::kUsage, fmt::format("no baseline named '{}'", run.baseline));
-    return impl_->err(rc, what);
+    if (!exists) return exists.error();
+    return core::Error(core::ErrorKind::kUsage, fmt::format("no baseline named '{}'", run.baseline));
   }
   auto id = impl_->insert_run(run);
   if (!id) {
@@ -418,9 +562,9 @@ core::Result<std::int64_t> Store::add_result(const std::string& kind, const std:
   s.bind(1, kind);
   s.bind(2, subject);
   s.bind(3, time_unix_ns);
-  s.bind(4, to_json(machine).dump());
+  s.bind(4, dump(to_json(machine)));
   s.bind(5, status);
-  s.bind(6, payload.dump());
+  s.bind(6, dump(payload));
   if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) {
     impl_->rollback();
     return impl_->err(rc, what);
@@ -462,7 +606,8 @@ core::Result<std::vector<StoredResult>> Store::results_since(const std::string& 
 namespace {
 constexpr const char* kBaselineColumns =
     "SELECT b.name, b.kinds, b.created_unix_ns, b.updated_unix_ns, b.spec_json, b.machine_json, b.golden_run_id, "
-    "(SELECT count(*) FROM runs r WHERE r.baseline = b.name) FROM baselines b";
+    "(SELECT count(*) FROM runs r WHERE r.baseline = b.name), "
+    "(SELECT g.verdict FROM runs g WHERE g.id = b.golden_run_id) FROM baselines b";
 
 BaselineInfo baseline_from_row(const Stmt& s) {
   BaselineInfo b;
@@ -474,11 +619,13 @@ BaselineInfo baseline_from_row(const Stmt& s) {
   b.machine = machine_from_json(parse_or_null(s.text(5)));
   b.golden_run_id = s.is_null(6) ? 0 : s.i64(6);
   b.run_count = s.i64(7);
+  b.golden_verdict = s.text(8);
   return b;
 }
 }  // namespace
 
 core::Result<std::optional<BaselineInfo>> Store::find_baseline(const std::string& name) {
+  if (impl_->empty) return std::optional<BaselineInfo>();
   Stmt s;
   if (auto st = impl_->prepare(s, (std::string(kBaselineColumns) + " WHERE b.name = ?1").c_str(), "reading baselines"); !st)
     return st.error();
@@ -490,6 +637,7 @@ core::Result<std::optional<BaselineInfo>> Store::find_baseline(const std::string
 }
 
 core::Result<std::vector<BaselineInfo>> Store::list_baselines() {
+  if (impl_->empty) return std::vector<BaselineInfo>();
   Stmt s;
   if (auto st = impl_->prepare(s, (std::string(kBaselineColumns) + " ORDER BY b.name").c_str(), "listing baselines"); !st)
     return st.error();
@@ -517,7 +665,9 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
   r.baseline = s.text(1);
   r.time_unix_ns = s.i64(2);
   r.role = s.text(3);
-  r.machine = machine_from_json(parse_or_null(s.text(4)));
+  const auto machine = parse_or_null(s.text(4));
+  if (!machine.is_object()) r.damaged.push_back("the run's machine context is not a JSON object");
+  r.machine = machine_from_json(machine);
   r.verdict = s.text(5);
   if (!s.is_null(6)) r.exit_code = static_cast<int>(s.i64(6));
   r.gpudoc_version = s.text(7);
@@ -533,11 +683,18 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
     fig.name = f.text(0);
     fig.source = f.text(1);
     fig.unit = f.text(2);
-    if (!f.is_null(3)) fig.direction = direction_from_string(f.text(3));
-    const auto samples = parse_or_null(f.text(4));
+    if (!f.is_null(3)) {
+      fig.direction = direction_from_string(f.text(3));
+      // An unreadable direction would quietly stop the figure from gating.
+      if (!fig.direction) r.damaged.push_back(fmt::format("figure '{}': direction '{}' is not lower, higher or unknown", fig.name, f.text(3)));
+    }
+    const std::string text = f.text(4);
+    const auto samples = nlohmann::json::parse(text, nullptr, false);
+    if (const std::string damage = samples_damage(text, samples); !damage.empty())
+      r.damaged.push_back(fmt::format("figure '{}': {}", fig.name, damage));
     if (samples.is_array())
       for (const auto& v : samples)
-        if (v.is_number()) fig.samples.push_back(v.get<double>());
+        if (v.is_number() && std::isfinite(v.get<double>())) fig.samples.push_back(v.get<double>());
     r.figures.push_back(std::move(fig));
   }
   if (rc != SQLITE_DONE) return impl_->err(rc, "reading figures");
@@ -545,6 +702,7 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
 }
 
 core::Result<std::vector<StoredRun>> Store::runs_of(const std::string& name, int limit) {
+  if (impl_->empty) return std::vector<StoredRun>();
   Stmt s;
   const std::string sql = limit > 0
                               ? fmt::format("SELECT id FROM (SELECT id FROM runs WHERE baseline = ?1 ORDER BY id DESC LIMIT {}) ORDER BY id", limit)

@@ -1,5 +1,5 @@
-// gpudoc::baseline store — every baseline, check and (later) health result, with its machine
-// context, in one SQLite file in the user's data directory.
+// gpudoc::baseline store — every baseline and check run, and generic results (`gpudoc health`
+// runs), with their machine context, in one SQLite file in the user's data directory.
 //
 //   auto store = baseline::Store::open(baseline::default_store_path());   // Result<Store>
 //   auto id = store->record_baseline(new_baseline);                       // acknowledged: committed
@@ -23,6 +23,17 @@
 //   2: results(id PK, kind, subject, time, machine_json, status, payload_json): generic results
 //      (health checks and what comes later), one JSON payload each.
 //
+// Reading needs no write access: OpenOptions::read_only opens a store in a read-only file or
+// folder (list, show, history). Before minutes of measuring, check_writable() says whether a write
+// would succeed now (not read-only, not locked past the busy timeout, not damaged).
+//
+// Damage is never silently skipped: a stored figure whose samples or direction cannot be read back
+// is named in StoredRun::damaged (the gate refuses such a baseline).
+//
+// An interrupted run (verdict "interrupted") never replaces a baseline's golden run: record_baseline
+// adds it to the history of an existing baseline, and a new baseline gets it as its golden run
+// marked interrupted, which `baseline check` refuses until it is recorded again.
+//
 // A Store is one connection: use it from one thread at a time. Several processes may open the
 // same file at once.
 #pragma once
@@ -41,6 +52,8 @@
 namespace gpudoc::baseline {
 
 inline constexpr int kSchemaVersion = 2;
+// The verdict (status) of a record or check run that gpudoc was asked to stop (SIGINT...).
+inline constexpr const char* kVerdictInterrupted = "interrupted";
 inline constexpr std::int32_t kApplicationId = 0x47504443;   // "GPDC"
 
 // --store, else $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else
@@ -52,7 +65,8 @@ struct NewRun {
   std::int64_t time_unix_ns = 0;
   std::string role;                          // "record", "check", "confirm"
   MachineContext machine;
-  std::string verdict;                       // "" for record; "ok", "regression", ... for checks
+  std::string verdict;                       // "" for record; "ok", "regression", ... for checks;
+                                             // "interrupted" for either when gpudoc was stopped
   std::optional<int> exit_code;
   nlohmann::json details = nlohmann::json::object();   // notes, command exit, comparison...
   std::vector<Figure> figures;
@@ -74,6 +88,8 @@ struct BaselineInfo {
   MachineContext machine;
   std::int64_t golden_run_id = 0;
   std::int64_t run_count = 0;
+  std::string golden_verdict;                // "interrupted" when the golden run was cut short
+  [[nodiscard]] bool golden_interrupted() const { return golden_verdict == kVerdictInterrupted; }
 };
 
 struct StoredRun {
@@ -87,6 +103,10 @@ struct StoredRun {
   std::string gpudoc_version;
   nlohmann::json details;
   std::vector<Figure> figures;
+  // What could not be read back, one line each ("figure 'step_ms': samples are not valid JSON");
+  // a damaged figure keeps only its readable samples. Empty when the run is whole.
+  std::vector<std::string> damaged;
+  [[nodiscard]] bool interrupted() const { return verdict == kVerdictInterrupted; }
 };
 
 struct StoredResult {
@@ -103,6 +123,9 @@ struct OpenOptions {
   int busy_timeout_ms = 10000;               // how long a writer waits for another
   int target_schema = kSchemaVersion;        // tests migrate step by step; production: the latest
   bool create = true;                        // false: a missing file is an error (kBadInput)
+  // Open for reading only: works in a read-only file or folder, never migrates or writes (a store
+  // of an older schema is read as it is; one of a newer schema is refused).
+  bool read_only = false;
 };
 
 class Store {
@@ -110,7 +133,8 @@ class Store {
   // Opens (creating the file and its directory when allowed) and migrates to the target schema.
   // Errors: kBadInput for a file that is not an SQLite database, is damaged, belongs to another
   // program, or was written by a newer gpudoc; kEnvironment when locked past the busy timeout;
-  // kIo when it cannot be created or read. Messages name the path.
+  // kIo when it cannot be created or read, or (unless read_only) cannot be written: "the store
+  // PATH is read-only: ...". Messages name the path.
   [[nodiscard]] static core::Result<Store> open(const std::string& path, const OpenOptions& options = {});
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -118,9 +142,16 @@ class Store {
 
   [[nodiscard]] const std::string& path() const;
   [[nodiscard]] core::Result<int> schema_version();
+  [[nodiscard]] bool read_only() const;
+
+  // Whether a write would succeed now: the store is writable, its write lock can be taken within
+  // the busy timeout (taken and released at once), and SQLite's quick_check finds no damage.
+  // Errors: kIo (read-only), kEnvironment (locked), kBadInput (damaged), each naming the path.
+  [[nodiscard]] core::Status check_writable();
 
   // Creates the baseline or replaces its golden run (older runs stay in its history), in one
-  // transaction. Returns the golden run's id once COMMIT returned.
+  // transaction. Returns the new run's id once COMMIT returned. An interrupted run (verdict
+  // "interrupted") of an existing baseline is only added to its history: the golden run stays.
   [[nodiscard]] core::Result<std::int64_t> record_baseline(const NewBaseline& b);
   // Adds a check or confirm run to an existing baseline. Errors: kUsage for an unknown baseline.
   [[nodiscard]] core::Result<std::int64_t> add_run(const NewRun& run);
@@ -146,6 +177,7 @@ class Store {
  private:
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
+  [[nodiscard]] static core::Result<Store> open_read_only(const std::string& path, const OpenOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,5 +1,6 @@
 #include "core/process.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -8,25 +9,52 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;
 
 namespace gpudoc::core {
 
+namespace {
+
+std::string_view env_name(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+
+// gpudoc's environment with `extra` added; an extra entry replaces one of the same name (two
+// entries of one name would leave it to each program which one it reads).
+std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || env_name(x) == env_name(entry);
+    if (!replaced) out.emplace_back(entry);
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+}  // namespace
+
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                                          bool stdout_to_stderr) {
+  SpawnOptions o;
+  o.extra_env = extra_env;
+  o.stdout_to_stderr = stdout_to_stderr;
+  return spawn(argv, o);
+}
+
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return Error(ErrorKind::kUsage, "no command given");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& e : extra_env) env_strings.push_back(e);
+  std::vector<std::string> env_strings = child_environment(options.extra_env);
   std::vector<char*> env;
   for (auto& e : env_strings) env.push_back(e.data());
   env.push_back(nullptr);
 
-  // The child starts with default signal dispositions and an empty mask, whatever gpudoc set.
+  // The child starts with default signal dispositions and an empty mask, whatever gpudoc set
+  // (gpudoc may ignore SIGPIPE; a workload must not inherit that).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, all;
@@ -34,17 +62,24 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (options.new_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&attr, 0);   // 0: a new group whose id is the child's pid
+  }
+  posix_spawnattr_setflags(&attr, flags);
   pid_t pid = -1;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  if (options.stdin_from_null) posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (options.stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, STDOUT_FILENO);
+  else if (options.stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0)
     return Error(ErrorKind::kBadInput, fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
-  return ChildProcess(pid);
+  return ChildProcess(pid, options.new_process_group);
 }
 
 bool ChildProcess::poll() {
@@ -68,6 +103,15 @@ void ChildProcess::signal(int sig) const {
   if (!status_ && pid_ > 0) ::kill(pid_, sig);
 }
 
+bool ChildProcess::signal_group(int sig) const {
+  if (pid_ <= 0) return false;
+  if (!own_group_) {
+    if (status_) return false;
+    return ::kill(pid_, sig) == 0;
+  }
+  return ::kill(-pid_, sig) == 0;
+}
+
 std::optional<int> ChildProcess::exit_code() const {
   if (status_ && WIFEXITED(*status_)) return WEXITSTATUS(*status_);
   return std::nullopt;
@@ -82,6 +126,20 @@ int ChildProcess::exit_code_for_shell() const {
   if (auto c = exit_code()) return *c;
   if (auto s = term_signal()) return 128 + *s;
   return 1;
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGKILL: return "SIGKILL";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return fmt::format("signal {}", sig);
+  }
 }
 
 }  // namespace gpudoc::core

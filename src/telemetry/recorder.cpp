@@ -69,6 +69,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
     (void)writer->close({0, 0, 0, "sampler_failed"});
     return s.error();
   }
+  if (options.on_started) options.on_started();
 
   RecordResult result;
   result.gpu_count = header->gpus.size();

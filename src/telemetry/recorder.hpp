@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct RecordOptions {
   core::Nanos flush_interval = std::chrono::milliseconds(500);
   // Called about once a second with elapsed seconds and sample lines so far (progress display).
   std::function<void(double elapsed_s, std::uint64_t sample_lines)> on_progress;
+  // Called once when the sampler runs, before the command (if any) is spawned: a caller that runs
+  // its own command beside the recording starts it then, so the trace covers it from its start.
+  std::function<void()> on_started;
 };
 
 struct RecordResult {

@@ -88,6 +88,22 @@ TEST(Config, BadFilesSayWhatAndWhere) {
   expect_bad(R"({"metrics": {"x": 5}})", "metrics.x: expected an object");
 }
 
+// 1e309 overflows a double: nlohmann throws out_of_range (not parse_error), which once escaped
+// as an internal error (exit 4). It is bad input naming the file and the key.
+TEST(Config, ANumberOutOfRangeIsBadInputNamingTheKey) {
+  for (const char* text : {R"({"metrics": {"step_ms": {"threshold_percent": 1e309}}})",
+                           R"({"metrics": {"a": {"direction": "lower"}, "step_ms": {"min_change": -1e309}}})"}) {
+    auto c = parse_config(text, "gpudoc.baseline.json");
+    ASSERT_FALSE(c) << text;
+    EXPECT_EQ(c.error().kind(), core::ErrorKind::kBadInput);
+    EXPECT_THAT(c.error().message(), HasSubstr("gpudoc.baseline.json: metrics.step_ms.")) << c.error().message();
+    EXPECT_THAT(c.error().message(), HasSubstr("1e309")) << c.error().message();
+  }
+  auto top = parse_config(R"({"noise_k": 1e400})", "cfg.json");
+  ASSERT_FALSE(top);
+  EXPECT_THAT(top.error().message(), HasSubstr("cfg.json: noise_k: "));
+}
+
 TEST(Config, MissingFileGivenByPathIsAnIoError) {
   auto c = load_config(std::string("/nonexistent/dir/cfg.json"));
   ASSERT_FALSE(c);
@@ -154,6 +170,42 @@ TEST(Metrics, FileLinesWithBlankLinesPrefixesAndAHalfWrittenLastLine) {
   ASSERT_EQ(c.notes().size(), 1u);
   EXPECT_EQ(c.notes()[0].source, "metrics.jsonl");
   EXPECT_EQ(c.notes()[0].line, 5u);
+}
+
+// One stray byte (Latin-1, a cut multi-byte character) once made the whole line unreadable and,
+// stored in a note, ended the run with exit 4. The line is read with the bytes replaced, noted.
+TEST(Metrics, BytesThatAreNotUtf8AreReplacedAndTheLineIsKept) {
+  MetricsCollector c;
+  c.add_stdout_line("::gpudoc {\"step_ms\": 10, \"caf\xe9_ms\": 3}", 4);
+  EXPECT_EQ(c.figures().at("step_ms"), std::vector<double>{10});
+  EXPECT_EQ(c.figures().at("caf\xEF\xBF\xBD_ms"), std::vector<double>{3});
+  EXPECT_EQ(c.invalid_utf8_lines(), 1u);
+  EXPECT_EQ(c.malformed_lines(), 0u);
+  ASSERT_EQ(c.notes().size(), 1u);
+  EXPECT_EQ(c.notes()[0].line, 4u);
+  EXPECT_THAT(c.notes()[0].message, HasSubstr("not valid UTF-8, replaced by U+FFFD"));
+}
+
+TEST(Metrics, AnOversizedMetricsLineIsNamedNotDroppedSilently) {
+  MetricsCollector c;
+  c.add_oversized_stdout_line("::gpudoc {\"a\":", 7, 3u << 20);
+  c.add_oversized_stdout_line("plain output", 8, 2u << 20);   // not a metrics line: nothing to say
+  EXPECT_EQ(c.malformed_lines(), 1u);
+  ASSERT_EQ(c.notes().size(), 1u);
+  EXPECT_EQ(c.notes()[0].line, 7u);
+  EXPECT_THAT(c.notes()[0].message, HasSubstr("3145728 bytes, over the 1 MiB limit"));
+}
+
+TEST(Metrics, ANoteCutsALongLineOnACharacterBoundary) {
+  MetricsCollector c;
+  std::string line = "::gpudoc {\"x\": 1";   // not valid JSON: its start goes into the note
+  for (int i = 0; i < 40; ++i) line += "\xc3\xa9";   // é, two bytes each
+  c.add_stdout_line(line, 1);
+  ASSERT_EQ(c.notes().size(), 1u);
+  const std::string& m = c.notes()[0].message;
+  EXPECT_THAT(m, HasSubstr("not valid JSON"));
+  EXPECT_EQ(m.find("\xc3\xe2"), std::string::npos);   // no half character before the ellipsis
+  EXPECT_NE(m.find("\xa9\xe2\x80\xa6"), std::string::npos);
 }
 
 }  // namespace

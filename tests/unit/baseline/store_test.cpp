@@ -10,6 +10,7 @@
 
 #include "baseline/store.hpp"
 #include "support/temp_dir.hpp"
+#include "support/unprivileged.hpp"
 
 namespace gpudoc::baseline {
 namespace {
@@ -219,6 +220,176 @@ TEST_F(StoreTest, ALockedStoreFailsClearlyAfterTheBusyTimeout) {
   sqlite3_close(db);
   auto again = other->record_baseline(sample("x", 1));
   EXPECT_TRUE(again) << again.error().message();
+}
+
+// A stored figure whose samples were damaged (the row edited, the disk) is named, never dropped:
+// dropping it let `baseline check` pass a +818 % regression.
+TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
+  auto s = Store::open(path_);
+  ASSERT_TRUE(s);
+  auto id = s->record_baseline(sample("d", 10));
+  ASSERT_TRUE(id);
+  const std::string run = std::to_string(*id);
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"[10.0, 11.", "not valid JSON"},           // cut
+      {"[10.0, NaN, 9.0]", "not valid JSON"},     // NaN is not JSON
+      {"[10.0, \"11\", 9.0]", "sample 2 is \"11\", not a number"},
+      {"[10.0, null]", "sample 2 is null, not a number"},
+      {"{\"a\": 1}", "not a JSON array"},
+      {"[]", "no samples"},
+  };
+  for (const auto& [json, message] : damages) {
+    raw_exec(path_, "UPDATE figures SET samples_json = '" + json + "' WHERE run_id = " + run + " AND name = 'step_ms'");
+    auto r = s->load_run(*id);
+    ASSERT_TRUE(r) << r.error().message();
+    ASSERT_EQ(r->damaged.size(), 1u) << json;
+    EXPECT_THAT(r->damaged[0], HasSubstr("figure 'step_ms'")) << json;
+    EXPECT_THAT(r->damaged[0], HasSubstr(message)) << json;
+    ASSERT_EQ(r->figures.size(), 2u);   // still listed, with only its readable samples
+  }
+  raw_exec(path_, "UPDATE figures SET samples_json = '[10, 11, 9]' WHERE run_id = " + run);
+  EXPECT_TRUE(s->load_run(*id)->damaged.empty());
+  // A direction nobody knows would silently stop the figure from gating.
+  raw_exec(path_, "UPDATE figures SET direction = 'sideways' WHERE run_id = " + run + " AND name = 'hbm.copy'");
+  auto r = s->load_run(*id);
+  ASSERT_EQ(r->damaged.size(), 1u);
+  EXPECT_THAT(r->damaged[0], HasSubstr("figure 'hbm.copy': direction 'sideways'"));
+}
+
+TEST_F(StoreTest, TextThatIsNotUtf8IsStoredWithReplacements) {
+  auto s = Store::open(path_);
+  NewBaseline b = sample("u", 1);
+  b.spec["command"] = {"python3", "caf\xe9.py"};   // a Latin-1 file name
+  b.run.details["notes"] = {"line 3: \"na\xffme\""};
+  auto id = s->record_baseline(b);
+  ASSERT_TRUE(id) << id.error().message();
+  auto info = s->find_baseline("u");
+  EXPECT_EQ((*info)->spec["command"][1], "caf\xEF\xBF\xBD.py");
+  EXPECT_EQ(s->load_run(*id)->details["notes"][0], "line 3: \"na\xEF\xBF\xBDme\"");
+}
+
+// An interrupted recording never replaces a golden run; a new baseline keeps it marked.
+TEST_F(StoreTest, AnInterruptedRecordingNeverReplacesTheGoldenRun) {
+  auto s = Store::open(path_);
+  auto golden = s->record_baseline(sample("a", 10));
+  ASSERT_TRUE(golden);
+  NewBaseline cut = sample("a", 99);
+  cut.run.verdict = kVerdictInterrupted;
+  auto id = s->record_baseline(cut);
+  ASSERT_TRUE(id) << id.error().message();
+  auto info = s->find_baseline("a");
+  EXPECT_EQ((*info)->golden_run_id, *golden);
+  EXPECT_FALSE((*info)->golden_interrupted());
+  EXPECT_EQ((*info)->run_count, 2);
+  auto run = s->load_run(*id);
+  EXPECT_EQ(run->role, "record");
+  EXPECT_TRUE(run->interrupted());
+
+  NewBaseline fresh = sample("new", 5);
+  fresh.run.verdict = kVerdictInterrupted;
+  auto nid = s->record_baseline(fresh);
+  ASSERT_TRUE(nid);
+  auto n = s->find_baseline("new");
+  EXPECT_EQ((*n)->golden_run_id, *nid);
+  EXPECT_TRUE((*n)->golden_interrupted());
+  EXPECT_TRUE((*s->list_baselines())[1].golden_interrupted());
+}
+
+TEST_F(StoreTest, CheckWritableFindsALockBeforeAnythingRuns) {
+  auto s = Store::open(path_);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->check_writable());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  OpenOptions o;
+  o.busy_timeout_ms = 200;
+  auto other = Store::open(path_, o);
+  ASSERT_TRUE(other);
+  auto st = other->check_writable();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), core::ErrorKind::kEnvironment);
+  EXPECT_THAT(st.error().message(), HasSubstr("locked by another process"));
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_TRUE(other->check_writable());
+}
+
+TEST_F(StoreTest, CheckWritableFindsADamagedFile) {
+  {
+    auto s = Store::open(path_);
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(s->record_baseline(sample("b" + std::to_string(i), i + 1)));
+  }
+  // Garbage over the middle of the file: a damaged b-tree page, found by quick_check.
+  const auto size = std::filesystem::file_size(path_);
+  ASSERT_GT(size, 4u * 4096);
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 4096 / 2 * 4096));
+    f << std::string(4096, '\x5a');
+  }
+  auto s = Store::open(path_);
+  if (!s) {   // damage in the schema page is found at open: also before anything runs
+    EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput) << s.error().message();
+    return;
+  }
+  auto st = s->check_writable();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind(), core::ErrorKind::kBadInput);
+  EXPECT_THAT(st.error().message(), HasSubstr("damaged"));
+  EXPECT_THAT(st.error().message(), HasSubstr(path_));
+}
+
+// A store this user cannot write: reading needs no write access (list, show, history), and
+// opening to write says what is wrong instead of SQLite's "attempt to write a readonly database"
+// or "not an error".
+TEST_F(StoreTest, AReadOnlyStoreIsReadAndRefusedForWritingByName) {
+  {
+    auto s = Store::open(path_);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->record_baseline(sample("r", 3)));
+  }
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(path_).parent_path();
+  testing::open_to_everyone(folder);
+  fs::permissions(path_, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+  if (!testing::running_as_root()) {   // as root no mode stops a write: the test drops to nobody
+    fs::permissions(path_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(folder, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_read | fs::perms::others_exec);
+  }
+  const std::string path = path_;
+  const int code = testing::as_unprivileged([&] {
+    OpenOptions ro;
+    ro.read_only = true;
+    auto r = Store::open(path, ro);
+    if (!r) return 10;
+    auto list = r->list_baselines();
+    if (!list || list->size() != 1 || (*list)[0].name != "r") return 11;
+    auto runs = r->runs_of("r");
+    if (!runs || runs->size() != 1 || runs->front().figures.size() != 2) return 12;
+    auto w = Store::open(path);
+    if (w) return 13;
+    if (w.error().kind() != core::ErrorKind::kIo) return 14;
+    if (w.error().message().find("the store " + path + " is read-only") == std::string::npos) return 15;
+    return 0;
+  });
+  if (!testing::running_as_root()) fs::permissions(folder, fs::perms::owner_all);
+  EXPECT_EQ(code, 0) << "10 open read-only, 11 list, 12 runs, 13 opened to write, 14 kind, 15 message";
+}
+
+TEST_F(StoreTest, ReadingAnEmptyStoreWithoutWriteAccessFindsNothing) {
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
+  std::ofstream(path_).close();   // an empty file: an SQLite database without a schema
+  OpenOptions ro;
+  ro.read_only = true;
+  auto r = Store::open(path_, ro);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->list_baselines()->empty());
+  EXPECT_FALSE(*r->find_baseline("x"));
+  EXPECT_TRUE(r->read_only());
+  auto st = r->check_writable();
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.error().message(), HasSubstr("is read-only"));
 }
 
 TEST(StorePath, FlagThenEnvironmentThenXdgThenHome) {

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "core/process_tree.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::core {
 namespace {
@@ -21,10 +25,10 @@ std::string slurp(const std::string& path) {
 
 // Runs `argv` with gpudoc's fds 1 and 2 pointed at two files; returns {stdout, stderr}.
 std::pair<std::string, std::string> run_captured(const std::vector<std::string>& argv, bool stdout_to_stderr, int* code) {
-  // Unique per process: ctest runs each test in its own process, several at once.
-  const std::string stem = ::testing::TempDir() + "/gpudoc_proc_" + std::to_string(getpid());
-  std::string out_path = stem + "_out.txt";
-  std::string err_path = stem + "_err.txt";
+  // A private folder: a name in /tmp by pid alone could be planted by another user.
+  testing::TempDir dir("gpudoc-proc");
+  std::string out_path = dir.file("out.txt");
+  std::string err_path = dir.file("err.txt");
   std::fflush(stdout);
   std::fflush(stderr);
   int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
@@ -66,6 +70,77 @@ TEST(ChildProcess, MissingCommandIsBadInputNamingIt) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().kind(), ErrorKind::kBadInput);
   EXPECT_NE(c.error().message().find("gpudoc-no-such-command-xyz"), std::string::npos);
+}
+
+// A workload in its own process group: the terminal's Ctrl-C (sent to gpudoc's group) misses it,
+// and signal_group() stops it with everything it started.
+TEST(ChildProcess, ANewProcessGroupIsStoppedAsAWhole) {
+  SpawnOptions o;
+  o.new_process_group = true;
+  auto c = ChildProcess::spawn({"sh", "-c", "sleep 30 & sleep 30"}, o);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(::getpgid(c->pid()), c->pid());
+  EXPECT_NE(::getpgid(c->pid()), ::getpgrp());
+  for (int i = 0; i < 200 && live_group_members(c->pid()).size() < 2; ++i) ::usleep(10000);
+  EXPECT_GE(live_group_members(c->pid()).size(), 2u);   // sh and its sleeps
+  EXPECT_TRUE(c->signal_group(SIGTERM));
+  c->wait();
+  EXPECT_EQ(c->term_signal(), SIGTERM);
+  for (int i = 0; i < 200 && !live_group_members(c->pid()).empty(); ++i) ::usleep(10000);
+  EXPECT_TRUE(live_group_members(c->pid()).empty());
+}
+
+TEST(ChildProcess, ExtraEnvironmentReplacesAVariableOfTheSameName) {
+  ::setenv("GPUDOC_TEST_VAR", "outer", 1);
+  int code = 0;
+  SpawnOptions o;
+  o.extra_env = {"GPUDOC_TEST_VAR=inner"};
+  testing::TempDir dir("gpudoc-proc-env");
+  auto c = ChildProcess::spawn({"sh", "-c", "env | grep -c '^GPUDOC_TEST_VAR=' > " + dir.file("n") + "; test \"$GPUDOC_TEST_VAR\" = inner"}, o);
+  ASSERT_TRUE(c);
+  c->wait();
+  code = c->exit_code_for_shell();
+  ::unsetenv("GPUDOC_TEST_VAR");
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(slurp(dir.file("n")), "1\n");
+}
+
+TEST(ChildProcess, StdoutToADescriptor) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  SpawnOptions o;
+  o.stdout_fd = fds[1];
+  auto c = ChildProcess::spawn({"sh", "-c", "echo piped"}, o);
+  ::close(fds[1]);
+  ASSERT_TRUE(c);
+  char buf[64] = {};
+  const ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+  ::close(fds[0]);
+  c->wait();
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0), "piped\n");
+}
+
+TEST(ChildProcess, StdinFromNullReadsNothing) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  SpawnOptions o;
+  o.stdout_fd = fds[1];
+  o.stdin_from_null = true;
+  auto c = ChildProcess::spawn({"sh", "-c", "if read x; then echo \"read [$x]\"; else echo eof; fi"}, o);
+  ::close(fds[1]);
+  ASSERT_TRUE(c);
+  char buf[64] = {};
+  const ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+  ::close(fds[0]);
+  c->wait();
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0), "eof\n");
+}
+
+TEST(SignalName, KnownAndOther) {
+  EXPECT_EQ(signal_name(SIGINT), "SIGINT");
+  EXPECT_EQ(signal_name(SIGHUP), "SIGHUP");
+  EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(signal_name(SIGWINCH), "signal " + std::to_string(SIGWINCH));
 }
 
 }  // namespace

@@ -1,0 +1,315 @@
+#include "baseline/workload_run.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/file.hpp"
+#include "core/process.hpp"
+#include "core/process_tree.hpp"
+#include "core/temp_dir.hpp"
+#include "core/utf8.hpp"
+#include "telemetry/recorder.hpp"
+
+namespace gpudoc::baseline {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The command's stdout is the write end of a pipe; a thread reads the other end, feeds ::gpudoc
+// lines to the collector and passes every byte on to `echo_fd`. A failed echo (gpudoc's stdout
+// closed: `| head -1`) stops the echo, never the reading.
+class StdoutTap {
+ public:
+  StdoutTap(WorkloadRun& run, int echo_fd) : run_(run), echo_(echo_fd) {}
+  StdoutTap(const StdoutTap&) = delete;
+  StdoutTap& operator=(const StdoutTap&) = delete;
+  ~StdoutTap() {
+    close_write_end();
+    finish();
+  }
+
+  core::Status open() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+      return core::Error(core::ErrorKind::kIo,
+                         fmt::format("making a pipe for the command's output: {}", std::strerror(errno)));
+    read_ = fds[0];
+    write_ = fds[1];
+    reader_ = std::thread([this] { read_loop(); });
+    return {};
+  }
+  [[nodiscard]] int write_end() const { return write_; }
+  void close_write_end() {
+    if (write_ >= 0) ::close(write_);
+    write_ = -1;
+  }
+
+  // Waits (a little) for the command's last lines. A background grandchild may keep the pipe
+  // open for ever: read what is there, then stop.
+  void finish() {
+    if (!reader_.joinable()) return;
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (!eof_.load() && SteadyClock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stop_ = true;
+    reader_.join();
+    ::close(read_);
+    read_ = -1;
+  }
+
+ private:
+  void read_loop() {
+    char buf[65536];
+    while (!stop_.load()) {
+      pollfd p{read_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = ::read(read_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      echo(buf, static_cast<std::size_t>(n));
+      consume(buf, static_cast<std::size_t>(n));
+    }
+    if (oversized_ || !pending_.empty()) end_line();
+    eof_ = true;
+  }
+
+  void consume(const char* p, std::size_t n) {
+    while (n > 0) {
+      const auto* nl = static_cast<const char*>(std::memchr(p, '\n', n));
+      const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - p) : n;
+      if (oversized_) {
+        oversized_bytes_ += take;
+      } else {
+        pending_.append(p, take);
+        if (pending_.size() > kMaxMetricsLineBytes) {  // no metrics line is that long: count, do not keep
+          oversized_ = true;
+          oversized_head_ = pending_.substr(0, kMetricsPrefix.size());
+          oversized_bytes_ = pending_.size();
+          std::string().swap(pending_);
+        }
+      }
+      if (nl == nullptr) return;
+      end_line();
+      p += take + 1;
+      n -= take + 1;
+    }
+  }
+
+  void end_line() {
+    ++line_no_;
+    if (oversized_) {
+      run_.metrics.add_oversized_stdout_line(oversized_head_, line_no_, oversized_bytes_);
+      oversized_ = false;
+    } else {
+      handle(pending_);
+    }
+    pending_.clear();
+  }
+
+  void handle(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    run_.metrics.add_stdout_line(line, line_no_);
+    if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix || run_.events.size() >= 1000) return;
+    const std::string body = core::to_valid_utf8(line.substr(kMetricsPrefix.size()));
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("event")) run_.events.push_back(std::move(j));
+  }
+
+  void echo(const char* p, std::size_t n) {
+    while (n > 0 && echo_ok_) {
+      const ssize_t w = ::write(echo_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0)
+        echo_ok_ = false;  // gpudoc's own output is gone: keep reading, stop echoing
+      else {
+        p += w;
+        n -= static_cast<std::size_t>(w);
+      }
+    }
+  }
+
+  WorkloadRun& run_;
+  int echo_ = STDOUT_FILENO;
+  bool echo_ok_ = true;
+  int read_ = -1;
+  int write_ = -1;
+  std::string pending_;
+  std::size_t line_no_ = 0;
+  bool oversized_ = false;
+  std::string oversized_head_;
+  std::size_t oversized_bytes_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> eof_{false};
+  std::thread reader_;
+};
+
+// Sampling periods for a baseline run: short runs still get utilization, process and energy
+// readings (the defaults are tuned for long recordings).
+telemetry::SamplerConfig baseline_sampler_config() {
+  telemetry::SamplerConfig c;
+  c.periods[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);
+  c.periods[gpu::index(gpu::MetricGroup::kEnergy)] = std::chrono::milliseconds(1000);
+  c.periods[gpu::index(gpu::MetricGroup::kProcesses)] = std::chrono::milliseconds(500);
+  c.read_events = true;
+  return c;
+}
+
+// The GPUs recorded into a trace on a thread of its own while the command runs: started (and
+// sampling) before the command is spawned, so neither the recorder's start-up nor its stop is
+// counted in the command's time.
+class GpuRecording {
+ public:
+  GpuRecording(gpu::Backend* backend, std::string path) : backend_(backend), path_(std::move(path)) {}
+  GpuRecording(const GpuRecording&) = delete;
+  GpuRecording& operator=(const GpuRecording&) = delete;
+  ~GpuRecording() { (void)stop(); }
+
+  core::Status start() {
+    if (backend_ == nullptr) return {};
+    thread_ = std::thread([this] {
+      telemetry::RecordOptions opt;
+      opt.output_path = path_;
+      opt.sampler = baseline_sampler_config();
+      opt.on_started = [this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        started_ = true;
+        cv_.notify_all();
+      };
+      auto r = telemetry::record(*backend_, clock_, opt, stop_);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!r) error_ = r.error().with_context("recording the GPUs");
+      done_ = true;
+      cv_.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return started_ || done_; });
+    if (!started_ && error_) {
+      lock.unlock();
+      return stop();
+    }
+    return {};
+  }
+
+  // Ends the recording (within the recorder's half-second cadence) and reports its error, if any.
+  core::Status stop() {
+    if (!thread_.joinable()) return {};
+    stop_.store(1);
+    thread_.join();
+    if (error_) return *error_;
+    return {};
+  }
+
+ private:
+  gpu::Backend* backend_;
+  std::string path_;
+  core::SystemClock clock_;
+  std::atomic<int> stop_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false, done_ = false;
+  std::optional<core::Error> error_;
+  std::thread thread_;
+};
+
+// Waits for the command to exit while it watches its process tree, the timeout and the stop
+// signal. Returns when the command exited (and, when gpudoc stopped it, its whole group is gone
+// or cannot be stopped). Returns the time of the exit as first seen (every 5 ms).
+SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptions& o, WorkloadRun& run) {
+  const auto start = SteadyClock::now();
+  std::optional<SteadyClock::time_point> deadline, kill_at, exit_seen;
+  if (o.timeout_s > 0)
+    deadline = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.timeout_s));
+  auto last_scan = start - std::chrono::seconds(1);
+  std::set<pid_t> current{child.pid()};
+  run.tree.insert(child.pid());
+  // The group, and every process of the tree (one may have left the group), by `sig`.
+  auto stop_all = [&](int sig) {
+    child.signal_group(sig);
+    for (pid_t p : current)
+      if (p != child.pid() || !child.exited()) ::kill(p, sig);
+  };
+  auto begin_stop = [&](SteadyClock::time_point now) {
+    stop_all(SIGTERM);
+    kill_at = now + o.stop_grace;
+  };
+  while (true) {
+    const bool exited = child.poll();
+    const auto now = SteadyClock::now();
+    if (exited && !exit_seen) exit_seen = now;
+    if (now - last_scan >= std::chrono::milliseconds(100)) {
+      current = core::descendants_of(::getpid());
+      run.tree.insert(current.begin(), current.end());
+      last_scan = now;
+    }
+    const bool stopping = run.stopped_by || run.timed_out;
+    if (o.stop != nullptr && !run.stopped_by && o.stop->signal.load() != 0) {
+      run.stopped_by = o.stop->signal.load();
+      if (!run.timed_out) begin_stop(now);
+    }
+    if (run.stopped_by && o.stop->count.load() >= 2 && kill_at && *kill_at > now)
+      kill_at = now;  // asked twice: no grace
+    if (deadline && now >= *deadline && !stopping) {
+      run.timed_out = true;
+      begin_stop(now);
+    }
+    if (kill_at && now >= *kill_at) {
+      stop_all(SIGKILL);
+      kill_at = now + std::chrono::seconds(1);
+    }
+    // Stopped by gpudoc: the group goes with the command (bounded: an unkillable process is left).
+    if (exited && (!stopping || core::live_group_members(child.pid()).empty() ||
+                   now - *exit_seen > o.stop_grace + std::chrono::seconds(2)))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return *exit_seen;
+}
+
+}  // namespace
+
+core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, const WorkloadOptions& o) {
+  WorkloadRun run;
+  core::SpawnOptions spawn;
+  if (!o.metrics_path.empty()) {
+    auto made = core::create_new_file(o.metrics_path);
+    if (!made) return made.error().with_context("making the $GPUDOC_METRICS file");
+    spawn.extra_env.push_back("GPUDOC_METRICS=" + o.metrics_path);
+  }
+  StdoutTap tap(run, o.echo_to_stderr ? STDERR_FILENO : STDOUT_FILENO);
+  if (auto st = tap.open(); !st) return st.error();
+  GpuRecording recording(o.backend, o.trace_path);
+  if (auto st = recording.start(); !st) return st.error();
+
+  spawn.stdout_fd = tap.write_end();
+  spawn.new_process_group = true;
+  spawn.stdin_from_null = ::isatty(STDIN_FILENO) != 0;   // outside the terminal's foreground group: no reading it
+  const auto t0 = SteadyClock::now();
+  auto child = core::ChildProcess::spawn(argv, spawn);
+  tap.close_write_end();  // the command holds the only write end now: its exit ends the pipe
+  if (!child) return child.error();
+  run.pid = child->pid();
+  const auto t1 = supervise(*child, o, run);
+  run.wall_s = std::chrono::duration<double>(t1 - t0).count();
+  run.exit_code = child->exit_code_for_shell();
+  auto recorded = recording.stop();
+  tap.finish();
+  if (!recorded) return recorded.error();
+  if (!o.metrics_path.empty()) {
+    if (auto text = core::read_file(o.metrics_path); text) run.metrics.add_file_text(*text, "$GPUDOC_METRICS");
+    std::remove(o.metrics_path.c_str());
+  }
+  return run;
+}
+
+}  // namespace gpudoc::baseline

@@ -1,0 +1,83 @@
+#include "core/process_tree.hpp"
+
+#include <dirent.h>
+
+#include <charconv>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace gpudoc::core {
+
+namespace {
+
+std::optional<long> next_number(std::string_view& rest) {
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  long v = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+  if (ec != std::errc() || end == rest.data()) return std::nullopt;
+  rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  return v;
+}
+
+}  // namespace
+
+std::optional<ProcStat> parse_proc_stat(std::string_view stat) {
+  const auto rp = stat.rfind(')');
+  if (rp == std::string_view::npos) return std::nullopt;
+  std::string_view rest = stat.substr(rp + 1);
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  if (rest.empty()) return std::nullopt;
+  ProcStat s;
+  s.state = rest.front();
+  rest.remove_prefix(1);
+  const auto parent = next_number(rest);
+  const auto group = next_number(rest);
+  if (!parent || !group) return std::nullopt;
+  s.parent = static_cast<pid_t>(*parent);
+  s.group = static_cast<pid_t>(*group);
+  return s;
+}
+
+std::map<pid_t, ProcStat> read_proc_stats(const std::string& proc_root) {
+  std::map<pid_t, ProcStat> out;
+  DIR* d = opendir(proc_root.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string_view name(e->d_name);
+    long pid = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || end != name.data() + name.size()) continue;
+    std::ifstream f(proc_root + "/" + std::string(name) + "/stat");
+    std::string stat;
+    std::getline(f, stat);
+    if (auto s = parse_proc_stat(stat)) out[static_cast<pid_t>(pid)] = *s;
+  }
+  closedir(d);
+  return out;
+}
+
+std::set<pid_t> descendants_of(pid_t root, const std::string& proc_root) {
+  std::map<pid_t, std::set<pid_t>> children;
+  for (const auto& [pid, s] : read_proc_stats(proc_root)) children[s.parent].insert(pid);
+  std::set<pid_t> tree;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    const auto it = children.find(p);
+    if (it == children.end()) continue;
+    for (pid_t c : it->second)
+      if (c != root && tree.insert(c).second) todo.push_back(c);
+  }
+  return tree;
+}
+
+std::set<pid_t> live_group_members(pid_t group, const std::string& proc_root) {
+  std::set<pid_t> out;
+  for (const auto& [pid, s] : read_proc_stats(proc_root))
+    if (s.group == group && s.state != 'Z') out.insert(pid);
+  return out;
+}
+
+}  // namespace gpudoc::core

@@ -1,0 +1,44 @@
+// gpudoc::core process tree — which processes descend from a process, or belong to a process
+// group, read from /proc.
+//
+//   std::set<pid_t> mine = core::descendants_of(::getpid());   // children, grandchildren, ...
+//   bool gone = core::live_group_members(child_pgid).empty();   // zombies do not count
+//
+// A snapshot: processes start and end while /proc is read, so a caller that wants every process
+// a command ever had reads it repeatedly and keeps the union. Processes that left the tree (a
+// daemon re-parented to init) are not found by descendants_of. Thread-safe; reads every
+// /proc/<pid>/stat (about a millisecond per few hundred processes).
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace gpudoc::core {
+
+// The fields of one /proc/<pid>/stat line gpudoc uses.
+struct ProcStat {
+  char state = '?';  // R, S, D, Z (zombie: exited, not yet reaped), ...
+  pid_t parent = 0;
+  pid_t group = 0;  // process group id
+};
+
+// From "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so the last ')'
+// ends it. Absent when the line is not of that form.
+[[nodiscard]] std::optional<ProcStat> parse_proc_stat(std::string_view stat_line);
+
+// pid -> its stat fields, for every process listed under `proc_root` (a fake tree in tests).
+[[nodiscard]] std::map<pid_t, ProcStat> read_proc_stats(const std::string& proc_root = "/proc");
+
+// Every live process below `root` (not root itself). Empty when /proc cannot be read.
+[[nodiscard]] std::set<pid_t> descendants_of(pid_t root, const std::string& proc_root = "/proc");
+
+// The processes of process group `group` that have not exited (zombies excluded: they are gone,
+// only not yet reaped by whoever adopted them).
+[[nodiscard]] std::set<pid_t> live_group_members(pid_t group, const std::string& proc_root = "/proc");
+
+}  // namespace gpudoc::core

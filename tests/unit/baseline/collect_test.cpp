@@ -1,0 +1,270 @@
+// Collecting a baseline's figures: one workload run (its own process group, timed from spawn to
+// exit, stopped as a whole on a signal or a timeout), the files it uses (made new, never followed),
+// the stored spec, and figures by the hundred thousand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "baseline/collect.hpp"
+#include "baseline/compare.hpp"
+#include "baseline/metrics_protocol.hpp"
+#include "baseline/workload_run.hpp"
+#include "core/clock.hpp"
+#include "core/file.hpp"
+#include "core/process_tree.hpp"
+#include "gpu/fake/fake_backend.hpp"
+#include "support/temp_dir.hpp"
+
+namespace gpudoc::baseline {
+namespace {
+
+using ::testing::HasSubstr;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Alive: listed and not a zombie (an orphan waits for init to reap it).
+bool process_alive(pid_t pid) {
+  auto stat = core::read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
+  auto s = core::parse_proc_stat(*stat);
+  return s && s->state != 'Z';
+}
+
+class WorkloadRunTest : public ::testing::Test {
+ protected:
+  WorkloadOptions options() {
+    WorkloadOptions o;
+    o.metrics_path = tmp_.file("metrics-" + std::to_string(n_++) + ".jsonl");
+    o.echo_to_stderr = true;  // keep the test's own stdout clean
+    return o;
+  }
+  // The first line of a file the workload writes (its pid, ...), waiting up to 10 s for it.
+  std::string wait_for_file(const std::string& path) {
+    for (int i = 0; i < 1000; ++i) {
+      std::ifstream f(path);
+      std::string line;
+      if (std::getline(f, line) && !line.empty()) return line;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return {};
+  }
+  testing::TempDir tmp_{"gpudoc-workload-run"};
+  int n_ = 0;
+};
+
+TEST_F(WorkloadRunTest, FiguresFromStdoutAndTheMetricsFile) {
+  auto run = run_workload(
+      {"sh", "-c",
+       "echo '::gpudoc {\"step_ms\": 4}'; echo hello; echo '{\"loss\": 0.5}' >> \"$GPUDOC_METRICS\"; exit 3"},
+      options());
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 3);
+  EXPECT_EQ(run->metrics.figures().at("step_ms"), std::vector<double>{4});
+  EXPECT_EQ(run->metrics.figures().at("loss"), std::vector<double>{0.5});
+  EXPECT_FALSE(run->stopped_by);
+  EXPECT_TRUE(run->tree.count(run->pid) == 1);
+}
+
+// The workload leads its own process group: the terminal's Ctrl-C reaches gpudoc alone.
+TEST_F(WorkloadRunTest, TheWorkloadRunsInItsOwnProcessGroup) {
+  const std::string out = tmp_.file("pgid");
+  auto run = run_workload(
+      {"sh", "-c", "ps -o pgid= -p $$ > " + out + " 2>/dev/null || cut -d' ' -f5 /proc/$$/stat > " + out}, options());
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(std::stol(wait_for_file(out)), static_cast<long>(run->pid));
+  EXPECT_NE(std::stol(wait_for_file(out)), static_cast<long>(::getpgrp()));
+}
+
+// wall_s is the workload's own time, spawn to exit: not gpudoc's start-up, not the recorder's
+// half-second cadence.
+TEST_F(WorkloadRunTest, WallTimeIsFromSpawnToExitEvenWithTheGpusRecorded) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  WorkloadOptions o = options();
+  o.backend = &fake;
+  o.trace_path = tmp_.file("trace.jsonl");
+  auto run = run_workload({"sleep", "0.4"}, o);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_GE(run->wall_s, 0.4);
+  EXPECT_LT(run->wall_s, 0.55);  // the recorder alone stops up to 0.5 s after the exit
+  EXPECT_TRUE(std::filesystem::exists(o.trace_path));
+  auto text = core::read_file(o.trace_path);
+  ASSERT_TRUE(text);
+  EXPECT_THAT(*text, HasSubstr("\"end\""));  // a whole trace: the recording ended cleanly
+}
+
+// Asked to stop (Ctrl-C), gpudoc ends the workload's whole process group, children included, and
+// keeps what it printed until then.
+TEST_F(WorkloadRunTest, AStopSignalEndsTheWholeGroupAndKeepsWhatWasMeasured) {
+  StopSignal stop;
+  WorkloadOptions o = options();
+  o.stop = &stop;
+  const std::string pids = tmp_.file("pids");
+  std::thread signaller([&] {
+    wait_for_file(pids);
+    stop.signal = SIGINT;
+    stop.count = 1;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = run_workload({"sh", "-c",
+                           "echo '::gpudoc {\"step_ms\": 7}'; sleep 60 & echo $! > " + pids + ".tmp; mv " + pids +
+                               ".tmp " + pids + "; wait"},
+                          o);
+  signaller.join();
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(run->stopped_by, SIGINT);
+  EXPECT_EQ(run->metrics.figures().at("step_ms"), std::vector<double>{7});
+  const pid_t sleeper = static_cast<pid_t>(std::stol(wait_for_file(pids)));
+  EXPECT_FALSE(process_alive(sleeper)) << "the workload's child survived";
+  EXPECT_TRUE(core::live_group_members(run->pid).empty()) << "the workload's process group survived";
+}
+
+// A workload that ignores SIGTERM is killed when the grace period ends (at once on a second
+// signal).
+TEST_F(WorkloadRunTest, SigkillAfterTheGracePeriod) {
+  StopSignal stop;
+  WorkloadOptions o = options();
+  o.stop = &stop;
+  o.stop_grace = std::chrono::milliseconds(300);
+  const std::string ready = tmp_.file("ready");
+  std::thread signaller([&] {
+    wait_for_file(ready);
+    stop.signal = SIGTERM;
+    stop.count = 1;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = run_workload({"sh", "-c", "trap '' TERM; echo 1 > " + ready + "; while :; do sleep 0.05; done"}, o);
+  signaller.join();
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(run->stopped_by, SIGTERM);
+  EXPECT_EQ(run->exit_code, 128 + SIGKILL);
+}
+
+TEST_F(WorkloadRunTest, ATimeoutStopsTheGroup) {
+  WorkloadOptions o = options();
+  o.timeout_s = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = run_workload({"sh", "-c", "sleep 30 & sleep 30"}, o);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_TRUE(run->timed_out);
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_TRUE(core::live_group_members(run->pid).empty());
+}
+
+// A ::gpudoc line over 1 MiB was dropped without a word.
+TEST_F(WorkloadRunTest, AnOversizedMetricsLineIsNamedByItsLineNumber) {
+  auto run =
+      run_workload({"sh", "-c",
+                    "echo first; printf '::gpudoc {\"a\": '; head -c 1100000 /dev/zero | tr '\\0' '1'; echo '}'; "
+                    "echo '::gpudoc {\"b\": 2}'"},
+                   options());
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->metrics.figures().count("a"), 0u);
+  EXPECT_EQ(run->metrics.figures().at("b"), std::vector<double>{2});  // the line after it is read
+  ASSERT_EQ(run->metrics.notes().size(), 1u);
+  EXPECT_EQ(run->metrics.notes()[0].line, 2u);
+  EXPECT_THAT(run->metrics.notes()[0].message, HasSubstr("1100016 bytes, over the 1 MiB limit"));
+}
+
+// The $GPUDOC_METRICS file is made new: something planted at its name is neither followed nor
+// written.
+TEST_F(WorkloadRunTest, AFilePlantedAtTheMetricsNameIsNeverFollowed) {
+  const std::string victim = tmp_.file("victim");
+  std::ofstream(victim) << "precious";
+  WorkloadOptions o = options();
+  std::filesystem::create_symlink(victim, o.metrics_path);
+  auto run = run_workload({"true"}, o);
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().kind(), core::ErrorKind::kIo);
+  EXPECT_THAT(run.error().message(), HasSubstr("already exists"));
+  EXPECT_EQ(*core::read_file(victim), "precious");
+}
+
+TEST(CollectSpec, ArgumentsThatAreNotUtf8AreShownReplacedAndRunExactly) {
+  CollectSpec s;
+  s.command = {"python3", "caf\xe9.py", "--x"};
+  const nlohmann::json j = to_json(s);
+  const std::string dumped = j.dump();  // would throw on invalid UTF-8
+  EXPECT_EQ(j["command"][1], "caf\xEF\xBF\xBD.py");
+  auto back = spec_from_json(nlohmann::json::parse(dumped));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->command, s.command);
+  EXPECT_FALSE(spec_from_json(nlohmann::json{{"device", "zero"}}));  // damaged: an error, not an exception
+}
+
+TEST(Collect, AStopBeforeTheStartRunsNothing) {
+  testing::TempDir dir("gpudoc-collect");
+  StopSignal stop;
+  stop.signal = SIGHUP;
+  CollectSpec spec;
+  spec.command = {"sh", "-c", "touch " + dir.file("ran")};
+  CollectEnv env;
+  env.work_dir = dir.str();
+  env.stop = &stop;
+  auto got = collect(spec, {}, env);
+  ASSERT_TRUE(got) << got.error().message();
+  EXPECT_EQ(got->stopped_by, SIGHUP);
+  EXPECT_TRUE(got->figures.empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.file("ran")));
+}
+
+// 100k distinct names took 33 s: each sample scanned every figure so far (and compare every
+// baseline figure). Now each is a hash lookup.
+// CPU time of this process, seconds: what the work costs, whatever else the machine runs.
+double cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+TEST(Scale, AHundredThousandDistinctNamesInUnderASecond) {
+  constexpr int kNames = 100'000;
+  const double cpu0 = cpu_seconds();
+  MetricsCollector metrics;
+  for (int line = 0; line < 100; ++line) {
+    std::ostringstream os;
+    os << "::gpudoc {";
+    for (int k = 0; k < kNames / 100; ++k)
+      os << (k ? ", " : "") << "\"m" << line * (kNames / 100) + k << "_ms\": " << k;
+    os << "}";
+    metrics.add_stdout_line(os.str(), static_cast<std::size_t>(line + 1));
+  }
+  FigureAccumulator figs;
+  for (const auto& [name, samples] : metrics.figures())
+    for (double v : samples) figs.add(name, "", "workload", std::nullopt, v);
+  const std::vector<Figure> now = figs.figures();
+  const Comparison c = compare(now, now, Config{});
+  const Comparison confirmed = confirm(c, c);
+  const double took = cpu_seconds() - cpu0;
+  ASSERT_EQ(now.size(), static_cast<std::size_t>(kNames));
+  EXPECT_EQ(c.figures.size(), static_cast<std::size_t>(kNames));
+  EXPECT_FALSE(confirmed.failed());
+  EXPECT_LT(took, 1.0);
+}
+
+TEST(FigureAccumulator, SamplesAddUpByNameInFirstSeenOrder) {
+  FigureAccumulator f;
+  f.add("b", "ms", "workload", std::nullopt, 1);
+  f.add("a", "", "workload", std::nullopt, 2);
+  f.add("b", "ms", "workload", std::nullopt, 3);
+  f.add_figure({"a", "", "workload", std::nullopt, {4, 5}});
+  ASSERT_EQ(f.figures().size(), 2u);
+  EXPECT_EQ(f.figures()[0].name, "b");
+  EXPECT_EQ(f.figures()[0].samples, (std::vector<double>{1, 3}));
+  EXPECT_EQ(f.figures()[1].samples, (std::vector<double>{2, 4, 5}));
+}
+
+}  // namespace
+}  // namespace gpudoc::baseline

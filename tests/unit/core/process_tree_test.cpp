@@ -1,0 +1,68 @@
+// core process tree: /proc/<pid>/stat parsed (odd command names included), descendants found, a
+// process group's live members (zombies excluded), on a fake /proc.
+#include "core/process_tree.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/temp_dir.hpp"
+
+namespace gpudoc::core {
+namespace {
+
+TEST(ProcStat, CommandNamesWithSpacesAndParentheses) {
+  auto s = parse_proc_stat("4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 ...");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->state, 'S');
+  EXPECT_EQ(s->parent, 17);
+  EXPECT_EQ(s->group, 4242);
+  EXPECT_FALSE(parse_proc_stat("garbage"));
+  EXPECT_FALSE(parse_proc_stat("1 (x) S"));
+}
+
+class FakeProc : public ::testing::Test {
+ protected:
+  void add(pid_t pid, const char* comm, char state, pid_t parent, pid_t group) {
+    std::filesystem::create_directories(root_.file(std::to_string(pid)));
+    std::ofstream(root_.file(std::to_string(pid) + "/stat"))
+        << pid << " (" << comm << ") " << state << ' ' << parent << ' ' << group << " 0 0 -1\n";
+  }
+  testing::TempDir root_{"gpudoc-fake-proc"};
+};
+
+TEST_F(FakeProc, DescendantsAndGroupMembers) {
+  add(1, "init", 'S', 0, 1);
+  add(100, "gpudoc", 'S', 1, 100);
+  add(200, "sh", 'S', 100, 200);
+  add(201, "python3 train.py", 'R', 200, 200);
+  add(202, "worker", 'Z', 201, 200);  // exited, not reaped
+  add(300, "elsewhere", 'S', 1, 300);
+  add(301, "orphan of 200", 'S', 1, 200);                   // re-parented, still in the group
+  std::filesystem::create_directories(root_.file("self"));  // not a pid: skipped
+  EXPECT_EQ(descendants_of(100, root_.str()), (std::set<pid_t>{200, 201, 202}));
+  EXPECT_EQ(descendants_of(300, root_.str()), std::set<pid_t>{});
+  EXPECT_EQ(live_group_members(200, root_.str()), (std::set<pid_t>{200, 201, 301}));
+  EXPECT_TRUE(descendants_of(1, root_.str() + "/missing").empty());
+}
+
+TEST(ProcessTree, FindsARealChild) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const auto tree = descendants_of(::getpid());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(tree.count(child), 1u);
+}
+
+}  // namespace
+}  // namespace gpudoc::core
