@@ -115,10 +115,10 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   };
 
   while (true) {
-    // Half a second between wake-ups: the child's exit and Ctrl-C are noticed within it. Every
-    // wake-up of an idle process costs tens of microseconds of CPU (scheduler, futex, timers):
-    // at the sampler's budget (0.5 % of a core per GPU) they are counted.
-    consume(sampler.drain(std::chrono::milliseconds(500)));
+    // Half a second between wake-ups by default: the child's exit and Ctrl-C are noticed within
+    // it. Every wake-up of an idle process costs tens of microseconds of CPU (scheduler, futex,
+    // timers): at the sampler's budget (0.5 % of a core per GPU) they are counted.
+    consume(sampler.drain(options.wake_interval));
     if (!write_status) {
       reason = "write_failed";
       break;
@@ -151,6 +151,12 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
     }
     if (!lost.empty() && lost.size() == result.gpu_count && !child) {
       reason = "all_gpus_lost";
+      break;
+    }
+    // A replayed recording that has played to its end gives nothing more (with a command, the
+    // command decides how long the recording is).
+    if (backend.finished() && !child) {
+      reason = "replay_ended";
       break;
     }
   }
