@@ -1,6 +1,5 @@
 #include "bench/run.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,11 +10,6 @@
 
 namespace gpudoc::bench {
 namespace {
-
-bool libcuda_loadable() {
-  // Kept loaded when present: the CUDA runtime loads the same library anyway.
-  return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
-}
 
 // Samples the benchmarked GPU's fast group (clocks, power, temperature, clock-event reasons) every
 // 100 ms while the benchmarks run, and fills the context's machine facts from the backend.
@@ -92,14 +86,8 @@ core::Result<Plan> make_plan(const PlanRequest& request) {
   return plan;
 }
 
-std::string explain_no_gpu(const std::string& cuda_reason, bool libcuda_present) {
-  if (libcuda_present || cuda_reason.find("insufficient") == std::string::npos) return cuda_reason;
-  return "no NVIDIA driver is installed (libcuda.so.1 not found; CUDA said: " + cuda_reason + ")";
-}
-
 Report run(const Plan& plan, const ObserverSource& observe, const Progress& progress) {
   Context ctx = probe_context(plan.device);
-  if (!ctx.gpu && ctx.cuda_built) ctx.no_gpu_reason = explain_no_gpu(ctx.no_gpu_reason, libcuda_loadable());
   RunObserver observer(ctx, observe);
   Report report = run_benchmarks(plan.selected, ctx, plan.options, progress);
   observer.finish(report);

@@ -54,8 +54,4 @@ using ObserverSource = std::function<Observer()>;
 // be empty.
 [[nodiscard]] Report run(const Plan& plan, const ObserverSource& observe, const Progress& progress);
 
-// Why no GPU can run benchmarks, in plain words: CUDA says "driver version is insufficient" both
-// when the driver is too old and when there is none at all; without libcuda.so.1 it is the latter.
-[[nodiscard]] std::string explain_no_gpu(const std::string& cuda_reason, bool libcuda_loadable);
-
 }  // namespace gpudoc::bench
