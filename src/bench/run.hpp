@@ -27,7 +27,7 @@ namespace gpudoc::bench {
 struct PlanRequest {
   std::vector<std::string> only;  // keys or groups ("hbm", "launch.latency"); empty: every benchmark
   Mode mode = Mode::kDefault;
-  int device = 0;                 // CUDA device index (CUDA_VISIBLE_DEVICES applies)
+  int device = 0;  // CUDA device index (CUDA_VISIBLE_DEVICES applies)
 };
 
 struct Plan {
@@ -43,8 +43,8 @@ struct Plan {
 // The GPU backend the run is observed through: null with the reason when there is none.
 struct Observer {
   gpu::Backend* backend = nullptr;
-  core::Clock* clock = nullptr;   // timestamps the samples; the system clock when null
-  std::string why_not;            // set when backend is null: it becomes the context's machine_reason
+  core::Clock* clock = nullptr;  // timestamps the samples; the system clock when null
+  std::string why_not;           // set when backend is null: it becomes the context's machine_reason
 };
 using ObserverSource = std::function<Observer()>;
 

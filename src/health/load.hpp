@@ -25,8 +25,8 @@
 namespace gpudoc::health {
 
 struct LoadOptions {
-  double seconds = 5.0;            // how long the load runs (at least 1.5 s)
-  std::string why_not;             // not empty: no load runs, idle readings for 0.3 s, and this is why
+  double seconds = 5.0;  // how long the load runs (at least 1.5 s)
+  std::string why_not;   // not empty: no load runs, idle readings for 0.3 s, and this is why
 };
 
 inline constexpr double kMinLoadSeconds = 1.5;

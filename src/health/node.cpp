@@ -52,7 +52,8 @@ core::Result<std::vector<int>> selected_gpus(const std::vector<int>& wanted, int
     for (int i = 0; i < count; ++i) selected.push_back(i);
   for (int g : selected)
     if (g < 0 || g >= count)
-      return core::Error(core::ErrorKind::kUsage, fmt::format("--gpus: GPU {} does not exist (this machine has {})", g, count));
+      return core::Error(core::ErrorKind::kUsage,
+                         fmt::format("--gpus: GPU {} does not exist (this machine has {})", g, count));
   return selected;
 }
 
@@ -104,8 +105,8 @@ core::Result<NodeReport> check_node(gpu::Backend& b, core::Clock& clock, HostRea
   XidWatch xid_watch(b);
   if (auto system = b.system_info()) node.system = *system;
   // torch's import takes seconds: beside the load.
-  auto versions_future = std::async(std::launch::async,
-                                    [&] { return collect_versions(host, node.system, options.with_torch); });
+  auto versions_future =
+      std::async(std::launch::async, [&] { return collect_versions(host, node.system, options.with_torch); });
   std::vector<std::string> bus_ids(static_cast<std::size_t>(*count));
   for (int i = 0; i < *count; ++i)
     if (auto info = b.device_info(i)) bus_ids[static_cast<std::size_t>(i)] = info->pci_bus_id;
@@ -143,8 +144,13 @@ nlohmann::json to_json(const NodeReport& node) {
                       {"cuda_driver_version", node.system.cuda_driver_version}};
   j["gpus"] = nlohmann::json::array();
   for (const auto& in : node.gpus)
-    j["gpus"].push_back({{"gpu", in.gpu}, {"name", in.info.name}, {"uuid", in.info.uuid}, {"pci_bus_id", in.info.pci_bus_id},
-                         {"load_ran", in.load.ran}, {"load_why_not", in.load.why_not}, {"samples", in.load.samples.size()}});
+    j["gpus"].push_back({{"gpu", in.gpu},
+                         {"name", in.info.name},
+                         {"uuid", in.info.uuid},
+                         {"pci_bus_id", in.info.pci_bus_id},
+                         {"load_ran", in.load.ran},
+                         {"load_why_not", in.load.why_not},
+                         {"samples", in.load.samples.size()}});
   j["checks"] = nlohmann::json::array();
   for (const auto& r : node.results) j["checks"].push_back(to_json(r));
   return j;

@@ -30,17 +30,17 @@
 namespace gpudoc::health {
 
 struct NodeOptions {
-  std::vector<int> gpus;        // backend indices to check; empty: all
+  std::vector<int> gpus;  // backend indices to check; empty: all
   LoadOptions load;
-  bool with_torch = true;       // read torch's versions through python3 (seconds: beside the load)
+  bool with_torch = true;  // read torch's versions through python3 (seconds: beside the load)
 };
 
 struct NodeReport {
   gpu::SystemInfo system;
-  int gpu_count = 0;            // GPUs the backend has (checked or not)
-  std::vector<GpuInput> gpus;   // the checked ones, in --gpus order
+  int gpu_count = 0;           // GPUs the backend has (checked or not)
+  std::vector<GpuInput> gpus;  // the checked ones, in --gpus order
   std::vector<CheckResult> results;
-  double load_seconds = 0;      // how long the load (or the idle readings) lasted
+  double load_seconds = 0;  // how long the load (or the idle readings) lasted
   double wall_seconds = 0;
 };
 

@@ -40,7 +40,8 @@ core::Result<BackendSpec> parse_replay(std::string_view text, std::string_view r
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
     if (auto speed = parse_number(rest.substr(at + 1))) {
       if (!(*speed > 0) || *speed > kMaxReplaySpeed)
-        return bad_spec(text, origin, fmt::format("the replay speed must be above 0 and at most {:g}", kMaxReplaySpeed));
+        return bad_spec(text, origin,
+                        fmt::format("the replay speed must be above 0 and at most {:g}", kMaxReplaySpeed));
       spec.speed = *speed;
       spec.file = std::string(rest.substr(0, at));
     }
@@ -60,10 +61,10 @@ std::string utc_date(std::int64_t unix_ns) {
 std::string replay_banner(const BackendSpec& spec, const Trace& trace) {
   const auto& h = trace.header;
   const std::string gpu_name = h.gpus.empty() ? "no GPU" : h.gpus[0].name;
-  return fmt::format("REPLAY, not live{}: {}, recorded {}{}, {}{}", spec.speed != 1.0 ? fmt::format(" (×{:g})", spec.speed) : "",
-                     std::filesystem::path(spec.file).filename().string(), utc_date(h.start_unix_ns),
-                     h.host.empty() ? "" : " on " + h.host, gpu_name,
-                     h.gpus.size() > 1 ? fmt::format(" ×{}", h.gpus.size()) : "");
+  return fmt::format(
+      "REPLAY, not live{}: {}, recorded {}{}, {}{}", spec.speed != 1.0 ? fmt::format(" (×{:g})", spec.speed) : "",
+      std::filesystem::path(spec.file).filename().string(), utc_date(h.start_unix_ns),
+      h.host.empty() ? "" : " on " + h.host, gpu_name, h.gpus.size() > 1 ? fmt::format(" ×{}", h.gpus.size()) : "");
 }
 
 std::string no_gpu_hint() {
@@ -142,7 +143,9 @@ core::Result<Live> BackendSource::open_once() {
     }
     case BackendKind::kReplay: {
       auto trace = read_telemetry_file(spec_.file);
-      if (!trace) return spec_.origin.empty() ? trace.error() : trace.error().with_context(fmt::format("{} {}", spec_.origin, spec_.text));
+      if (!trace)
+        return spec_.origin.empty() ? trace.error()
+                                    : trace.error().with_context(fmt::format("{} {}", spec_.origin, spec_.text));
       live.banner = replay_banner(spec_, *trace);
       // The command runs on the trace's clock; the replay plays at speed 1 on it.
       replay_clock_ = std::make_unique<ReplayClock>(system_clock_, spec_.speed);

@@ -43,10 +43,10 @@ enum class BackendKind { kNvml, kReplay, kFake };
 
 struct BackendSpec {
   BackendKind kind = BackendKind::kNvml;
-  std::string file;              // replay: the trace
-  double speed = 1.0;            // replay: trace seconds per second
-  int gpus = 0;                  // fake: how many
-  std::string text = "nvml";     // as given
+  std::string file;                // replay: the trace
+  double speed = 1.0;              // replay: trace seconds per second
+  int gpus = 0;                    // fake: how many
+  std::string text = "nvml";       // as given
   std::string origin = "default";  // "--backend", "GPUDOC_BACKEND", "default"; named in errors ("": the
                                    // user's own argument, e.g. watch TRACE)
 };
@@ -63,11 +63,11 @@ inline constexpr double kMaxReplaySpeed = 1000;
 // What an opened backend gives a command. The pointers stay valid as long as the BackendSource.
 struct Live {
   gpu::Backend* backend = nullptr;
-  core::Clock* clock = nullptr;             // the trace's clock for a replay, the system clock else
+  core::Clock* clock = nullptr;  // the trace's clock for a replay, the system clock else
   const BackendSpec* spec = nullptr;
   int gpu_count = 0;
-  ReplayBackend* replay = nullptr;          // a replay: its position and length
-  double speed = 1.0;                       // clock seconds per wall second (a replay's SPEED)
+  ReplayBackend* replay = nullptr;  // a replay: its position and length
+  double speed = 1.0;               // clock seconds per wall second (a replay's SPEED)
   // "" for real GPUs; else the notice every view shows first: "REPLAY, not live (×10): run.jsonl,
   // recorded 2026-11-29 18:45 UTC on node7, NVIDIA H200 ×2" or "FAKE GPUs, not this machine: ...".
   std::string banner;
@@ -85,7 +85,7 @@ struct Live {
 struct BackendOrReason {
   gpu::Backend* backend = nullptr;
   core::Clock* clock = nullptr;
-  std::string why_not;                      // set when backend is null
+  std::string why_not;  // set when backend is null
 };
 
 class BackendSource {

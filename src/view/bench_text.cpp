@@ -40,10 +40,10 @@ std::string render_bench_list() {
 std::string render_bench_header(const bench::Report& rep) {
   const auto& ctx = rep.context;
   if (!ctx.gpu) return fmt::format("no GPU benchmark can run: {}\n", ctx.no_gpu_reason);
-  std::string h = fmt::format("GPU {}: {} ({}), driver CUDA {}.{}, runtime {}.{}, mode {}\n", ctx.device, ctx.gpu->name,
-                              ctx.gpu->uuid, ctx.gpu->driver_version / 1000, ctx.gpu->driver_version % 1000 / 10,
-                              ctx.gpu->runtime_version / 1000, ctx.gpu->runtime_version % 1000 / 10,
-                              bench::to_string(rep.mode));
+  std::string h =
+      fmt::format("GPU {}: {} ({}), driver CUDA {}.{}, runtime {}.{}, mode {}\n", ctx.device, ctx.gpu->name,
+                  ctx.gpu->uuid, ctx.gpu->driver_version / 1000, ctx.gpu->driver_version % 1000 / 10,
+                  ctx.gpu->runtime_version / 1000, ctx.gpu->runtime_version % 1000 / 10, bench::to_string(rep.mode));
   if (ctx.device_count > 1) {
     std::size_t peers = 0;
     for (const auto& row : ctx.peer_access) peers += static_cast<std::size_t>(std::count(row.begin(), row.end(), true));
@@ -53,11 +53,13 @@ std::string render_bench_header(const bench::Report& rep) {
   if (ctx.machine) {
     const auto& m = *ctx.machine;
     // Read through a replay or fake backend, the figures beside the benchmarks are not this GPU's.
-    if (!m.backend.empty() && m.backend != "nvml") h += fmt::format("  read through the {} backend, not live NVML:\n", m.backend);
-    h += fmt::format("  driver {} (CUDA {}), SM clock {} of {}, memory clock {} of {}, power limit {}, {}", m.driver_version,
-                     m.cuda_driver_version, opt_value(m.sm_clock_mhz, "MHz"), opt_value(m.sm_clock_max_mhz, "MHz"),
-                     opt_value(m.memory_clock_mhz, "MHz"), opt_value(m.memory_clock_max_mhz, "MHz"),
-                     opt_value(m.power_limit_watts, "W"), opt_value(m.temperature_celsius, "°C"));
+    if (!m.backend.empty() && m.backend != "nvml")
+      h += fmt::format("  read through the {} backend, not live NVML:\n", m.backend);
+    h += fmt::format("  driver {} (CUDA {}), SM clock {} of {}, memory clock {} of {}, power limit {}, {}",
+                     m.driver_version, m.cuda_driver_version, opt_value(m.sm_clock_mhz, "MHz"),
+                     opt_value(m.sm_clock_max_mhz, "MHz"), opt_value(m.memory_clock_mhz, "MHz"),
+                     opt_value(m.memory_clock_max_mhz, "MHz"), opt_value(m.power_limit_watts, "W"),
+                     opt_value(m.temperature_celsius, "°C"));
     if (m.pcie_link_generation && m.pcie_link_width)
       h += fmt::format(", PCIe gen{:.0f} x{:.0f}", *m.pcie_link_generation, *m.pcie_link_width);
     h += "\n";
@@ -81,8 +83,12 @@ std::string render_bench_text(const bench::Report& rep) {
     std::string note;
     if (o.result) {
       const auto& r = *o.result;
-      row = {o.key, format_value(r.median), r.unit, format_value(r.min) + "–" + format_value(r.max),
-             fmt::format("{:.2f}", r.cv * 100), r.verified ? "yes" : "NO"};
+      row = {o.key,
+             format_value(r.median),
+             r.unit,
+             format_value(r.min) + "–" + format_value(r.max),
+             fmt::format("{:.2f}", r.cv * 100),
+             r.verified ? "yes" : "NO"};
       // A result may carry a short note (p2p/nccl: the datasheet figure beside the measured one).
       note = o.status == bench::OutcomeStatus::kOk ? r.params.value("note", std::string()) : o.reason;
     } else {

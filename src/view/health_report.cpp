@@ -147,13 +147,16 @@ core::Result<std::string> render_health_history_html(const HealthHistory& h, con
       if (it == by_name.end()) continue;
       nlohmann::json ys = nlohmann::json::array();
       for (double v : it->second) ys.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
-      plots.push_back({{"title", (gpu >= 0 ? fmt::format("GPU {}: ", gpu) : std::string("node: ")) + label}, {"y", ys}});
+      plots.push_back(
+          {{"title", (gpu >= 0 ? fmt::format("GPU {}: ", gpu) : std::string("node: ")) + label}, {"y", ys}});
     }
-  std::string page = html_page_start(
-      "gpudoc health report", *assets, "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}");
-  page += fmt::format("<p>{} runs in the last {}. Drag on a plot to zoom in, double-click to "
-                      "zoom out.</p>\n<div id=\"plots\"></div>\n",
-                      h.times_s.size(), html_escape(since));
+  std::string page =
+      html_page_start("gpudoc health report", *assets,
+                      "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}");
+  page += fmt::format(
+      "<p>{} runs in the last {}. Drag on a plot to zoom in, double-click to "
+      "zoom out.</p>\n<div id=\"plots\"></div>\n",
+      h.times_s.size(), html_escape(since));
   page += fmt::format("<h2>Warnings and failures ({})</h2>\n<ul>", h.problems.size());
   for (const auto& p : h.problems) page += "<li>" + html_escape(p) + "</li>";
   page += "</ul>\n";

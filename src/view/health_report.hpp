@@ -28,10 +28,10 @@ struct StoredHealthRun {
 };
 
 struct HealthHistory {
-  std::vector<double> times_s;                                  // unix seconds, per run
+  std::vector<double> times_s;  // unix seconds, per run
   // gpu (-1: the node) -> series name -> value per run (NaN: absent)
   std::map<int, std::map<std::string, std::vector<double>>> series;
-  std::vector<std::string> problems;                            // "2026-11-30 12:00 GPU 0 ecc fail: ..."
+  std::vector<std::string> problems;  // "2026-11-30 12:00 GPU 0 ecc fail: ..."
 };
 
 // The plotted series: a value name in a check's "values" -> its label.

@@ -42,9 +42,12 @@ std::string script_safe_json(const nlohmann::json& j) {
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
     else if (c == '\xe2' && i + 2 < s.size() && s[i + 1] == '\x80' && (s[i + 2] == '\xa8' || s[i + 2] == '\xa9')) {
       out += s[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
       i += 2;
@@ -57,13 +60,16 @@ std::string script_safe_json(const nlohmann::json& j) {
 
 std::string html_page_start(std::string_view title, const WebAssets& assets, std::string_view page_css) {
   std::string page;
-  page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += fmt::format("<meta name=\"generator\" content=\"gpudoc {} ({})\">\n", core::kVersion, html_escape(assets.version));
+  page +=
+      "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  page += fmt::format("<meta name=\"generator\" content=\"gpudoc {} ({})\">\n", core::kVersion,
+                      html_escape(assets.version));
   page += "<title>" + html_escape(title) + "</title>\n";
   // Errors are recorded into the DOM so that a headless browser (and a person) can see them.
-  page += "<script>window.addEventListener(\"error\",function(e){var d=document.documentElement;"
-          "d.dataset.errors=(d.dataset.errors?d.dataset.errors+\" | \":\"\")+(e.message||\"error\");});</script>\n";
+  page +=
+      "<script>window.addEventListener(\"error\",function(e){var d=document.documentElement;"
+      "d.dataset.errors=(d.dataset.errors?d.dataset.errors+\" | \":\"\")+(e.message||\"error\");});</script>\n";
   page += "<style>" + guard_end_tag(assets.css, "style") + "</style>\n";
   page += "<style>" + std::string(page_css) + "</style>\n</head>\n<body data-rendered=\"no\">\n";
   page += "<h1>" + html_escape(title) + "</h1>\n";

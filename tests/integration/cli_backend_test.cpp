@@ -90,7 +90,8 @@ TEST(CliBackend, RecordsFakeGpus) {
 
 TEST(CliBackend, RecordsAReplayUntilItEnds) {
   const TempDir dir("gpudoc-backend");
-  auto r = run_gpudoc_stdout(replay("allreduce_straggler_slow1.jsonl", 50) + " record --json -o " + dir.file("re.jsonl"));
+  auto r =
+      run_gpudoc_stdout(replay("allreduce_straggler_slow1.jsonl", 50) + " record --json -o " + dir.file("re.jsonl"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto sum = parse(r.output);
   EXPECT_EQ(sum["end_reason"], "replay_ended") << r.output;
@@ -169,13 +170,14 @@ TEST(CliBackend, DiagnoseLiveKeepsItsTemporaryTraceInAPrivateFolder) {
   const std::filesystem::path trace = j["trace"].get<std::string>();
   EXPECT_EQ(trace.parent_path().parent_path(), tmp.path()) << trace;
   EXPECT_TRUE(has(trace.parent_path().filename().string(), "gpudoc-diagnose-")) << trace;
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(trace.parent_path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_TRUE(std::filesystem::is_regular_file(trace));
   // Without --keep-trace nothing is left behind.
   const TempDir clean("gpudoc-backend");
-  run_shell("TMPDIR=" + clean.str() + " " + gpudoc_binary() + " --backend fake:1 diagnose --live --duration 1 >/dev/null 2>&1");
+  run_shell("TMPDIR=" + clean.str() + " " + gpudoc_binary() +
+            " --backend fake:1 diagnose --live --duration 1 >/dev/null 2>&1");
   EXPECT_TRUE(std::filesystem::is_empty(clean.path()));
 }
 
@@ -183,7 +185,8 @@ TEST(CliBackend, DiagnoseLiveKeepsItsTemporaryTraceInAPrivateFolder) {
 
 TEST(CliBackend, HealthOnFakeGpusChecksThemWithoutALoadAndStoresNothing) {
   const TempDir dir("gpudoc-backend");
-  auto r = run_shell("GPUDOC_STORE=" + dir.file("s.db") + " " + gpudoc_binary() + " --backend fake:2 health --json 2>/dev/null");
+  auto r = run_shell("GPUDOC_STORE=" + dir.file("s.db") + " " + gpudoc_binary() +
+                     " --backend fake:2 health --json 2>/dev/null");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto j = parse(r.output);
   ASSERT_FALSE(j.is_discarded()) << r.output;
@@ -217,7 +220,8 @@ TEST(CliFlags, GpusAndPeriodDoNotSwallowTheTrace) {
   auto r = run_gpudoc("watch --gpus 0 " + data_file("sawtooth_p1000_d50.jsonl") + " --speed 20 --once --no-clear");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "REPLAY, not live (×20): sawtooth_p1000_d50.jsonl")) << r.output;
-  auto p = run_gpudoc("watch --period fast=200 " + data_file("sawtooth_p1000_d50.jsonl") + " --speed 20 --once --no-clear");
+  auto p =
+      run_gpudoc("watch --period fast=200 " + data_file("sawtooth_p1000_d50.jsonl") + " --speed 20 --once --no-clear");
   ASSERT_EQ(p.exit_code, 0) << p.output;
   EXPECT_TRUE(has(p.output, "REPLAY")) << p.output;
   auto h = run_gpudoc("--backend fake:2 health --gpus 1 --no-store --json");
@@ -260,7 +264,8 @@ TEST(CliOutput, AClosedPipeStopsTheViewInsteadOfKillingIt) {
   const TempDir dir("gpudoc-backend");
   const std::string err = dir.file("stderr.txt");
   auto r = run_shell("bash -c 'timeout 20 " + gpudoc_binary() + " watch " + data_file("sawtooth_p1000_d50.jsonl") +
-                     " --json --interval 100 2>" + err + " | head -1 >/dev/null; echo exit=${PIPESTATUS[0]}; cat " + err + "'");
+                     " --json --interval 100 2>" + err + " | head -1 >/dev/null; echo exit=${PIPESTATUS[0]}; cat " +
+                     err + "'");
   EXPECT_TRUE(has(r.output, "exit=2")) << r.output;
   EXPECT_TRUE(has(r.output, "writing to stdout failed")) << r.output;
 }

@@ -32,10 +32,12 @@ TEST(BenchRun, WithoutAGpuTheBackendIsNeverOpened) {
   auto plan = make_plan({.only = {"hbm.copy"}, .mode = Mode::kQuick});
   ASSERT_TRUE(plan.ok());
   int asked = 0;
-  const Report rep = run(*plan, [&] {
-    ++asked;
-    return Observer{nullptr, nullptr, "not wanted"};
-  }, {});
+  const Report rep = run(*plan,
+                         [&] {
+                           ++asked;
+                           return Observer{nullptr, nullptr, "not wanted"};
+                         },
+                         {});
   EXPECT_EQ(asked, 0);
   EXPECT_EQ(rep.context.machine_reason, "no GPU");
   ASSERT_EQ(rep.outcomes.size(), 1u);

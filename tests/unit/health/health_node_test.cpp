@@ -23,7 +23,9 @@ class EmptyHost final : public HostReader {
   std::optional<std::string> read_file(const std::string&) override { return std::nullopt; }
   std::vector<std::string> glob(const std::string&) override { return {}; }
   std::optional<std::string> real_path(const std::string&) override { return std::nullopt; }
-  std::optional<CommandOutput> run(const std::vector<std::string>&, std::chrono::milliseconds) override { return std::nullopt; }
+  std::optional<CommandOutput> run(const std::vector<std::string>&, std::chrono::milliseconds) override {
+    return std::nullopt;
+  }
   std::vector<int> allowed_cpus() override { return {}; }
   std::optional<std::string> env(const std::string&) override { return std::nullopt; }
 };
@@ -223,7 +225,8 @@ TEST(HealthNextSteps, EveryNextStepIsTheCatalogs) {
 }
 
 TEST(HealthNextSteps, PlaceholdersAreFilledIn) {
-  EXPECT_NE(findings::next_step("health_numa", 0, {{"node", "1"}}).find("--cpunodebind=1 --membind=1"), std::string::npos);
+  EXPECT_NE(findings::next_step("health_numa", 0, {{"node", "1"}}).find("--cpunodebind=1 --membind=1"),
+            std::string::npos);
   EXPECT_NE(findings::next_step("health_sysctl", 0, {{"name", "vm.swappiness"}}).find("`sysctl vm.swappiness`"),
             std::string::npos);
   EXPECT_THROW((void)findings::next_step("health_numa", 7), std::logic_error);

@@ -44,12 +44,14 @@ TEST(BackendSpec, ParsesTheThreeForms) {
 }
 
 TEST(BackendSpec, BadSpecsAreUsageErrorsNamingTheSpecAndTheForms) {
-  for (const char* bad : {"", "nvm", "NVML", "fake", "fake:", "fake:0", "fake:65", "fake:1.5", "fake:two", "replay:",
-                          "replay:@2", "replay:run.jsonl@0", "replay:run.jsonl@-1", "replay:run.jsonl@1001", "cuda:0"}) {
+  for (const char* bad :
+       {"", "nvm", "NVML", "fake", "fake:", "fake:0", "fake:65", "fake:1.5", "fake:two", "replay:", "replay:@2",
+        "replay:run.jsonl@0", "replay:run.jsonl@-1", "replay:run.jsonl@1001", "cuda:0"}) {
     auto r = parse_backend_spec(bad, "--backend");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().kind(), core::ErrorKind::kUsage) << bad;
-    EXPECT_NE(r.error().message().find(std::string("--backend '") + bad + "'"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find(std::string("--backend '") + bad + "'"), std::string::npos)
+        << r.error().message();
     EXPECT_NE(r.error().message().find("nvml, replay:FILE[@SPEED]"), std::string::npos) << r.error().message();
     EXPECT_NE(r.error().message().find("fake:N"), std::string::npos) << r.error().message();
   }
@@ -98,7 +100,8 @@ TEST(BackendSource, AReplayIsMarkedAndRunsOnTheTracesClock) {
   ASSERT_TRUE(live.ok()) << live.error().message();
   EXPECT_EQ(live->gpu_count, 1);
   ASSERT_NE(live->replay, nullptr);
-  EXPECT_EQ(live->banner.rfind("REPLAY, not live (×20): sawtooth_p1000_d50.jsonl, recorded 2026-11-29", 0), 0u) << live->banner;
+  EXPECT_EQ(live->banner.rfind("REPLAY, not live (×20): sawtooth_p1000_d50.jsonl, recorded 2026-11-29", 0), 0u)
+      << live->banner;
   EXPECT_EQ(live->backend->system_info()->backend, "replay");
   // The command's clock runs 20 times as fast as the wall: 50 ms of waiting is a second of trace.
   const auto t0 = live->clock->now();
