@@ -226,6 +226,12 @@ TEST(CliFlags, GpusAndPeriodDoNotSwallowTheTrace) {
   EXPECT_TRUE(has(p.output, "REPLAY")) << p.output;
   auto h = run_gpudoc("--backend fake:2 health --gpus 1 --no-store --json");
   EXPECT_EQ(h.exit_code, 0) << h.output;
+  // Lists still work, comma-separated or repeated.
+  for (const char* gpus : {"--gpus 0,2", "--gpus 0 --gpus 2"}) {
+    auto w = run_gpudoc_stdout(std::string("--backend fake:3 watch --once --json ") + gpus);
+    ASSERT_EQ(w.exit_code, 0) << gpus;
+    EXPECT_EQ(parse(w.output.substr(0, w.output.find('\n')))["gpus"].size(), 2u) << gpus << ": " << w.output;
+  }
 }
 
 TEST(CliFlags, DurationsMustBeFiniteAndNotNegative) {
