@@ -1,13 +1,14 @@
 // Pieces several subcommands share: the sampler's command-line options, Ctrl-C handling, and
-// printing JSON. The GPU backend is chosen once in cli/backend.hpp.
+// printing JSON. The GPU backend is chosen once (telemetry/backend_source.hpp, held by the Context
+// in cli/commands.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
