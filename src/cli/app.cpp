@@ -2,8 +2,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +17,7 @@
 #include "cli/common.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
+#include "telemetry/backend_source.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -19,6 +25,34 @@ std::vector<std::string>& after_double_dash() {
   static std::vector<std::string> words;
   return words;
 }
+void ignore_broken_pipe(int) {}
+
+// A reader that goes away (`gpudoc ... | head -1`) must not kill gpudoc by SIGPIPE before it has
+// stored what it measured: a write to the closed pipe fails with EPIPE instead, and the end of
+// run() says so. A handler, not SIG_IGN: an ignored signal stays ignored in the commands gpudoc
+// runs (record -- CMD), a handled one is reset to the default by exec.
+void survive_broken_pipe() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = ignore_broken_pipe;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+}
+
+// A command's output that did not reach stdout (a full disk, a closed pipe) is an error, whatever
+// the command returned.
+int check_stdout(int code) {
+  errno = 0;
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return code;
+  const int err = errno;
+  std::fputs(fmt::format("gpudoc: error: writing to stdout failed{}: the output is incomplete\n",
+                         err != 0 ? fmt::format(" ({})", std::strerror(err)) : std::string())
+                 .c_str(),
+             stderr);
+  return code != core::kExitOk ? code : core::exit_code(core::ErrorKind::kIo);
+}
+
 }  // namespace
 
 const std::vector<std::string>& words_after_double_dash() { return after_double_dash(); }
@@ -44,6 +78,14 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("gpudoc {} ({})", core::kVersion, core::kGitCommit));
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what gpudoc does to stderr (or set GPUDOC_LOG=debug)");
+  std::optional<std::string> backend_flag;
+  app.add_option("--backend", backend_flag,
+                 "the GPUs every command reads (wins over $GPUDOC_BACKEND; default nvml): nvml (this machine's NVIDIA "
+                 "GPUs), replay:FILE[@SPEED] (a gpudoc trace or nvidia-smi CSV played as if live, SPEED times as "
+                 "fast; shown as a REPLAY everywhere), fake:N (N scripted H200-like GPUs under a steady load)")
+      ->type_name("SPEC");
+  // Options of gpudoc itself (--backend, -v) may also come after the command's name.
+  app.fallthrough();
   app.footer(
       "Examples:\n"
       "  gpudoc doctor                         what holds every GPU back (a short live look)\n"
@@ -55,17 +97,22 @@ int run(int argc, char** argv) {
       "  gpudoc bench --quick                 memory bandwidth and launch cost of the GPU\n"
       "  gpudoc baseline check train           CI gate: exit 1 on a confirmed regression\n"
       "  gpudoc health                         is this node healthy and set up right (exit 1 on a failed check)\n"
+      "  gpudoc --backend fake:2 doctor        every command without a GPU: scripted GPUs, or\n"
+      "  gpudoc --backend replay:run.jsonl@10 watch   a recorded trace played as if live (10x)\n"
+      "The backend (--backend, or $GPUDOC_BACKEND) is nvml, replay:FILE[@SPEED] or fake:N; what a replay\n"
+      "or fake GPUs show is marked as such everywhere.\n"
       "Run `gpudoc COMMAND --help` for each command's options.");
 
   Action action;
-  register_doctor(app, action);
-  register_diagnose(app, action);
-  register_watch(app, action);
-  register_record(app, action);
+  Context ctx;
+  register_doctor(app, action, ctx);
+  register_diagnose(app, action, ctx);
+  register_watch(app, action, ctx);
+  register_record(app, action, ctx);
   register_trace(app, action);
-  register_bench(app, action);
+  register_bench(app, action, ctx);
   register_baseline(app, action);
-  register_health(app, action);
+  register_health(app, action, ctx);
   register_report(app, action);
 
   after_double_dash().clear();
@@ -88,11 +135,17 @@ int run(int argc, char** argv) {
   }
   if (verbose) core::set_log_level(core::LogLevel::kDebug);
   if (!action) return core::kExitUsage;
+  auto spec = telemetry::choose_backend_spec(backend_flag, std::getenv("GPUDOC_BACKEND"));
+  if (!spec) return report_error(spec.error(), false);
+  ctx.backend.select(std::move(*spec));
+  survive_broken_pipe();
+  int code = core::kExitInternal;
   try {
-    return action();
+    code = action();
   } catch (const std::exception& e) {
-    return report_error(core::Error(core::ErrorKind::kInternal, fmt::format("unexpected: {}", e.what())), false);
+    code = report_error(core::Error(core::ErrorKind::kInternal, fmt::format("unexpected: {}", e.what())), false);
   }
+  return check_stdout(code);
 }
 
 }  // namespace gpudoc::cli

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
+#include "telemetry/backend_source.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -26,7 +27,7 @@ struct DiagnoseFlags {
 
 constexpr double kDefaultLiveSeconds = 30;
 
-int run_diagnose(DiagnoseFlags f) {
+int run_diagnose(DiagnoseFlags f, Context& context) {
   // CLI11 puts everything after -- into the positionals: with --live or -o those are the command.
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
   const bool record_mode = f.live || !f.command.empty();
@@ -62,9 +63,13 @@ int run_diagnose(DiagnoseFlags f) {
   run.keep_trace = f.keep_trace;
   run.command_stdout_to_stderr = f.out.json;
   run.sampler = f.sampler;
-  auto r = record_and_diagnose(run, f.out, f.quiet || f.out.json);
+  auto live = context.backend.open_gpus();
+  if (!live) return report_error(live.error(), f.out.json);
+  auto r = record_and_diagnose(*live, run, f.out, f.quiet || f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
   PrintContext ctx;
+  ctx.banner = live->banner;
+  if (!live->real()) ctx.extra["backend"] = telemetry::describe(*live->spec);
   if (r->command_exit_code) {
     ctx.extra["command_exit_code"] = *r->command_exit_code;
     ctx.closing = fmt::format("The command exited with code {}.", *r->command_exit_code);
@@ -99,7 +104,7 @@ std::string findings_help() {
   return out;
 }
 
-void register_diagnose(CLI::App& app, Action& action) {
+void register_diagnose(CLI::App& app, Action& action, Context& context) {
   auto f = std::make_shared<DiagnoseFlags>();
   auto* cmd = app.add_subcommand("diagnose", "Say what the GPUs' waveforms mean, with evidence and next steps");
   cmd->description(
@@ -132,8 +137,8 @@ void register_diagnose(CLI::App& app, Action& action) {
       "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
       "2 bad flags or input (the message names file and line); 3 no GPU or driver (--live, -- CMD),\n"
       "or --html in a build without the plot library.");
-  cmd->callback([f, &action] {
-    action = [f] {
+  cmd->callback([f, &action, &context] {
+    action = [f, &context] {
       DiagnoseFlags copy = *f;
       // CLI11 puts the words after `--` among the positionals: they are the command.
       std::size_t n = words_after_double_dash().size();
@@ -141,7 +146,7 @@ void register_diagnose(CLI::App& app, Action& action) {
         copy.command.assign(copy.traces.end() - static_cast<long>(n), copy.traces.end());
         copy.traces.resize(copy.traces.size() - n);
       }
-      return run_diagnose(std::move(copy));
+      return run_diagnose(std::move(copy), context);
     };
   });
 }

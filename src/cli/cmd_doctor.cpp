@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
+#include "telemetry/backend_source.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -97,48 +98,62 @@ int run_replay(const DoctorFlags& f, const std::string& why, const std::string& 
   return code == core::kExitOk || code == core::kExitFinding ? core::kExitEnvironment : code;
 }
 
-int run_doctor(const DoctorFlags& f) {
+// The first clause of a backend error is enough for the replay's notice ("cannot load ...
+// libnvidia-ml.so.1"); --json has it all.
+std::string first_clause(std::string why) {
+  if (auto cut = why.find_first_of("(;\n"); cut != std::string::npos && cut > 0) why.resize(cut);
+  while (!why.empty() && why.back() == ' ') why.pop_back();
+  return why;
+}
+
+int run_doctor(const DoctorFlags& f, Context& context) {
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
   if (!(f.duration_s > 0) || f.duration_s > 24 * 3600)
     return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be between 0 and 86400 seconds"), f.out.json);
   if (f.replay) return run_replay(f, "--replay was given", "--replay was given");
 
+  auto live = context.backend.open_gpus();
+  if (!live) {
+    const auto kind = live.error().kind();
+    // No driver, no library, no GPU: show what gpudoc does on recorded traces instead. A backend
+    // chosen by hand (replay, fake) that fails is the user's to fix.
+    if (context.backend.spec().kind == telemetry::BackendKind::kNvml &&
+        (kind == core::ErrorKind::kEnvironment || kind == core::ErrorKind::kNotSupported))
+      return run_replay(f, first_clause(live.error().message()), live.error().message());
+    return report_error(live.error(), f.out.json);
+  }
   LiveRun run;
   run.duration_s = f.duration_s;
   run.sampler = f.sampler;
-  auto r = record_and_diagnose(run, f.out, f.out.json);
-  if (!r) {
-    const auto kind = r.error().kind();
-    // No driver, no library, no GPU: show what gpudoc does on recorded traces instead.
-    if (kind == core::ErrorKind::kEnvironment || kind == core::ErrorKind::kNotSupported) {
-      // The first clause is enough here ("cannot load ... libnvidia-ml.so.1"); --json has it all.
-      std::string why = r.error().message();
-      if (auto cut = why.find_first_of("(;\n"); cut != std::string::npos && cut > 0) why.resize(cut);
-      while (!why.empty() && why.back() == ' ') why.pop_back();
-      return run_replay(f, why, r.error().message());
-    }
-    return report_error(r.error(), f.out.json);
-  }
+  auto r = record_and_diagnose(*live, run, f.out, f.out.json);
+  if (!r) return report_error(r.error(), f.out.json);
   PrintContext ctx;
-  ctx.extra["live"] = true;
+  ctx.extra["live"] = live->real();
+  ctx.banner = live->banner;
+  // A replay or fake GPUs were asked for by name: their findings decide the exit code, as with
+  // --replay; the banner and the closing line say whose GPUs they were.
+  if (!live->real()) ctx.extra["backend"] = telemetry::describe(*live->spec);
   std::vector<Diagnosed> items;
   items.push_back(std::move(r->diagnosed));
-  ctx.closing = fmt::format("That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live --duration 120; "
-                            "for one job: gpudoc diagnose -- CMD ARGS...",
-                            f.duration_s);
+  ctx.closing = live->real() ? fmt::format("That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live "
+                                           "--duration 120; for one job: gpudoc diagnose -- CMD ARGS...",
+                                           f.duration_s)
+                             : fmt::format("That was {}, not this machine's GPUs.",
+                                           live->replay != nullptr ? "a replayed recording" : "scripted fake GPUs");
   return print_diagnoses(items, f.out, ctx);
 }
 
 }  // namespace
 
-void register_doctor(CLI::App& app, Action& action) {
+void register_doctor(CLI::App& app, Action& action, Context& context) {
   auto f = std::make_shared<DoctorFlags>();
   auto* cmd = app.add_subcommand("doctor", "Look at every GPU for a few seconds and say what holds it back");
   cmd->description(
       "The first thing to run: looks at every GPU live for --duration seconds and prints its\n"
       "diagnosis (gpudoc diagnose --live, with a short default). On a machine without an NVIDIA\n"
       "GPU or driver it diagnoses real H200 traces bundled with gpudoc instead (tests/data; or\n"
-      "GPUDOC_DATA_DIR), and says plainly that it is a replay, not this machine.\n\n" +
+      "GPUDOC_DATA_DIR), and says plainly that it is a replay, not this machine. With --backend\n"
+      "replay:FILE or fake:N it looks at those GPUs instead, marked as such.\n\n" +
       findings_help());
   cmd->add_option("-d,--duration", f->duration_s, "seconds to look at the GPUs")->capture_default_str();
   add_output_flags(*cmd, f->out);
@@ -149,9 +164,10 @@ void register_doctor(CLI::App& app, Action& action) {
       "  gpudoc doctor\n"
       "  gpudoc doctor --duration 60 --html doctor.html\n"
       "  gpudoc doctor --json | jq '.findings[] | {id, severity, gpus}'\n"
+      "  gpudoc --backend replay:tests/data/tiny_kernels.jsonl@10 doctor\n"
       "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
       "2 bad flags; 3 no GPU or driver (after showing the replay: its findings are not this machine's).");
-  cmd->callback([f, &action] { action = [f] { return run_doctor(*f); }; });
+  cmd->callback([f, &action, &context] { action = [f, &context] { return run_doctor(*f, context); }; });
 }
 
 }  // namespace gpudoc::cli

@@ -1,9 +1,10 @@
 // gpudoc report: the history of `gpudoc health` results in the store — clocks, temperatures, power,
-// error counts and non-passing checks over time — as terminal sparklines or an HTML page (uPlot,
-// embedded as in diagnose --html).
+// error counts and non-passing checks over time — as terminal sparklines, JSON or an HTML page
+// (view/health_report.hpp renders all three).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -13,9 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/file.hpp"
-#include "core/text.hpp"
-#include "view/diagnose_html.hpp"
-#include "view/web_assets.hpp"
+#include "view/health_report.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -27,171 +26,22 @@ struct ReportFlags {
   bool json = false;
 };
 
-// "7d", "12h", "30m", "90s" -> nanoseconds. Errors: kUsage.
+// "7d", "12h", "30m", "90s" -> nanoseconds. Errors: kUsage, also for a span too long to count in
+// nanoseconds (about 292 years).
 core::Result<std::int64_t> parse_since(const std::string& s) {
   static const std::regex re(R"(^(\d+)([smhdw])$)");
   std::smatch m;
-  if (!std::regex_match(s, m, re))
-    return core::Error(core::ErrorKind::kUsage, fmt::format("--since '{}': expected a number and s, m, h, d or w (e.g. 7d)", s));
-  const std::int64_t n = std::stoll(m[1]);
+  const core::Error bad(core::ErrorKind::kUsage, fmt::format("--since '{}': expected a number and s, m, h, d or w (e.g. 7d)", s));
+  if (!std::regex_match(s, m, re)) return bad;
+  std::int64_t n = 0;
+  const std::string digits = m[1].str();
+  const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), n);
   const std::map<char, std::int64_t> unit = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
-  return n * unit.at(m[2].str()[0]) * 1'000'000'000LL;
-}
-
-// The plotted series: value name in a check's values -> label.
-const std::vector<std::pair<std::string, std::string>>& series_names() {
-  static const std::vector<std::pair<std::string, std::string>> k = {
-      {"sm_clock_mhz", "SM clock under load (MHz)"},
-      {"temperature_celsius", "hottest temperature (C)"},
-      {"power_watts", "peak power (W)"},
-      {"ecc_volatile_corrected", "ECC corrected, volatile"},
-      {"ecc_volatile_uncorrected", "ECC uncorrected, volatile"},
-      {"ecc_aggregate_uncorrected", "ECC uncorrected, aggregate"},
-      {"remapped_rows_uncorrected", "rows remapped (uncorrectable)"},
-      {"nvlink_crc_errors", "NVLink CRC errors"},
-      {"xid_count", "XIDs"},
-  };
-  return k;
-}
-
-struct History {
-  std::vector<double> times_s;                                  // unix seconds, per run
-  // gpu ("-1": node) -> series name -> value per run (NaN: absent)
-  std::map<int, std::map<std::string, std::vector<double>>> series;
-  std::vector<std::string> problems;                            // "2026-11-30 12:00 GPU 0 ecc fail: ..."
-};
-
-std::string when(double unix_s) {
-  const std::time_t t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M", &tm);
-  return buf;
-}
-
-History build(const std::vector<baseline::StoredResult>& rows) {
-  History h;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const double t = static_cast<double>(rows[i].time_unix_ns) * 1e-9;
-    h.times_s.push_back(t);
-    for (auto& [gpu, by_name] : h.series)
-      for (auto& [name, v] : by_name) v.push_back(nan);
-    const auto& checks = rows[i].payload.contains("checks") ? rows[i].payload["checks"] : nlohmann::json::array();
-    for (const auto& c : checks) {
-      const int gpu = c.contains("gpu") && c["gpu"].is_number_integer() ? c["gpu"].get<int>() : -1;
-      const std::string status = c.value("status", "");
-      if (status == "fail" || status == "warn")
-        h.problems.push_back(fmt::format("{} {} {} {}: {}", when(t), gpu >= 0 ? fmt::format("GPU {}", gpu) : "node",
-                                         c.value("check", ""), status, c.value("evidence", "")));
-      if (!c.contains("values")) continue;
-      for (const auto& v : c["values"]) {
-        const std::string name = v.value("name", "");
-        bool wanted = false;
-        for (const auto& [n, label] : series_names()) wanted = wanted || n == name;
-        if (!wanted || !v.contains("value") || !v["value"].is_number()) continue;
-        auto& vec = h.series[gpu][name];
-        if (vec.size() < i + 1) vec.resize(i + 1, nan);
-        vec[i] = v["value"].get<double>();
-      }
-    }
-  }
-  for (auto& [gpu, by_name] : h.series)
-    for (auto& [name, v] : by_name) v.resize(h.times_s.size(), nan);
-  return h;
-}
-
-std::string terminal(const History& h, const std::string& since) {
-  std::string out = fmt::format("gpudoc report — {} health runs in the last {}", h.times_s.size(), since);
-  if (!h.times_s.empty()) out += fmt::format(" ({} .. {} UTC)", when(h.times_s.front()), when(h.times_s.back()));
-  out += "\n";
-  for (const auto& [gpu, by_name] : h.series) {
-    out += gpu >= 0 ? fmt::format("\nGPU {}\n", gpu) : std::string("\nnode\n");
-    for (const auto& [name, label] : series_names()) {
-      auto it = by_name.find(name);
-      if (it == by_name.end()) continue;
-      std::vector<std::optional<double>> vals;
-      double lo = 0;
-      double hi = 0;
-      bool any = false;
-      std::optional<double> last;
-      for (double v : it->second) {
-        if (std::isnan(v)) {
-          vals.push_back(std::nullopt);
-          continue;
-        }
-        vals.push_back(v);
-        lo = any ? std::min(lo, v) : v;
-        hi = any ? std::max(hi, v) : v;
-        any = true;
-        last = v;
-      }
-      if (!any) continue;
-      out += fmt::format("  {:<32} {}  min {:g} max {:g} last {:g}\n", label,
-                         core::sparkline(vals, lo, hi > lo ? hi : lo + 1), lo, hi, *last);
-    }
-  }
-  out += fmt::format("\nwarnings and failures ({}):\n", h.problems.size());
-  const std::size_t from = h.problems.size() > 30 ? h.problems.size() - 30 : 0;
-  if (from > 0) out += fmt::format("  ... {} earlier\n", from);
-  for (std::size_t i = from; i < h.problems.size(); ++i) out += "  " + h.problems[i] + "\n";
-  return out;
-}
-
-// The page's script: one zoomable plot per series over the runs' times (UTC). It marks the body
-// data-rendered="ok" and data-plots=N at its end, and the error hook in <head> writes data-errors
-// on <html>, so a headless browser can tell that the plots were built (tests/integration).
-constexpr std::string_view kReportJs = R"JS(
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
-  var host = document.getElementById("plots");
-  var plots = [];
-  data.plots.forEach(function (p) {
-    var d = document.createElement("div");
-    host.appendChild(d);
-    plots.push(new uPlot({
-      title: p.title, width: Math.max(320, Math.min(900, (host.clientWidth || 900) - 8)), height: 220,
-      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
-      scales: { x: { time: true, range: function (u, mn, mx) {
-        if (mn == null || mx == null) return [0, 1];
-        return mn === mx ? [mn - 3600, mx + 3600] : [mn, mx];
-      } } },
-      series: [{ label: "time (UTC)" }, { label: p.title, stroke: "#2a6", spanGaps: true, points: { show: true } }],
-      cursor: { drag: { x: true, y: false } }
-    }, [data.t, p.y], d));
-  });
-  document.body.dataset.plots = String(plots.length);
-  document.body.dataset.rendered = "ok";
-})();
-)JS";
-
-core::Result<std::string> html(const History& h, const std::string& since) {
-  auto assets = view::web_assets();
-  if (!assets) return core::Error(core::ErrorKind::kEnvironment, std::string(view::kWebAssetsMissing));
-  nlohmann::json plots = nlohmann::json::array();
-  for (const auto& [gpu, by_name] : h.series)
-    for (const auto& [name, label] : series_names()) {
-      auto it = by_name.find(name);
-      if (it == by_name.end()) continue;
-      nlohmann::json ys = nlohmann::json::array();
-      for (double v : it->second) ys.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
-      plots.push_back({{"title", (gpu >= 0 ? fmt::format("GPU {}: ", gpu) : std::string("node: ")) + label}, {"y", ys}});
-    }
-  std::string page = view::html_page_start(
-      "gpudoc health report", *assets, "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}");
-  page += fmt::format("<p>{} runs in the last {}. Drag on a plot to zoom in, double-click to "
-                      "zoom out.</p>\n<div id=\"plots\"></div>\n",
-                      h.times_s.size(), view::html_escape(since));
-  page += fmt::format("<h2>Warnings and failures ({})</h2>\n<ul>", h.problems.size());
-  for (const auto& p : h.problems) page += "<li>" + view::html_escape(p) + "</li>";
-  page += "</ul>\n";
-  page += "<script type=\"application/json\" id=\"gpudoc-data\">" +
-          view::script_safe_json({{"t", h.times_s}, {"plots", plots}}) + "</script>\n";
-  page += "<script>" + view::guard_end_tag(assets->js, "script") + "</script>\n";
-  page += "<script>" + std::string(kReportJs) + "</script>\n</body>\n</html>\n";
-  return page;
+  std::int64_t ns = 0;
+  if (parsed.ec != std::errc() || __builtin_mul_overflow(n, unit.at(m[2].str()[0]), &ns) ||
+      __builtin_mul_overflow(ns, std::int64_t{1'000'000'000}, &ns))
+    return core::Error(core::ErrorKind::kUsage, fmt::format("--since '{}': too long a span (at most about 292 years)", s));
+  return ns;
 }
 
 int run_report(const ReportFlags& f) {
@@ -202,27 +52,20 @@ int run_report(const ReportFlags& f) {
   auto store = baseline::Store::open(*path, {.create = false});
   if (!store) return report_error(store.error(), f.json);
   const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto rows = store->results_since("health", now_ns - *since);
+  auto rows = store->results_since("health", now_ns > *since ? now_ns - *since : 0);
   if (!rows) return report_error(rows.error(), f.json);
-  const History h = build(*rows);
+  std::vector<view::StoredHealthRun> runs;
+  for (auto& r : *rows) runs.push_back({r.time_unix_ns, std::move(r.payload)});
+  const view::HealthHistory h = view::build_health_history(runs);
   if (f.html) {
-    auto page = html(h, f.since);
+    auto page = view::render_health_history_html(h, f.since);
     if (!page) return report_error(page.error(), f.json);
     if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
   }
   if (f.json) {
-    nlohmann::json j = {{"runs", h.times_s.size()}, {"times_unix_s", h.times_s}, {"problems", h.problems}};
-    nlohmann::json series = nlohmann::json::object();
-    for (const auto& [gpu, by_name] : h.series)
-      for (const auto& [name, v] : by_name) {
-        nlohmann::json ys = nlohmann::json::array();
-        for (double x : v) ys.push_back(std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x));
-        series[gpu >= 0 ? std::to_string(gpu) : "node"][name] = ys;
-      }
-    j["series"] = series;
-    print_json(j);
+    print_json(view::to_json(h));
   } else {
-    std::fputs(terminal(h, f.since).c_str(), stdout);
+    std::fputs(view::render_health_history_text(h, f.since).c_str(), stdout);
     if (f.html) std::fputs(fmt::format("HTML report: {}\n", *f.html).c_str(), stdout);
   }
   return core::kExitOk;

@@ -11,12 +11,19 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "telemetry/backend_source.hpp"
 
 namespace CLI {
 class App;
 }
 
 namespace gpudoc::cli {
+
+// What run() hands every command that reads GPUs, when it registers it: the backend chosen once
+// for the run (--backend, GPUDOC_BACKEND), opened when the command first asks for it.
+struct Context {
+  telemetry::BackendSource backend;
+};
 
 using Action = std::function<int()>;
 
@@ -28,14 +35,15 @@ int run(int argc, char** argv);
 // apart with this.
 [[nodiscard]] const std::vector<std::string>& words_after_double_dash();
 
-void register_record(CLI::App& app, Action& action);
-void register_watch(CLI::App& app, Action& action);
+// The commands that read GPUs get the Context; the others never touch a GPU.
+void register_record(CLI::App& app, Action& action, Context& ctx);
+void register_watch(CLI::App& app, Action& action, Context& ctx);
 void register_trace(CLI::App& app, Action& action);
-void register_bench(CLI::App& app, Action& action);
+void register_bench(CLI::App& app, Action& action, Context& ctx);
 void register_baseline(CLI::App& app, Action& action);
-void register_diagnose(CLI::App& app, Action& action);
-void register_doctor(CLI::App& app, Action& action);
-void register_health(CLI::App& app, Action& action);
+void register_diagnose(CLI::App& app, Action& action, Context& ctx);
+void register_doctor(CLI::App& app, Action& action, Context& ctx);
+void register_health(CLI::App& app, Action& action, Context& ctx);
 void register_report(CLI::App& app, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns

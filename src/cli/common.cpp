@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstring>
 
@@ -20,22 +21,25 @@ core::Result<std::unique_ptr<gpu::Backend>> open_live_backend() {
 }
 
 void SamplerFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("--gpus", gpus, "GPU indices to sample (default: all), e.g. --gpus 0,2")->delimiter(',');
+  cmd.add_option("--gpus", gpus, "GPU indices to sample (default: all), e.g. --gpus 0,2")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--period", periods,
                  "GROUP=MS: read a metric group every MS milliseconds (0 turns it off). Groups and defaults:\n" +
-                     describe_groups())
-      ->delimiter(',');
+                     gpu::describe_groups())
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_flag("--no-xid", no_xid, "do not listen for XID error events");
 }
 
-std::string describe_groups() {
-  std::string out;
-  for (gpu::MetricGroup g : gpu::all_groups()) {
-    const auto& gi = gpu::info(g);
-    out += fmt::format("  {:<12} {:>6} ms (min {} ms): {}\n", gi.name, gi.default_period.count(), gi.min_period.count(),
-                       gi.why);
-  }
-  return out;
+core::Result<std::optional<core::Nanos>> parse_duration(double seconds, std::string_view flag) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxDurationSeconds)
+    return core::Error(core::ErrorKind::kUsage,
+                       fmt::format("{} {}: expected a finite number of seconds from 0 to {:g} (leave it out to run until "
+                                   "the end or Ctrl-C)",
+                                   flag, seconds, kMaxDurationSeconds));
+  if (seconds == 0) return std::optional<core::Nanos>();
+  return std::optional<core::Nanos>(std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(seconds)));
 }
 
 core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
@@ -45,30 +49,9 @@ core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
   c.gpus = gpus;
   c.read_events = !no_xid;
   for (const auto& p : periods) {
-    auto eq = p.find('=');
-    if (eq == std::string::npos)
-      return core::Error(core::ErrorKind::kUsage, fmt::format("--period {}: expected GROUP=MS, e.g. fast=100", p));
-    std::string name = p.substr(0, eq), value = p.substr(eq + 1);
-    auto g = gpu::group_from_name(name);
-    if (!g) {
-      std::string names;
-      for (auto gg : gpu::all_groups()) names += fmt::format("{}{}", names.empty() ? "" : ", ", gpu::info(gg).name);
-      return core::Error(core::ErrorKind::kUsage, fmt::format("--period {}: unknown group '{}' (groups: {})", p, name, names));
-    }
-    long ms = 0;
-    try {
-      std::size_t used = 0;
-      ms = std::stol(value, &used);
-      if (used != value.size() || ms < 0) throw std::invalid_argument(value);
-    } catch (const std::exception&) {
-      return core::Error(core::ErrorKind::kUsage, fmt::format("--period {}: '{}' is not a whole number of milliseconds", p, value));
-    }
-    const auto& gi = gpu::info(*g);
-    if (ms != 0 && ms < gi.min_period.count())
-      return core::Error(core::ErrorKind::kUsage,
-                         fmt::format("--period {}: {} ms is faster than the sensor allows (minimum {} ms: {})", p, ms,
-                                     gi.min_period.count(), gi.why));
-    c.periods[gpu::index(*g)] = std::chrono::milliseconds(ms);
+    auto period = gpu::parse_group_period(p);
+    if (!period) return core::Error(core::ErrorKind::kUsage, "--period " + period.error().message());
+    c.periods[gpu::index(period->first)] = period->second;
   }
   return c;
 }

@@ -1,11 +1,14 @@
-// Pieces several subcommands share: opening the live backend with a helpful error, the sampler's
-// command-line options, Ctrl-C handling, and printing JSON.
+// Pieces several subcommands share: the sampler's command-line options, Ctrl-C handling, and
+// printing JSON. The GPU backend is chosen once (telemetry/backend_source.hpp, held by the Context
+// in cli/commands.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,10 +32,13 @@ void print_json(const Json& j, int indent = 2) {
   std::fputs((j.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n").c_str(), stdout);
 }
 
-// Opens NVML. On failure the error says what is missing and what still works without a GPU.
+// Opens NVML, with the error telemetry::BackendSource gives. Only the baseline collection still calls it:
+// every other command reads the backend its Context holds, and baseline will too once
+// baseline::collect takes a gpu::Backend* (telemetry::BackendSource::open_or_reason()).
 [[nodiscard]] core::Result<std::unique_ptr<gpu::Backend>> open_live_backend();
 
-// Sampler flags shared by record and watch: --gpus, --period GROUP=MS.
+// Sampler flags shared by record, watch, doctor and diagnose: --gpus, --period GROUP=MS. Each takes
+// one word (comma-separated lists), so a positional after it (watch --gpus 0 run.jsonl) stays one.
 struct SamplerFlags {
   std::vector<int> gpus;
   std::vector<std::string> periods;  // "fast=100"
@@ -46,8 +52,12 @@ struct SamplerFlags {
           telemetry::SamplerConfig::default_periods()) const;
 };
 
-// The text listing each group, its default period and why (for --help).
-[[nodiscard]] std::string describe_groups();
+// A --duration flag in seconds: 0 (the default) is none; otherwise a finite number of seconds up to
+// kMaxDurationSeconds. Errors: kUsage naming the flag for a negative, NaN or infinite value (there
+// is no "inf": leaving the flag out already means until the end or Ctrl-C).
+inline constexpr double kMaxDurationSeconds = 1e9;
+[[nodiscard]] core::Result<std::optional<core::Nanos>> parse_duration(double seconds, std::string_view flag = "--duration");
+
 
 // SIGINT/SIGTERM handlers: each signal increments stop_requests(); a signal sent by another
 // process (kill), not by the terminal, is also stored in forward_signal() for a child command.

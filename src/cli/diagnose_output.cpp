@@ -12,6 +12,7 @@
 #include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/file.hpp"
+#include "core/temp_dir.hpp"
 #include "telemetry/input.hpp"
 #include "telemetry/recorder.hpp"
 #include "view/diagnose_html.hpp"
@@ -31,11 +32,6 @@ diagnose::Options options_of(const OutputFlags& f) {
   return o;
 }
 
-std::string temp_trace_path() {
-  auto dir = std::filesystem::temp_directory_path();
-  auto now = std::chrono::system_clock::now().time_since_epoch().count();
-  return (dir / fmt::format("gpudoc-diagnose-{}-{}.jsonl", ::getpid(), now)).string();
-}
 
 }  // namespace
 
@@ -59,64 +55,56 @@ core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags
   return d;
 }
 
-core::Result<LiveResult> record_and_diagnose(const LiveRun& run, const OutputFlags& f, bool quiet) {
+core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const OutputFlags& f, bool quiet) {
   // Utilization is drained every second (not every 10 s as in a long recording) so that a short
   // look ends with its last seconds in the trace.
   auto defaults = telemetry::SamplerConfig::default_periods();
   defaults[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);
   auto config = run.sampler.to_config(defaults);
   if (!config) return config.error();
-  auto backend = open_live_backend();
-  if (!backend) return backend.error();
-  auto count = (*backend)->device_count();
-  if (!count) return count.error();
-  if (*count == 0)
-    return core::Error(core::ErrorKind::kEnvironment,
-                       "the NVIDIA driver is loaded but reports no GPU (check `nvidia-smi -L`; CUDA_VISIBLE_DEVICES "
-                       "does not apply to NVML)");
+  const int count = live.gpu_count;
 
-  const bool temporary = run.output.empty();
-  const std::string path = temporary ? temp_trace_path() : run.output;
-  core::SystemClock clock;
+  // Without -o the trace goes into a private folder of its own (mode 0700, a name nobody can
+  // guess): another user cannot plant a file at its name.
+  std::optional<core::PrivateDir> dir;
+  if (run.output.empty()) {
+    auto d = core::PrivateDir::create("gpudoc-diagnose");
+    if (!d) return d.error();
+    dir = std::move(*d);
+    if (run.keep_trace) dir->keep();
+  }
+  const std::string path = dir ? dir->file("live.jsonl") : run.output;
   telemetry::RecordOptions opt;
   opt.output_path = path;
   opt.command = run.command;
   opt.command_stdout_to_stderr = run.command_stdout_to_stderr;
   opt.sampler = *config;
+  opt.wake_interval = live.wall_time(opt.wake_interval);
   if (run.duration_s > 0)
     opt.duration = std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(run.duration_s));
   const bool progress = !quiet && run.command.empty() && isatty(STDERR_FILENO) != 0;
   if (progress)
     opt.on_progress = [&](double elapsed, std::uint64_t) {
-      std::fprintf(stderr, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", *count, *count == 1 ? "" : "s",
+      std::fprintf(stderr, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", count, count == 1 ? "" : "s",
                    elapsed, run.duration_s);
     };
   install_stop_handlers();
   if (!quiet) {
+    if (!live.banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", live.banner.c_str());
     if (run.command.empty())
-      std::fprintf(stderr, "gpudoc: sampling %d GPU%s for %.0f s, then diagnosing\n", *count, *count == 1 ? "" : "s",
+      std::fprintf(stderr, "gpudoc: sampling %d GPU%s for %.0f s, then diagnosing\n", count, count == 1 ? "" : "s",
                    run.duration_s);
     else
-      std::fprintf(stderr, "gpudoc: recording %d GPU%s while `%s` runs, then diagnosing\n", *count, *count == 1 ? "" : "s",
+      std::fprintf(stderr, "gpudoc: recording %d GPU%s while `%s` runs, then diagnosing\n", count, count == 1 ? "" : "s",
                    fmt::format("{}", fmt::join(run.command, " ")).c_str());
   }
-  auto r = telemetry::record(**backend, clock, opt, stop_requests(), &forward_signal());
+  auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests(), &forward_signal());
   if (progress) std::fputs("\n", stderr);
-  auto cleanup = [&] {
-    if (temporary && !run.keep_trace) {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  };
-  if (!r) {
-    cleanup();
-    return r.error();
-  }
+  if (!r) return r.error();
   auto d = diagnose_file(path, f, run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " ")));
-  cleanup();
   if (!d) return d.error().with_context("reading back the recorded trace");
-  d->diagnosis.input_format = "live";
-  LiveResult out{std::move(*d), r->command_exit_code, temporary && !run.keep_trace ? "" : path, r->end_reason};
+  d->diagnosis.input_format = live.real() ? "live" : telemetry::to_string(live.spec->kind);
+  LiveResult out{std::move(*d), r->command_exit_code, dir && !run.keep_trace ? "" : path, r->end_reason};
   return out;
 }
 

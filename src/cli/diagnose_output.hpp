@@ -13,6 +13,7 @@
 #include "core/result.hpp"
 #include "diagnose/diagnose.hpp"
 #include "findings/finding.hpp"
+#include "telemetry/backend_source.hpp"
 #include "telemetry/trace.hpp"
 
 namespace gpudoc::cli {
@@ -46,7 +47,7 @@ void add_output_flags(CLI::App& cmd, OutputFlags& out);
 struct LiveRun {
   double duration_s = 0;                // 0: until the command exits (or Ctrl-C)
   std::vector<std::string> command;     // record while this runs
-  std::string output;                   // keep the trace here; empty: a temporary file
+  std::string output;                   // keep the trace here; empty: a temporary file in a private folder
   bool keep_trace = false;              // keep the temporary file and say where it is
   bool command_stdout_to_stderr = false;  // --json: stdout carries only gpudoc's document
   SamplerFlags sampler;
@@ -59,9 +60,12 @@ struct LiveResult {
   std::string end_reason;
 };
 
-// Records the live GPUs (NVML) into a trace, then diagnoses it. Errors: kEnvironment (no GPU or
-// driver), kBadInput (the command cannot run), kIo, the sampler's.
-[[nodiscard]] core::Result<LiveResult> record_and_diagnose(const LiveRun& run, const OutputFlags& f, bool quiet);
+// Records the GPUs of `live` (the backend chosen for the run) into a trace, then diagnoses it.
+// Without run.output the trace is written in a private temporary folder (core::PrivateDir),
+// removed afterwards unless run.keep_trace. Errors: kBadInput (the command cannot run), kIo, the
+// sampler's.
+[[nodiscard]] core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const OutputFlags& f,
+                                                           bool quiet);
 
 struct PrintContext {
   std::string banner;                   // text report and page, e.g. the replay notice

@@ -5,8 +5,9 @@
 namespace gpudoc::findings {
 namespace {
 
-const std::vector<CatalogEntry>& entries() {
-  static const std::vector<CatalogEntry> kEntries = {
+// The waveform findings of `gpudoc diagnose`.
+std::vector<CatalogEntry> diagnose_entries() {
+  return {
       {"idle", "diagnose", "Idle: no meaningful work on the GPU",
        "GPU utilization and SM activity stay near zero over the analysed span: the GPU holds a "
        "context (and perhaps memory) but runs almost no kernels. Fine between jobs; a waste when a "
@@ -106,90 +107,128 @@ const std::vector<CatalogEntry>& entries() {
         "For nvidia-smi logs, include utilization.gpu and log at 100-500 ms: `nvidia-smi "
         "--query-gpu=timestamp,index,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,"
         "temperature.gpu,clocks.sm,clocks.max.sm,clocks_event_reasons.active --format=csv -lms 100`"}},
-      // ---- health (gpudoc health): one entry per check; the check's result says pass/warn/fail ----
+  };
+}
+
+// `gpudoc health`: one entry per check; the check's result says pass/warn/fail. The next steps of a
+// health entry are the ones its check prints, one per case, in the order the check names them
+// (health/checks.cpp, health/xid.cpp: findings::next_step(id, index)).
+std::vector<CatalogEntry> health_entries() {
+  return {
       {"health_gpu_lost", "health", "GPU lost during the health check",
        "The GPU stopped answering NVML while gpudoc checked it (GPU_IS_LOST / RESET_REQUIRED): it fell off the "
        "bus or needs a reset. Nothing else about it can be checked.",
-       {"Look for XID 79 in the kernel log: `sudo dmesg | grep -i xid`", "Drain the node and reboot it; report a "
-        "recurrence to the vendor with `sudo nvidia-bug-report.sh`"}},
+       {"Drain the node; look for XID 79 in `sudo dmesg`; a GPU that fell off the bus needs a reboot (and the "
+        "vendor if it recurs: `sudo nvidia-bug-report.sh`)"}},
       {"health_persistence_mode", "health", "Persistence mode",
        "Without persistence the driver tears the GPU state down whenever no process holds it, so every job start "
        "pays the initialisation again and the first NVML/CUDA call is slow.",
-       {"Enable the persistence daemon (administrator): `sudo systemctl enable --now nvidia-persistenced`"}},
+       {"Keep the driver loaded (administrator): `sudo systemctl enable --now nvidia-persistenced`"}},
       {"health_compute_mode", "health", "Compute mode",
        "Exclusive-process lets one process use the GPU at a time; prohibited lets none. Either makes a second job "
        "fail to create a CUDA context.",
-       {"See it with `nvidia-smi -q -d COMPUTE`; an administrator resets it with `nvidia-smi -c DEFAULT -i <gpu>`"}},
+       {"Intended on scheduler-managed nodes; otherwise `nvidia-smi -q -d COMPUTE` shows it and an administrator "
+        "can reset it with `nvidia-smi -c DEFAULT -i <gpu>`",
+        "Ask the administrator why; `nvidia-smi -c DEFAULT -i <gpu>` restores it", "See `nvidia-smi -q -d COMPUTE`"}},
       {"health_mig", "health", "MIG mode",
        "With MIG on, each job sees one GPU instance (a slice of the SMs and memory), not the whole GPU; a pending "
        "MIG change applies only after a GPU reset.",
-       {"List the layout: `nvidia-smi mig -lgi`", "Whole-GPU jobs need MIG off (administrator): `nvidia-smi -mig 0` "
-        "then a GPU reset"}},
+       {"If whole-GPU jobs run here, ask the administrator to disable MIG (`nvidia-smi -mig 0`); list the layout "
+        "with `nvidia-smi mig -lgi`",
+        "Apply or undo the pending change (administrator): reset the idle GPU with `nvidia-smi -r -i <gpu>`"}},
       {"health_ecc", "health", "ECC mode and error counts",
        "ECC protects device memory. Uncorrectable errors since the driver loaded mean data was lost and the GPU "
        "needs attention; uncorrectable errors in the board's history are a reason to watch it.",
-       {"Counts and row remapping: `nvidia-smi -q -d ECC,ROW_REMAPPER -i <gpu>`", "Enable ECC where it is off "
-        "(administrator, after a reboot): `nvidia-smi -e 1 -i <gpu>`"}},
+       {"Drain the GPU; check row remapping (`nvidia-smi -q -d ROW_REMAPPER`) and the kernel log for XID 48/94/95; "
+        "reset the GPU (`nvidia-smi -r -i <gpu>`) and report persistent errors to the vendor",
+        "Enable ECC (administrator; takes effect after a reboot): `nvidia-smi -e 1 -i <gpu>`",
+        "Reboot to apply, or undo the pending change (administrator)",
+        "Check that rows were remapped (`nvidia-smi -q -d ROW_REMAPPER`); watch the count with `gpudoc report`"}},
       {"health_row_remapping", "health", "Row remapping",
        "Ampere and newer GPUs repair memory rows with uncorrectable errors by remapping them to spares at the next "
        "GPU reset. A pending remap needs that reset; a failed remap cannot be repaired.",
-       {"Pending: drain the GPU and reset it: `nvidia-smi -r -i <gpu>`", "Failed: drain the GPU and contact the "
-        "vendor (an RMA condition)"}},
+       {"Drain the GPU and contact the vendor (a remapping failure is an RMA condition)",
+        "Drain the GPU and reset it to apply the remap: `nvidia-smi -r -i <gpu>` (or reboot)",
+        "Remapped and working; watch the count over time with `gpudoc report` (spare rows are finite)"}},
       {"health_retired_pages", "health", "Retired pages",
        "GPUs before Ampere retire memory pages with repeated or uncorrectable ECC errors; a pending retirement takes "
        "effect at the next driver load.",
-       {"Pending: drain the GPU and reload the driver or reboot", "See `nvidia-smi -q -d PAGE_RETIREMENT -i <gpu>`"}},
+       {"Drain the GPU and reload the driver or reboot to retire the pages",
+        "Watch the count with `gpudoc report`; report growth to the vendor"}},
       {"health_temperature", "health", "Temperature against the GPU's own thresholds",
        "The hottest reading during the check against the slowdown, shutdown and maximum operating temperatures "
        "the driver reports for this GPU (never fixed degrees). At the slowdown threshold the clocks drop.",
-       {"Check the node's cooling (fans, airflow, inlet temperature); thresholds and readings: "
-        "`nvidia-smi -q -d TEMPERATURE -i <gpu>`"}},
+       {"Check the node's cooling (fans, airflow, inlet temperature, blocked slots); see "
+        "`nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i <gpu>`"}},
       {"health_power", "health", "Power limit",
        "The power limit the board enforces against its default. A lowered limit makes the clocks drop earlier "
        "under heavy load.",
-       {"Compare: `nvidia-smi --query-gpu=power.limit,power.default_limit,enforced.power.limit --format=csv`; "
-        "changing it (`nvidia-smi -pl`) is an administrator's decision"}},
+       {"Compare `nvidia-smi --query-gpu=power.limit,power.default_limit,enforced.power.limit --format=csv`; "
+        "restoring it (`nvidia-smi -pl <watts>`) is an administrator's decision"}},
       {"health_clocks", "health", "SM clock under load",
        "During gpudoc's short load the median SM clock should be within 3 % of the maximum. Below it, the clock "
        "event reasons say why: power cap (warn), thermal or hardware slowdown (fail).",
-       {"See reasons, limits and clocks: `nvidia-smi -q -d PERFORMANCE,POWER,CLOCK -i <gpu>`"}},
+       {"Hardware slowdown / power brake: check the board's power supply and the node's BMC log; thermal: check "
+        "cooling. See `nvidia-smi -q -d PERFORMANCE -i <gpu>`",
+        "See the limit and reasons: `nvidia-smi -q -d PERFORMANCE,POWER -i <gpu>`; a lowered power limit or locked "
+        "clocks (`nvidia-smi -q -d CLOCK`) are an administrator's settings",
+        "Run `gpudoc health` where CUDA is available to check clocks under load"}},
       {"health_pcie_link", "health", "PCIe link under load",
        "The PCIe generation and width under load against the most this GPU and system allow. A link trained below "
        "it (downtrained) silently slows every host-to-GPU transfer. At idle the GPU lowers its link speed to save "
        "power, so only a reading under load counts.",
-       {"Reseat the GPU or riser; check the slot's BIOS PCIe setting; compare LnkSta with LnkCap in "
-        "`sudo lspci -vv -s <bus id>`", "Measure: `gpudoc bench --only pcie`"}},
+       {"Reseat the GPU or riser and check the slot's BIOS setting (PCIe speed); see `nvidia-smi -q -d PCIE -i <gpu>` "
+        "and `sudo lspci -vv -s <bus id>` (LnkSta vs LnkCap); measure with `gpudoc bench --only pcie`",
+        "Run `gpudoc health` with its load (where CUDA is available) to see the link under load"}},
       {"health_nvlink", "health", "NVLink links and errors",
        "Each NVLink's state and its data-link error counters (CRC, replay, recovery) since the driver loaded. A "
        "down link cuts GPU-to-GPU bandwidth; growing counters point to a marginal link.",
-       {"`nvidia-smi nvlink -s -i <gpu>` and `nvidia-smi nvlink -e -i <gpu>`; on NVSwitch systems check "
-        "`systemctl status nvidia-fabricmanager`", "Measure: `gpudoc bench --only p2p`"}},
+       {"Check `nvidia-smi nvlink -s -i <gpu>` and, on NVSwitch systems, that nvidia-fabricmanager runs; a down link "
+        "halves or worse the GPU-to-GPU bandwidth (`gpudoc bench --only p2p`)",
+        "Watch whether the counters grow (`nvidia-smi nvlink -e -i <gpu>`, `gpudoc report`); growing recovery "
+        "counts point to a marginal link (reseat, vendor)"}},
       {"health_xid", "health", "XID errors",
        "XIDs are the driver's error reports, seen through NVML events while gpudoc runs and in the kernel log. "
        "NVIDIA's XID catalog sorts them by the action they need: application error (restart the app), reset the "
        "GPU, reboot the node, or informational.",
-       {"Read them: `sudo dmesg | grep -i xid`; look each up in NVIDIA's XID catalog "
-        "(docs.nvidia.com/deploy/xid-errors)", "Reset or reboot as the class says; report recurrences with "
-        "`sudo nvidia-bug-report.sh`"}},
+       {"Drain the node and reboot it (the catalog's RESTART_BM: a GPU that fell off the bus cannot be reached for a "
+        "reset); report a recurrence to the vendor with `sudo nvidia-bug-report.sh`",
+        "Drain the GPU and reset it (`nvidia-smi -r -i <gpu>` once idle, or reboot); check ECC and row remapping; "
+        "report a recurrence with `sudo nvidia-bug-report.sh`",
+        "The GPU is fine; the application faulted: rerun it with `CUDA_LAUNCH_BLOCKING=1` or under "
+        "`compute-sanitizer` to find the kernel",
+        "Look the XID up in NVIDIA's catalog (docs.nvidia.com/deploy/xid-errors) for its action",
+        "No action; watch for recurrences with `gpudoc report`"}},
       {"health_versions", "health", "Driver, CUDA and library versions",
        "The driver, the CUDA version it supports, and the CUDA runtime, cuBLAS, cuDNN and NCCL found on the "
        "machine (and torch's CUDA). A runtime with a newer major version than the driver supports cannot run.",
-       {"`nvidia-smi` shows the driver's CUDA version; install a newer driver or use a runtime built for that "
-        "CUDA version"}},
+       {"Install a driver that supports that CUDA major version, or use a runtime (pip wheel / container) built for "
+        "CUDA {cuda} or older; `nvidia-smi` shows the driver's CUDA version",
+        "Prefer a driver at least as new as the toolkit, or make sure the program ships SASS for this GPU "
+        "(sm_90 on H200)"}},
       {"health_cpu_governor", "health", "CPU frequency governor",
        "Governors other than performance raise CPU clocks only after load arrives, which slows the host side of "
        "GPU work (data loading, kernel launches). Advice only.",
-       {"`cpupower frequency-info`; an administrator can set `sudo cpupower frequency-set -g performance`"}},
+       {"Advice (administrator): `sudo cpupower frequency-set -g performance`; `cpupower frequency-info` shows the "
+        "governors"}},
       {"health_numa", "health", "GPU NUMA locality",
        "Each GPU hangs off one CPU socket (NUMA node). A process running on the other socket's CPUs crosses the "
        "CPU interconnect for every copy and launch. Advice only.",
-       {"Bind the GPU's process to its node: `numactl --cpunodebind=N --membind=N python3 train.py`; "
-        "`nvidia-smi topo -m` shows each GPU's CPU affinity"}},
+       {"Advice: run the GPU's process on its node: `numactl --cpunodebind={node} --membind={node} python3 "
+        "train.py` (or your launcher's CPU binding); `nvidia-smi topo -m` shows each GPU's CPU affinity"}},
       {"health_sysctl", "health", "Kernel settings worth knowing",
        "vm.swappiness, kernel.sched_migration_cost_ns and net.core.somaxconn, shown with what they affect. gpudoc "
        "never changes them. Advice only.",
-       {"Read with `sysctl NAME`; change persistently in /etc/sysctl.d/ if your workload needs it"}},
+       {"Advice only: `sysctl {name}` shows it; change it in /etc/sysctl.d/ if your workload needs it"}},
   };
+}
+
+const std::vector<CatalogEntry>& entries() {
+  static const std::vector<CatalogEntry> kEntries = [] {
+    std::vector<CatalogEntry> all = diagnose_entries();
+    for (auto& e : health_entries()) all.push_back(std::move(e));
+    return all;
+  }();
   return kEntries;
 }
 

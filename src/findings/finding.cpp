@@ -1,6 +1,7 @@
 #include "findings/finding.hpp"
 
 #include <stdexcept>
+#include <string>
 
 namespace gpudoc::findings {
 
@@ -34,6 +35,20 @@ Finding make_finding(std::string_view id, Severity severity) {
   f.severity = severity;
   for (std::string_view s : e->next_steps) f.next_steps.emplace_back(s);
   return f;
+}
+
+std::string next_step(std::string_view id, std::size_t index,
+                      std::initializer_list<std::pair<std::string_view, std::string>> values) {
+  const CatalogEntry* e = find_entry(id);
+  if (e == nullptr || index >= e->next_steps.size())
+    throw std::logic_error("no next step " + std::to_string(index) + " for catalog id " + std::string(id));
+  std::string step(e->next_steps[index]);
+  for (const auto& [key, value] : values) {
+    const std::string token = "{" + std::string(key) + "}";
+    for (std::size_t p = step.find(token); p != std::string::npos; p = step.find(token, p + value.size()))
+      step.replace(p, token.size(), value);
+  }
+  return step;
 }
 
 nlohmann::json to_json(const Finding& f) {

@@ -11,10 +11,13 @@
 // docs/findings.md documents every entry; a test checks the two agree.
 #pragma once
 
+#include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +72,14 @@ struct Finding {
 // A finding with the given id and severity and the catalog's next steps. Precondition: id is
 // in the catalog (an unknown id is a bug: it throws std::logic_error).
 [[nodiscard]] Finding make_finding(std::string_view id, Severity severity);
+
+// Next step number `index` of catalog entry `id`, with each "{key}" in it replaced by its value
+// ({"node", "1"}: "--cpunodebind={node}" -> "--cpunodebind=1"). Checks that pick one step for the
+// case they found (health) take it from here, so every next step gpudoc prints is in the catalog.
+// Precondition: id is in the catalog with more than `index` steps (a bug otherwise: it throws
+// std::logic_error, as make_finding does).
+[[nodiscard]] std::string next_step(std::string_view id, std::size_t index,
+                                    std::initializer_list<std::pair<std::string_view, std::string>> values = {});
 
 [[nodiscard]] nlohmann::json to_json(const Finding& f);
 [[nodiscard]] nlohmann::json to_json(const CatalogEntry& e);

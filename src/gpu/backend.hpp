@@ -1,8 +1,9 @@
 // gpudoc::gpu::Backend — the hardware abstraction every capability reads GPUs through.
 //
-// Three implementations: nvml/ (real GPUs, libnvidia-ml.so.1 loaded at run time), replay/ (a
-// recorded trace played back as if live) and fake/ (scripted devices for tests, with injectable
-// errors). Code above this layer never knows which one it has.
+// Three implementations: nvml/ (real GPUs, libnvidia-ml.so.1 loaded at run time), fake/ (scripted
+// devices for tests and demos, with injectable errors) and, one layer up because it reads traces,
+// telemetry::ReplayBackend (a recorded trace played back as if live). Code above this layer never
+// needs to know which one it has; the CLI chooses one (`--backend`, GPUDOC_BACKEND) and hands it down.
 //
 //   auto backend = gpu::open_nvml_backend();          // Result<std::unique_ptr<Backend>>
 //   if (!backend) return backend.error();             // kEnvironment: no driver / no library
@@ -173,6 +174,9 @@ class Backend {
   // that fails alone is left absent. Backends without these facts (replay) answer kNotSupported.
   // Thread-safety: as read().
   [[nodiscard]] virtual core::Result<HealthFacts> health_facts(int gpu);
+  // True once a finite source (a replayed recording) has nothing more to give: a recording of it
+  // can stop. Live backends never finish. Thread-safe.
+  [[nodiscard]] virtual bool finished() const { return false; }
 };
 
 }  // namespace gpudoc::gpu

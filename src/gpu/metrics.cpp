@@ -1,5 +1,8 @@
 #include "gpu/metrics.hpp"
 
+#include <fmt/format.h>
+
+#include <charconv>
 #include <string>
 
 namespace gpudoc::gpu {
@@ -97,6 +100,38 @@ std::string clock_event_reason_names(std::uint64_t mask) {
     out += "other";
   }
   return out.empty() ? "none" : out;
+}
+
+core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_period(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos)
+    return core::Error(core::ErrorKind::kUsage, fmt::format("{}: expected GROUP=MS, e.g. fast=100", text));
+  const std::string_view name = text.substr(0, eq);
+  const std::string_view value = text.substr(eq + 1);
+  const auto g = group_from_name(name);
+  if (!g) {
+    std::string names;
+    for (MetricGroup gg : all_groups()) names += fmt::format("{}{}", names.empty() ? "" : ", ", info(gg).name);
+    return core::Error(core::ErrorKind::kUsage, fmt::format("{}: unknown group '{}' (groups: {})", text, name, names));
+  }
+  long ms = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || ms < 0)
+    return core::Error(core::ErrorKind::kUsage, fmt::format("{}: '{}' is not a whole number of milliseconds", text, value));
+  const GroupInfo& gi = info(*g);
+  if (ms != 0 && ms < gi.min_period.count())
+    return core::Error(core::ErrorKind::kUsage, fmt::format("{}: {} ms is faster than the sensor allows (minimum {} ms: {})",
+                                                            text, ms, gi.min_period.count(), gi.why));
+  return std::pair{*g, std::chrono::milliseconds(ms)};
+}
+
+std::string describe_groups() {
+  std::string out;
+  for (MetricGroup g : all_groups()) {
+    const auto& gi = info(g);
+    out += fmt::format("  {:<12} {:>6} ms (min {} ms): {}\n", gi.name, gi.default_period.count(), gi.min_period.count(), gi.why);
+  }
+  return out;
 }
 
 }  // namespace gpudoc::gpu

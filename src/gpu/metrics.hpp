@@ -12,7 +12,11 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+
+#include "core/result.hpp"
 
 namespace gpudoc::gpu {
 
@@ -110,6 +114,12 @@ using MetricSet = std::bitset<kMetricCount>;
 [[nodiscard]] std::optional<Metric> metric_from_name(std::string_view name);
 [[nodiscard]] std::optional<MetricGroup> group_from_name(std::string_view name);
 [[nodiscard]] MetricSet metrics_in(MetricGroup g);
+// "fast=100" -> {kFast, 100 ms}; 0 turns the group off. Errors: kUsage, the message starting with
+// `text`: not GROUP=MS, an unknown group (the groups listed), not a whole number of milliseconds, or
+// faster than the group's min_period (with why the minimum exists).
+[[nodiscard]] core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_period(std::string_view text);
+// One line per group: name, default period, minimum and why (for --help).
+[[nodiscard]] std::string describe_groups();
 [[nodiscard]] inline std::size_t index(Metric m) { return static_cast<std::size_t>(m); }
 [[nodiscard]] inline std::size_t index(MetricGroup g) { return static_cast<std::size_t>(g); }
 

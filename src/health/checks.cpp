@@ -38,12 +38,13 @@ std::vector<const LoadSample*> settled(const LoadTelemetry& load) {
 std::string fmt_opt_u(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "n/a"; }
 
 CheckResult check_persistence(int g, const gpu::HealthFacts& f) {
-  if (!f.persistence_mode) return make("persistence_mode", g, Status::kSkip, "health_persistence_mode", "not reported by the driver");
-  if (*f.persistence_mode) return make("persistence_mode", g, Status::kPass, "health_persistence_mode", "enabled");
-  return make("persistence_mode", g, Status::kWarn, "health_persistence_mode",
+  constexpr const char* kId = "health_persistence_mode";
+  if (!f.persistence_mode) return make("persistence_mode", g, Status::kSkip, kId, "not reported by the driver");
+  if (*f.persistence_mode) return make("persistence_mode", g, Status::kPass, kId, "enabled");
+  return make("persistence_mode", g, Status::kWarn, kId,
               "disabled: the driver is torn down whenever no process holds the GPU, so each job start pays the "
               "initialisation (seconds) again",
-              "Keep the driver loaded (administrator): `sudo systemctl enable --now nvidia-persistenced`");
+              findings::next_step(kId, 0));
 }
 
 CheckResult check_compute_mode(int g, const gpu::HealthFacts& f) {
@@ -55,14 +56,13 @@ CheckResult check_compute_mode(int g, const gpu::HealthFacts& f) {
     case gpu::ComputeMode::kExclusiveProcess:
       return make("compute_mode", g, Status::kInfo, kId,
                   "exclusive_process: one process at a time; a second job on this GPU fails to create a context",
-                  "Intended on scheduler-managed nodes; otherwise `nvidia-smi -q -d COMPUTE` shows it and an "
-                  "administrator can reset it with `nvidia-smi -c DEFAULT -i <gpu>`");
+                  findings::next_step(kId, 0));
     case gpu::ComputeMode::kProhibited:
       return make("compute_mode", g, Status::kFail, kId, "prohibited: no process can use this GPU",
-                  "Ask the administrator why; `nvidia-smi -c DEFAULT -i <gpu>` restores it");
+                  findings::next_step(kId, 1));
     case gpu::ComputeMode::kExclusiveThread: break;
   }
-  return make("compute_mode", g, Status::kWarn, kId, mode, "See `nvidia-smi -q -d COMPUTE`");
+  return make("compute_mode", g, Status::kWarn, kId, mode, findings::next_step(kId, 2));
 }
 
 CheckResult check_mig(int g, const gpu::DeviceInfo& info, const gpu::HealthFacts& f) {
@@ -74,12 +74,11 @@ CheckResult check_mig(int g, const gpu::DeviceInfo& info, const gpu::HealthFacts
   if (f.mig_pending && *f.mig_pending != *f.mig_current) {
     r = make("mig", g, Status::kWarn, kId,
              ev + fmt::format("; a change to MIG {} is pending until the GPU is reset", *f.mig_pending ? "on" : "off"),
-             "Apply or undo the pending change (administrator): reset the idle GPU with `nvidia-smi -r -i <gpu>`");
+             findings::next_step(kId, 1));
   } else if (*f.mig_current) {
     r = make("mig", g, Status::kWarn, kId,
              ev + ": a job sees one instance (a slice of the SMs and memory), not the whole GPU",
-             "If whole-GPU jobs run here, ask the administrator to disable MIG (`nvidia-smi -mig 0`); "
-             "list the layout with `nvidia-smi mig -lgi`");
+             findings::next_step(kId, 0));
   } else {
     r = make("mig", g, Status::kPass, kId, ev);
   }
@@ -99,17 +98,16 @@ CheckResult check_ecc(int g, const gpu::HealthFacts& f) {
   CheckResult r;
   if (f.ecc_volatile_uncorrected.value_or(0) > 0) {
     r = make("ecc", g, Status::kFail, kId, fmt::format("{}; {}: uncorrectable memory errors since the driver loaded", mode, counts),
-             "Drain the GPU; check row remapping (`nvidia-smi -q -d ROW_REMAPPER`) and the kernel log for XID 48/94/95; "
-             "reset the GPU (`nvidia-smi -r -i <gpu>`) and report persistent errors to the vendor");
+             findings::next_step(kId, 0));
   } else if (f.ecc_current && !*f.ecc_current) {
     r = make("ecc", g, Status::kWarn, kId, fmt::format("{}: memory errors go undetected; {}", mode, counts),
-             "Enable ECC (administrator; takes effect after a reboot): `nvidia-smi -e 1 -i <gpu>`");
+             findings::next_step(kId, 1));
   } else if (f.ecc_pending && f.ecc_current && *f.ecc_pending != *f.ecc_current) {
     r = make("ecc", g, Status::kWarn, kId, fmt::format("{}, a change is pending until the next reboot; {}", mode, counts),
-             "Reboot to apply, or undo the pending change (administrator)");
+             findings::next_step(kId, 2));
   } else if (f.ecc_aggregate_uncorrected.value_or(0) > 0) {
     r = make("ecc", g, Status::kWarn, kId, fmt::format("{}; {}: uncorrectable errors in this board's history", mode, counts),
-             "Check that rows were remapped (`nvidia-smi -q -d ROW_REMAPPER`); watch the count with `gpudoc report`");
+             findings::next_step(kId, 3));
   } else {
     r = make("ecc", g, Status::kPass, kId, fmt::format("{}; {}", mode, counts));
   }
@@ -133,13 +131,13 @@ CheckResult check_remap(int g, const gpu::HealthFacts& f) {
   CheckResult r;
   if (f.remap_failed.value_or(false)) {
     r = make("row_remapping", g, Status::kFail, kId, ev + ": the memory could not be repaired",
-             "Drain the GPU and contact the vendor (a remapping failure is an RMA condition)");
+             findings::next_step(kId, 0));
   } else if (f.remap_pending.value_or(false)) {
     r = make("row_remapping", g, Status::kFail, kId, ev + ": a remap waits for a GPU reset",
-             "Drain the GPU and reset it to apply the remap: `nvidia-smi -r -i <gpu>` (or reboot)");
+             findings::next_step(kId, 1));
   } else if (f.remapped_rows_uncorrected.value_or(0) > 0) {
     r = make("row_remapping", g, Status::kWarn, kId, ev,
-             "Remapped and working; watch the count over time with `gpudoc report` (spare rows are finite)");
+             findings::next_step(kId, 2));
   } else {
     r = make("row_remapping", g, Status::kPass, kId, ev);
   }
@@ -160,9 +158,9 @@ CheckResult check_retired(int g, const gpu::HealthFacts& f) {
   CheckResult r;
   if (f.retired_pages_pending.value_or(false)) {
     r = make("retired_pages", g, Status::kFail, kId, ev + ": takes effect at the next driver load",
-             "Drain the GPU and reload the driver or reboot to retire the pages");
+             findings::next_step(kId, 0));
   } else if (f.retired_pages_double_bit.value_or(0) > 0) {
-    r = make("retired_pages", g, Status::kWarn, kId, ev, "Watch the count with `gpudoc report`; report growth to the vendor");
+    r = make("retired_pages", g, Status::kWarn, kId, ev, findings::next_step(kId, 1));
   } else {
     r = make("retired_pages", g, Status::kPass, kId, ev);
   }
@@ -188,9 +186,7 @@ CheckResult check_temperature(int g, const gpu::HealthFacts& f, const LoadTeleme
                                load.ran ? "under load" : "at idle", opt(f.temperature_gpu_max_celsius),
                                opt(f.temperature_slowdown_celsius), opt(f.temperature_shutdown_celsius));
   if (hot_mem) ev += fmt::format("; memory {:.0f} C of max {}", *hot_mem, opt(f.temperature_memory_max_celsius));
-  const std::string cooling =
-      "Check the node's cooling (fans, airflow, inlet temperature, blocked slots); see "
-      "`nvidia-smi -q -d TEMPERATURE,PERFORMANCE -i <gpu>`";
+  const std::string cooling = findings::next_step(kId, 0);
   CheckResult r;
   if ((f.temperature_slowdown_celsius && *hot >= *f.temperature_slowdown_celsius) ||
       (f.temperature_shutdown_celsius && *hot >= *f.temperature_shutdown_celsius) ||
@@ -222,8 +218,7 @@ CheckResult check_power(int g, const gpu::HealthFacts& f, const LoadTelemetry& l
     r = make("power", g, Status::kWarn, kId,
              ev + fmt::format(": the limit is {:.0f} % of the default, so clocks drop earlier under load",
                               100.0 * *limit / *f.power_limit_default_watts),
-             "Compare `nvidia-smi --query-gpu=power.limit,power.default_limit,enforced.power.limit --format=csv`; "
-             "restoring it (`nvidia-smi -pl <watts>`) is an administrator's decision");
+             findings::next_step(kId, 0));
   } else {
     r = make("power", g, Status::kPass, kId, ev);
   }
@@ -237,7 +232,7 @@ CheckResult check_clocks(int g, const gpu::DeviceInfo& info, const LoadTelemetry
   if (!load.ran)
     return make("clocks", g, Status::kSkip, kId,
                 fmt::format("no load ran ({}): idle clocks say nothing", load.why_not.empty() ? "skipped" : load.why_not),
-                load.why_not == "--no-load" ? "" : "Run `gpudoc health` where CUDA is available to check clocks under load");
+                load.why_not == "--no-load" ? "" : findings::next_step(kId, 2));
   if (!info.sm_clock_max_mhz) return make("clocks", g, Status::kSkip, kId, "the driver reports no maximum SM clock");
   std::vector<double> clocks;
   std::uint64_t reasons = 0;
@@ -261,13 +256,11 @@ CheckResult check_clocks(int g, const gpu::DeviceInfo& info, const LoadTelemetry
     r = make("clocks", g, Status::kPass, kId, ev);
   } else if ((slow & ~kPowerCap) != 0) {
     r = make("clocks", g, Status::kFail, kId, ev + ": held down by thermal or hardware slowdown",
-             "Hardware slowdown / power brake: check the board's power supply and the node's BMC log; thermal: check "
-             "cooling. See `nvidia-smi -q -d PERFORMANCE -i <gpu>`");
+             findings::next_step(kId, 0));
   } else {
     r = make("clocks", g, Status::kWarn, kId,
              ev + (slow != 0 ? ": held at the power limit" : ": below maximum with no reason reported"),
-             "See the limit and reasons: `nvidia-smi -q -d PERFORMANCE,POWER -i <gpu>`; a lowered power limit or "
-             "locked clocks (`nvidia-smi -q -d CLOCK`) are an administrator's settings");
+             findings::next_step(kId, 1));
   }
   add(r, "sm_clock_mhz", med, "MHz", "median under load");
   add(r, "sm_clock_max_mhz", max, "MHz");
@@ -297,12 +290,11 @@ CheckResult check_pcie(int g, const gpu::HealthFacts& f, const gpu::DeviceInfo& 
     r = make("pcie_link", g, Status::kPass, kId, ev);
   } else if (!load.ran && low_gen && !low_width) {
     r = make("pcie_link", g, Status::kSkip, kId, ev + ": an idle GPU lowers its link speed to save power; not judged",
-             "Run `gpudoc health` with its load (where CUDA is available) to see the link under load");
+             findings::next_step(kId, 1));
   } else {
     r = make("pcie_link", g, Status::kFail, kId,
              ev + ": the link trained below its maximum (host transfers are slower in proportion)",
-             "Reseat the GPU or riser and check the slot's BIOS setting (PCIe speed); see `nvidia-smi -q -d PCIE -i <gpu>` "
-             "and `sudo lspci -vv -s <bus id>` (LnkSta vs LnkCap); measure with `gpudoc bench --only pcie`");
+             findings::next_step(kId, 0));
   }
   if (gen) add(r, "pcie_link_generation", *gen, "gen");
   if (width) add(r, "pcie_link_width", *width, "lanes");
@@ -343,12 +335,10 @@ CheckResult check_nvlink(int g, const gpu::HealthFacts& f) {
   CheckResult r;
   if (!down.empty()) {
     r = make("nvlink", g, Status::kWarn, kId, ev + fmt::format("; down: {}", fmt::join(down, ",")),
-             "Check `nvidia-smi nvlink -s -i <gpu>` and, on NVSwitch systems, that nvidia-fabricmanager runs; a down link "
-             "halves or worse the GPU-to-GPU bandwidth (`gpudoc bench --only p2p`)");
+             findings::next_step(kId, 0));
   } else if (crc + replay + recovery > 0) {
     r = make("nvlink", g, Status::kWarn, kId, ev,
-             "Watch whether the counters grow (`nvidia-smi nvlink -e -i <gpu>`, `gpudoc report`); growing recovery "
-             "counts point to a marginal link (reseat, vendor)");
+             findings::next_step(kId, 1));
   } else {
     r = make("nvlink", g, Status::kPass, kId, ev);
   }
@@ -396,8 +386,7 @@ std::vector<CheckResult> check_gpu(const GpuInput& in) {
   if (in.lost) {
     CheckResult r = make("gpu_lost", g, Status::kFail, "health_gpu_lost",
                          fmt::format("the GPU stopped answering during the check: {}", in.lost->message()),
-                         "Drain the node; look for XID 79 in `sudo dmesg`; a GPU that fell off the bus needs a reboot "
-                         "(and the vendor if it recurs)");
+                         findings::next_step("health_gpu_lost", 0));
     return {r};
   }
   const gpu::HealthFacts none;
@@ -483,15 +472,13 @@ std::vector<CheckResult> check_versions(const VersionFacts& v) {
              base + fmt::format("; {} newer than the driver supports (CUDA {}): programs using it fail with "
                                 "cudaErrorInsufficientDriver",
                                 fmt::join(too_new_major, ", "), v.cuda_driver_version),
-             "Install a driver that supports that CUDA major version, or use a runtime (pip wheel / container) built for "
-             "CUDA " + v.cuda_driver_version + " or older; `nvidia-smi` shows the driver's CUDA version");
+             findings::next_step(kId, 0, {{"cuda", v.cuda_driver_version}}));
   } else if (!too_new_minor.empty()) {
     r = make("versions", std::nullopt, Status::kWarn, kId,
              base + fmt::format("; {} is a newer minor than the driver's CUDA {}: runs through minor version "
                                 "compatibility, but PTX built for it cannot be JIT-compiled by this driver",
                                 fmt::join(too_new_minor, ", "), v.cuda_driver_version),
-             "Prefer a driver at least as new as the toolkit, or make sure the program ships SASS for this GPU "
-             "(sm_90 on H200)");
+             findings::next_step(kId, 1));
   } else {
     r = make("versions", std::nullopt, Status::kPass, kId, base);
   }
@@ -561,7 +548,7 @@ std::vector<CheckResult> check_host(const HostFacts& h) {
       out.push_back(make("cpu_governor", std::nullopt, Status::kWarn, "health_cpu_governor",
                          ev + ": CPUs ramp their clock up only after load arrives, which slows the host side "
                               "(data loading, kernel launches)",
-                         "Advice (administrator): `sudo cpupower frequency-set -g performance`"));
+                         findings::next_step("health_cpu_governor", 0)));
     }
   }
   // NUMA.
@@ -584,8 +571,7 @@ std::vector<CheckResult> check_host(const HostFacts& h) {
     const int allowed = static_cast<int>(h.allowed_cpus.size());
     const std::string ev = fmt::format("GPU on NUMA node {}; this process may run on {} CPUs, {} of them on that node",
                                        *g.numa_node, allowed, local);
-    const std::string pin = fmt::format("Advice: run the GPU's process on its node: `numactl --cpunodebind={0} --membind={0} "
-                                        "python3 train.py` (or your launcher's CPU binding)", *g.numa_node);
+    const std::string pin = findings::next_step("health_numa", 0, {{"node", std::to_string(*g.numa_node)}});
     CheckResult r;
     if (local == 0) {
       r = make("numa", g.gpu, Status::kWarn, "health_numa",
@@ -607,7 +593,7 @@ std::vector<CheckResult> check_host(const HostFacts& h) {
     }
     CheckResult r = make("sysctl", std::nullopt, Status::kInfo, "health_sysctl",
                          fmt::format("{} = {}: {}", a.name, it->second, a.affects),
-                         fmt::format("Advice only: `sysctl {}` shows it; change it in /etc/sysctl.d/ if your workload needs it", a.name));
+                         findings::next_step("health_sysctl", 0, {{"name", std::string(a.name)}}));
     double value = 0;
     const std::string& sv = it->second;
     if (std::from_chars(sv.data(), sv.data() + sv.size(), value).ec == std::errc()) add(r, std::string(a.name), value, "");

@@ -221,24 +221,13 @@ std::vector<CheckResult> check_xids(const XidInput& in, int gpu_count) {
     r.status = status_of(worst_class);
     r.finding_id = "health_xid";
     r.evidence = fmt::format("{} [{}]", fmt::join(parts, "; "), seen_in);
-    switch (worst_class) {
-      case XidClass::kReboot:
-        r.next_step = "Drain the node and reboot it (the catalog's RESTART_BM: a GPU that fell off the bus cannot be "
-                      "reached for a reset); report a recurrence to the vendor with `sudo nvidia-bug-report.sh`";
-        break;
-      case XidClass::kResetGpu:
-        r.next_step = "Drain the GPU and reset it (`nvidia-smi -r -i <gpu>` once idle, or reboot); check ECC and "
-                      "row remapping; report a recurrence with `sudo nvidia-bug-report.sh`";
-        break;
-      case XidClass::kApplication:
-        r.next_step = "The GPU is fine; the application faulted: rerun it with `CUDA_LAUNCH_BLOCKING=1` or under "
-                      "`compute-sanitizer` to find the kernel";
-        break;
-      case XidClass::kUnknown:
-        r.next_step = "Look the XID up in NVIDIA's catalog (docs.nvidia.com/deploy/xid-errors) for its action";
-        break;
-      case XidClass::kInformational: r.next_step = "No action; watch for recurrences with `gpudoc report`"; break;
-    }
+    // The catalog's steps for health_xid, in its order: reboot, reset, application, unknown, none.
+    const std::size_t step = worst_class == XidClass::kReboot        ? 0
+                             : worst_class == XidClass::kResetGpu    ? 1
+                             : worst_class == XidClass::kApplication ? 2
+                             : worst_class == XidClass::kUnknown     ? 3
+                                                                     : 4;
+    r.next_step = findings::next_step(r.finding_id, step);
     r.values.push_back({"xid_count", static_cast<double>(events.size()), "count", seen_in});
     out.push_back(std::move(r));
   }

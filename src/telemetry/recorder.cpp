@@ -54,6 +54,65 @@ core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock,
   return h;
 }
 
+namespace {
+
+// What one recording holds between the sampler and the file: the first failed write ends it.
+struct Recording {
+  TraceWriter& writer;
+  std::int64_t start_ns;
+  core::Status write_status;
+  std::set<int> lost;                            // GPUs lost and not recovered
+
+  void consume(std::vector<SamplerRecord>&& records) {
+    for (auto& r : records) {
+      if (!write_status) return;
+      switch (r.kind) {
+        case SamplerRecord::Kind::kSamples: write_status = writer.write_samples(r.gpu, r.samples); break;
+        case SamplerRecord::Kind::kProcesses: write_status = writer.write_processes(r.gpu, r.processes); break;
+        case SamplerRecord::Kind::kEvent: {
+          if (r.event_kind == "gpu_lost") lost.insert(r.gpu);
+          if (r.event_kind == "gpu_recovered") lost.erase(r.gpu);
+          write_status = writer.write_event(Event{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields});
+          break;
+        }
+      }
+    }
+  }
+  void write(const Event& e) {
+    if (write_status) write_status = writer.write_event(e);
+  }
+};
+
+// Why the recording stops now, or "" to go on. Without a command one stop request stops; with one,
+// gpudoc keeps recording until it exits (it got the Ctrl-C too) and a second request stops at once.
+std::string stop_reason(const RecordOptions& options, gpu::Backend& backend, std::optional<core::ChildProcess>& child,
+                        const Recording& rec, std::size_t gpu_count, core::Nanos elapsed, int stops) {
+  if (!rec.write_status) return "write_failed";
+  if (child && child->poll()) return "command_exited";
+  if ((stops >= 1 && !child) || stops >= 2) return "interrupted";
+  if (options.duration && elapsed >= *options.duration) return "duration";
+  if (!rec.lost.empty() && rec.lost.size() == gpu_count && !child) return "all_gpus_lost";
+  // A replayed recording that has played to its end gives nothing more (with a command, the
+  // command decides how long the recording is).
+  if (backend.finished() && !child) return "replay_ended";
+  return {};
+}
+
+// The command's end in the trace: its exit, or that it still runs (the duration ended the recording).
+void record_child_end(core::ChildProcess& child, double t, Recording& rec, RecordResult& result) {
+  if (child.exited()) {
+    result.command_exit_code = child.exit_code_for_shell();
+    nlohmann::json f = {{"pid", child.pid()}};
+    if (auto c = child.exit_code()) f["exit_code"] = *c;
+    if (auto s = child.term_signal()) f["signal"] = *s;
+    rec.write(Event{t, "process_exit", std::nullopt, f});
+  } else {
+    rec.write(Event{t, "annotation", std::nullopt, {{"text", "recording stopped while the command was still running"}}});
+  }
+}
+
+}  // namespace
+
 core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
                                   const std::atomic<int>& stop_requests, std::atomic<int>* stop_forward) {
   auto header = make_header(backend, clock, options.sampler, options.command);
@@ -74,7 +133,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   RecordResult result;
   result.gpu_count = header->gpus.size();
   std::optional<core::ChildProcess> child;
-  core::Status write_status;
+  Recording rec{*writer, start_ns, core::ok_status(), {}};
   auto now_t = [&] { return seconds_since(start_ns, clock.unix_now_ns()); };
 
   if (!options.command.empty()) {
@@ -85,93 +144,34 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
       return c.error();
     }
     child = std::move(*c);
-    Event e{now_t(), "process_start", std::nullopt, {{"pid", child->pid()}, {"command", options.command}}};
-    write_status = writer->write_event(e);
+    rec.write(Event{now_t(), "process_start", std::nullopt, {{"pid", child->pid()}, {"command", options.command}}});
   }
 
   const core::MonoTime t0 = clock.now();
   core::MonoTime last_flush = t0, last_progress = t0;
-  std::set<int> lost;
   std::string reason;
-
-  auto consume = [&](std::vector<SamplerRecord>&& records) {
-    for (auto& r : records) {
-      if (!write_status) return;
-      switch (r.kind) {
-        case SamplerRecord::Kind::kSamples:
-          write_status = writer->write_samples(r.gpu, r.samples);
-          break;
-        case SamplerRecord::Kind::kProcesses:
-          write_status = writer->write_processes(r.gpu, r.processes);
-          break;
-        case SamplerRecord::Kind::kEvent: {
-          if (r.event_kind == "gpu_lost") lost.insert(r.gpu);
-          if (r.event_kind == "gpu_recovered") lost.erase(r.gpu);
-          Event e{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields};
-          write_status = writer->write_event(e);
-          break;
-        }
-      }
-    }
-  };
-
-  while (true) {
-    // Half a second between wake-ups: the child's exit and Ctrl-C are noticed within it. Every
-    // wake-up of an idle process costs tens of microseconds of CPU (scheduler, futex, timers):
-    // at the sampler's budget (0.5 % of a core per GPU) they are counted.
-    consume(sampler.drain(std::chrono::milliseconds(500)));
-    if (!write_status) {
-      reason = "write_failed";
-      break;
-    }
-    core::MonoTime now = clock.now();
-    if (now - last_flush >= options.flush_interval) {
-      write_status = writer->flush();
+  while (reason.empty()) {
+    // Half a second between wake-ups by default: the child's exit and Ctrl-C are noticed within
+    // it. Every wake-up of an idle process costs tens of microseconds of CPU (scheduler, futex,
+    // timers): at the sampler's budget (0.5 % of a core per GPU) they are counted.
+    rec.consume(sampler.drain(options.wake_interval));
+    const core::MonoTime now = clock.now();
+    if (rec.write_status && now - last_flush >= options.flush_interval) {
+      rec.write_status = writer->flush();
       last_flush = now;
     }
     if (options.on_progress && now - last_progress >= std::chrono::seconds(1)) {
       options.on_progress(core::to_seconds(now - t0), writer->sample_lines());
       last_progress = now;
     }
-    if (stop_forward != nullptr && child) {
-      int sig = stop_forward->exchange(0);
-      if (sig != 0) child->signal(sig);
-    }
-    if (child && child->poll()) {
-      reason = "command_exited";
-      break;
-    }
-    int stops = stop_requests.load();
-    if ((stops >= 1 && !child) || stops >= 2) {
-      reason = "interrupted";
-      break;
-    }
-    if (options.duration && now - t0 >= *options.duration) {
-      reason = "duration";
-      break;
-    }
-    if (!lost.empty() && lost.size() == result.gpu_count && !child) {
-      reason = "all_gpus_lost";
-      break;
-    }
+    if (stop_forward != nullptr && child)
+      if (int sig = stop_forward->exchange(0); sig != 0) child->signal(sig);
+    reason = stop_reason(options, backend, child, rec, result.gpu_count, now - t0, stop_requests.load());
   }
 
   sampler.stop();
-  consume(sampler.drain(core::Nanos(0)));
-  if (child) {
-    if (child->exited()) {
-      result.command_exit_code = child->exit_code_for_shell();
-      nlohmann::json f = {{"pid", child->pid()}};
-      if (auto c = child->exit_code()) f["exit_code"] = *c;
-      if (auto s = child->term_signal()) f["signal"] = *s;
-      if (write_status) write_status = writer->write_event(Event{now_t(), "process_exit", std::nullopt, f});
-    } else {
-      // Stopped by duration: the command keeps running; say so in the trace.
-      if (write_status)
-        write_status = writer->write_event(
-            Event{now_t(), "annotation", std::nullopt, {{"text", "recording stopped while the command was still running"}}});
-    }
-  }
+  rec.consume(sampler.drain(core::Nanos(0)));
+  if (child) record_child_end(*child, now_t(), rec, result);
   auto stats = sampler.stats();
   result.duration_s = core::to_seconds(clock.now() - t0);
   result.sample_lines = writer->sample_lines();
@@ -179,7 +179,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   result.end_reason = reason;
   result.gpus = stats.gpus;
   auto closed = writer->close({now_t(), result.sample_lines, result.dropped_records, reason});
-  if (!write_status) return write_status.error().with_context(fmt::format("writing {}", options.output_path));
+  if (!rec.write_status) return rec.write_status.error().with_context(fmt::format("writing {}", options.output_path));
   if (!closed) return closed.error().with_context(fmt::format("closing {}", options.output_path));
   return result;
 }

@@ -33,6 +33,10 @@ struct RecordOptions {
   bool command_stdout_to_stderr = false;        // the command's stdout goes to stderr (gpudoc prints a document)
   SamplerConfig sampler;
   core::Nanos flush_interval = std::chrono::milliseconds(500);
+  // How often the recording loop wakes, in wall time, to see whether it should stop (command exit,
+  // Ctrl-C, duration, the end of a replay). Each wake-up of an idle recorder costs CPU; a replay
+  // played fast wakes more often so that it stops close to where it should.
+  core::Nanos wake_interval = std::chrono::milliseconds(500);
   // Called about once a second with elapsed seconds and sample lines so far (progress display).
   std::function<void(double elapsed_s, std::uint64_t sample_lines)> on_progress;
   // Called once when the sampler runs, before the command (if any) is spawned: a caller that runs
@@ -44,7 +48,7 @@ struct RecordResult {
   double duration_s = 0;
   std::uint64_t sample_lines = 0;
   std::uint64_t dropped_records = 0;
-  std::string end_reason;                       // duration, command_exited, interrupted, all_gpus_lost
+  std::string end_reason;                       // duration, command_exited, interrupted, all_gpus_lost, replay_ended
   std::optional<int> command_exit_code;         // as a shell reports it (128 + N for signal N)
   std::vector<GpuStats> gpus;
   std::size_t gpu_count = 0;
@@ -55,7 +59,8 @@ struct RecordResult {
 [[nodiscard]] core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock,
                                                      const SamplerConfig& config, const std::vector<std::string>& command);
 
-// Records until the command exits, the duration passes, or a stop is requested: signal handlers
+// Records until the command exits, the duration passes, a replayed backend has played to its end
+// (without a command), or a stop is requested: signal handlers
 // increment stop_requests. Without a command one request stops; with a command gpudoc keeps
 // recording until the command exits (it got the Ctrl-C too), and a second request stops at once.
 // stop_forward, when set, is a signal number the caller wants passed on to the command (a signal

@@ -209,10 +209,10 @@ void Sampler::gpu_thread(GpuState* g) {
     MonoTime next = poll_due(*g, clock_.now(), emit);
     if (g->abandoned.load()) return;
     std::unique_lock lk(stop_mu_);
-    auto wake = std::chrono::steady_clock::time_point(
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(next.time_since_epoch()));
-    if (next == MonoTime::max()) wake = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    stop_cv_.wait_until(lk, wake, [this] { return !running_.load(); });
+    // The wait is measured on the sampler's clock, not taken as a steady_clock time point: a
+    // replay's clock (telemetry::ReplayClock) counts trace seconds from its own origin.
+    const Nanos ahead = next == MonoTime::max() ? Nanos(std::chrono::seconds(1)) : next - clock_.now();
+    stop_cv_.wait_for(lk, std::max(ahead, Nanos(0)), [this] { return !running_.load(); });
   }
   read_buffered_once_more(*g, emit);
 }

@@ -7,12 +7,10 @@
 
 #include "core/text.hpp"
 #include "core/version.hpp"
-#include "view/diagnose_html.hpp"
+#include "view/html_page.hpp"
 
 namespace gpudoc::view {
 namespace {
-
-std::string esc(std::string_view s) { return html_escape(s); }
 
 nlohmann::json number_or_null(const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) return nullptr;
@@ -154,7 +152,7 @@ constexpr std::string_view kJs = R"JS(
 std::string verdict_cell(const std::string& v) {
   if (v.empty()) return "<td>—</td>";
   const std::string shown = v == "regression" ? "REGRESSION" : (v == "missing" ? "MISSING" : v);
-  return "<td class=\"v-" + esc(v) + "\">" + esc(shown) + "</td>";
+  return "<td class=\"v-" + html_escape(v) + "\">" + html_escape(shown) + "</td>";
 }
 
 }  // namespace
@@ -168,7 +166,7 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
   if (!h.kinds.empty()) meta = h.kinds + " · " + meta;
   if (!h.store.empty()) meta += " · store " + h.store;
   if (!h.config.empty()) meta += " · rules from " + h.config;
-  page += "<p class=\"muted\">" + esc(meta) + "</p>\n";
+  page += "<p class=\"muted\">" + html_escape(meta) + "</p>\n";
   page += fmt::format(
       "<p class=\"hint\">gpudoc {}. Per figure: its median in each run over time (UTC), the golden run's value "
       "(baseline) and where a regression starts (regression bound, under the current rules), each check's verdict "
@@ -178,11 +176,11 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
   for (std::size_t fi = 0; fi < h.figures.size(); ++fi) {
     const auto& f = h.figures[fi];
     page += fmt::format("<section class=\"figure\" id=\"figure-{}\">\n", fi);
-    page += "<h2><code>" + esc(f.name) + "</code></h2>\n";
+    page += "<h2><code>" + html_escape(f.name) + "</code></h2>\n";
     std::string line = direction_text(f) + " · baseline " + core::value_with_unit(f.baseline_value, f.unit);
     if (f.bound_value) line += " · regression beyond " + core::value_with_unit(f.bound_value, f.unit);
     if (!f.rule.empty()) line += " · rule: " + f.rule;
-    page += "<p class=\"muted\">" + esc(line) + "</p>\n";
+    page += "<p class=\"muted\">" + html_escape(line) + "</p>\n";
     page += fmt::format("<div class=\"plots\" id=\"plot-{}\"></div>\n", fi);
     page += "<details><summary>values</summary><table class=\"runs\"><tr><th>run</th><th>time</th><th>role</th>"
             "<th>median</th><th>verdict</th></tr>\n";
@@ -190,7 +188,7 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
       const auto& r = h.runs[i];
       const std::optional<double> v = i < f.values.size() ? f.values[i] : std::nullopt;
       page += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>{}</tr>\n", r.id,
-                          r.golden ? "*" : "", core::utc_seconds_text(r.time_unix_ns), esc(r.role), esc(core::value_with_unit(v, f.unit)),
+                          r.golden ? "*" : "", core::utc_seconds_text(r.time_unix_ns), html_escape(r.role), html_escape(core::value_with_unit(v, f.unit)),
                           verdict_cell(i < f.verdicts.size() ? f.verdicts[i] : std::string()));
     }
     page += "</table></details>\n</section>\n";
@@ -201,12 +199,10 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
   page += "<table class=\"runs\"><tr><th>run</th><th>time</th><th>role</th><th>verdict</th></tr>\n";
   for (const auto& r : h.runs)
     page += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td>{}</tr>\n", r.id, r.golden ? "*" : "",
-                        core::utc_seconds_text(r.time_unix_ns), esc(r.role), verdict_cell(r.verdict));
+                        core::utc_seconds_text(r.time_unix_ns), html_escape(r.role), verdict_cell(r.verdict));
   page += "</table>\n";
 
-  page += "<script type=\"application/json\" id=\"gpudoc-data\">" + script_safe_json(page_data(h)) + "</script>\n";
-  page += "<script>" + guard_end_tag(assets.js, "script") + "</script>\n";
-  page += "<script>" + std::string(kJs) + "</script>\n</body>\n</html>\n";
+  page += html_page_end(page_data(h), kJs, assets);
   return page;
 }
 

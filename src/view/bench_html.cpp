@@ -6,14 +6,12 @@
 #include <optional>
 
 #include "core/version.hpp"
-#include "view/diagnose_html.hpp"
+#include "view/html_page.hpp"
 
 namespace gpudoc::view {
 namespace {
 
 using nlohmann::json;
-
-std::string esc(std::string_view s) { return html_escape(s); }
 
 // A field read without throwing: absent, null or of another type gives nothing.
 std::optional<double> num(const json& j, const char* key) {
@@ -129,7 +127,7 @@ std::string table_html(const std::vector<Entry>& es) {
       "<table class=\"results\"><tr><th>key</th><th>median</th><th>unit</th><th>min–max</th><th>CV</th>"
       "<th>verified</th><th>SM MHz</th><th>clock-event reasons</th><th>note</th></tr>\n";
   for (const Entry& e : es) {
-    std::string row = "<tr><td><code>" + esc(e.key) + "</code></td>";
+    std::string row = "<tr><td><code>" + html_escape(e.key) + "</code></td>";
     if (e.result != nullptr && e.status == "ok") {
       const json& r = *e.result;
       const json& params = obj(r, "params");
@@ -150,19 +148,19 @@ std::string table_html(const std::vector<Entry>& es) {
       if (!str(params, "algo_origin").empty()) note += (note.empty() ? "" : "; ") + ("kernel: " + str(params, "algo_origin"));
       row += fmt::format("<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}–{}</td><td class=\"num{}\">{}</td>"
                          "<td>{}</td>",
-                         figure(num(r, "median")), esc(str(r, "unit")), figure(num(r, "min")), figure(num(r, "max")),
+                         figure(num(r, "median")), html_escape(str(r, "unit")), figure(num(r, "min")), figure(num(r, "max")),
                          wide ? " wide" : "", cv ? fmt::format("{:.2f} %", *cv * 100) : "—",
                          !verified ? std::string("—")
-                                   : fmt::format("<span title=\"{}\">{}</span>", esc(verify_detail),
+                                   : fmt::format("<span title=\"{}\">{}</span>", html_escape(verify_detail),
                                                  *verified ? "yes" : "<b class=\"bad\">NO</b>"));
       const json& c = e.conditions != nullptr ? *e.conditions : empty_object();
       const auto sm = num(obj(c, "sm_clock_mhz"), "median");
       row += fmt::format("<td class=\"num\">{}</td><td>{}</td><td>{}</td>", sm ? fmt::format("{:.0f}", *sm) : "",
-                         esc(str(c, "clock_event_reasons")), esc(note));
+                         html_escape(str(c, "clock_event_reasons")), html_escape(note));
     } else {
       const std::string why = e.reason.empty() ? e.status : e.reason;
       row += "<td class=\"num\">—</td><td></td><td></td><td></td><td></td><td></td><td></td><td class=\"" +
-             std::string(e.status == "waived" ? "muted" : "bad") + "\">" + esc(why) + "</td>";
+             std::string(e.status == "waived" ? "muted" : "bad") + "\">" + html_escape(why) + "</td>";
     }
     t += row + "</tr>\n";
   }
@@ -174,12 +172,12 @@ std::string matrix_html(const std::string& key, const json& matrix) {
   if (it == matrix.end() || !it->is_array()) return {};
   const std::string rows = str(matrix, "rows"), cols = str(matrix, "columns"), unit = str(matrix, "unit");
   std::string t = fmt::format("<h3><code>{}</code>: {} per pair, {} rows, {} columns</h3>\n<table class=\"matrix\"><tr><th></th>",
-                              esc(key), esc(unit), esc(rows), esc(cols));
+                              html_escape(key), html_escape(unit), html_escape(rows), html_escape(cols));
   const std::size_t n = it->size();
-  for (std::size_t c = 0; c < n; ++c) t += fmt::format("<th>{} {}</th>", esc(cols), c);
+  for (std::size_t c = 0; c < n; ++c) t += fmt::format("<th>{} {}</th>", html_escape(cols), c);
   t += "</tr>\n";
   for (std::size_t r = 0; r < n; ++r) {
-    t += fmt::format("<tr><th>{} {}</th>", esc(rows), r);
+    t += fmt::format("<tr><th>{} {}</th>", html_escape(rows), r);
     const json& row = (*it)[r];
     for (std::size_t c = 0; c < n; ++c) {
       const bool has = row.is_array() && c < row.size() && row[c].is_number();
@@ -279,9 +277,9 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
   std::string page;
   page.reserve(256 * 1024);
   page += html_page_start("gpudoc bench" + (gpu_name.empty() ? std::string() : " — " + gpu_name), assets, kCss);
-  page += "<p class=\"muted\">" + esc(machine_text(report)) + "</p>\n";
+  page += "<p class=\"muted\">" + html_escape(machine_text(report)) + "</p>\n";
   const std::string during = conditions_text(obj(report, "conditions"));
-  if (!during.empty()) page += "<p class=\"muted\">During the run: " + esc(during) + "</p>\n";
+  if (!during.empty()) page += "<p class=\"muted\">During the run: " + html_escape(during) + "</p>\n";
   page += fmt::format(
       "<p class=\"hint\">gpudoc {}. Each figure is the median of its samples, with min–max and the coefficient of "
       "variation (CV above 2 % in red). The plots show every sample in the order measured: a drift or a level shift "
@@ -323,7 +321,7 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
         curve_divs += fmt::format(
             "<div><div id=\"curve-{}\"></div><details><summary><code>{}</code> values{}</summary><table><tr><th>bytes"
             "</th><th>time µs</th><th>algbw GB/s</th><th>busbw GB/s</th></tr>\n{}</table></details></div>\n",
-            i, esc(e.key), str(params, "formula").empty() ? "" : " (" + esc(str(params, "formula")) + ")", rows);
+            i, html_escape(e.key), str(params, "formula").empty() ? "" : " (" + html_escape(str(params, "formula")) + ")", rows);
       }
     }
     if (const auto it = params.find("matrix"); it != params.end() && it->is_object()) matrices += matrix_html(e.key, *it);
@@ -333,10 +331,7 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
   if (!sample_divs.empty()) page += "<h2>Samples</h2>\n<div class=\"plots\">\n" + sample_divs + "</div>\n";
   if (es.empty()) page += "<p>No results in this report.</p>\n";
 
-  page += "<script type=\"application/json\" id=\"gpudoc-data\">" +
-          script_safe_json({{"samples", samples}, {"curves", curves}}) + "</script>\n";
-  page += "<script>" + guard_end_tag(assets.js, "script") + "</script>\n";
-  page += "<script>" + std::string(kJs) + "</script>\n</body>\n</html>\n";
+  page += html_page_end({{"samples", samples}, {"curves", curves}}, kJs, assets);
   return page;
 }
 

@@ -34,8 +34,6 @@ constexpr Curve kCurves[] = {
 
 double rounded(double v, double r) { return std::round(v * r) / r; }
 
-std::string esc(std::string_view s) { return html_escape(s); }
-
 // [[t...], [v...]] with nulls marking gaps far longer than the series' own spacing.
 nlohmann::json curve_json(const telemetry::Series& raw, const Curve& c, std::size_t buckets) {
   telemetry::Series s = downsample_min_max(raw, buckets);
@@ -222,32 +220,32 @@ std::string render_findings(const telemetry::Trace& t, const diagnose::Diagnosis
     const char* sev = findings::to_string(f.severity);
     const auto* entry = findings::find_entry(f.id);
     out += fmt::format("<article class=\"finding sev-{}\" id=\"finding-{}-{}\">\n", sev, ti, fi);
-    out += fmt::format("<h3><span class=\"sev\">{}</span><code>{}</code>{}</h3>\n", sev, esc(f.id),
-                       entry != nullptr ? " — " + esc(entry->title) : std::string());
+    out += fmt::format("<h3><span class=\"sev\">{}</span><code>{}</code>{}</h3>\n", sev, html_escape(f.id),
+                       entry != nullptr ? " — " + html_escape(entry->title) : std::string());
     out += fmt::format(
         "<p class=\"muted\">{} · {:.1f}–{:.1f} s · confidence {:.0f} % "
         "<button class=\"zoom\" data-trace=\"{}\" data-start=\"{}\" data-end=\"{}\">show on the plots</button></p>\n",
-        esc(gpus_label(t, f.gpus)), f.window.start_s, f.window.end_s, f.confidence * 100, ti, f.window.start_s, f.window.end_s);
-    if (!f.message.empty()) out += "<p>" + esc(f.message) + "</p>\n";
+        html_escape(gpus_label(t, f.gpus)), f.window.start_s, f.window.end_s, f.confidence * 100, ti, f.window.start_s, f.window.end_s);
+    if (!f.message.empty()) out += "<p>" + html_escape(f.message) + "</p>\n";
     if (!f.evidence.empty()) {
       out += "<table class=\"evidence\"><tr><th>evidence</th><th>value</th><th>how it was measured</th></tr>\n";
       for (const auto& e : f.evidence)
-        out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td></tr>\n", esc(e.name),
-                           esc(format_evidence_value(e.value, e.unit)), esc(e.how));
+        out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td></tr>\n", html_escape(e.name),
+                           html_escape(format_evidence_value(e.value, e.unit)), html_escape(e.how));
       out += "</table>\n";
     }
     if (!f.caveats.empty()) {
       out += "<ul class=\"caveats muted\">";
-      for (const auto& c : f.caveats) out += "<li>caveat: " + esc(c) + "</li>";
+      for (const auto& c : f.caveats) out += "<li>caveat: " + html_escape(c) + "</li>";
       out += "</ul>\n";
     }
     if (!f.next_steps.empty()) {
       out += "<p><b>Next steps</b></p><ol class=\"next\">";
-      for (const auto& s : f.next_steps) out += "<li>" + esc(s) + "</li>";
+      for (const auto& s : f.next_steps) out += "<li>" + html_escape(s) + "</li>";
       out += "</ol>\n";
     }
     if (entry != nullptr && !entry->meaning.empty())
-      out += "<details><summary>What this finding means</summary><p>" + esc(entry->meaning) + "</p></details>\n";
+      out += "<details><summary>What this finding means</summary><p>" + html_escape(entry->meaning) + "</p></details>\n";
     out += "</article>\n";
   }
   return out;
@@ -268,55 +266,6 @@ std::string means_line(const diagnose::GpuSummary& g) {
 }
 
 }  // namespace
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// A script/style body must not contain its own end tag; inside JS code "</" only occurs in
-// strings, regular expressions and comments, where "<\\/" means the same.
-std::string guard_end_tag(std::string_view body, std::string_view tag) {
-  std::string out(body);
-  std::string needle = "</" + std::string(tag);
-  for (std::size_t p = 0; (p = out.find(needle, p)) != std::string::npos;) {
-    out.replace(p, 2, "<\\/");
-    p += 3;
-  }
-  return out;
-}
-
-std::string script_safe_json(const nlohmann::json& j) {
-  // Replacement on the dump is safe: <, >, & and U+2028/9 can only occur inside JSON strings,
-  // where their \u escapes mean the same. Invalid UTF-8 in the input is replaced, not thrown.
-  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
-    else if (c == '\xe2' && i + 2 < s.size() && s[i + 1] == '\x80' && (s[i + 2] == '\xa8' || s[i + 2] == '\xa9')) {
-      out += s[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 telemetry::Series downsample_min_max(const telemetry::Series& s, std::size_t buckets) {
   if (buckets == 0 || s.size() <= 2 * buckets) return s;
@@ -349,21 +298,6 @@ telemetry::Series downsample_min_max(const telemetry::Series& s, std::size_t buc
   return out;
 }
 
-std::string html_page_start(std::string_view title, const WebAssets& assets, std::string_view page_css) {
-  std::string page;
-  page += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += fmt::format("<meta name=\"generator\" content=\"gpudoc {} ({})\">\n", core::kVersion, html_escape(assets.version));
-  page += "<title>" + html_escape(title) + "</title>\n";
-  // Errors are recorded into the DOM so that a headless browser (and a person) can see them.
-  page += "<script>window.addEventListener(\"error\",function(e){var d=document.documentElement;"
-          "d.dataset.errors=(d.dataset.errors?d.dataset.errors+\" | \":\"\")+(e.message||\"error\");});</script>\n";
-  page += "<style>" + guard_end_tag(assets.css, "style") + "</style>\n";
-  page += "<style>" + std::string(page_css) + "</style>\n</head>\n<body data-rendered=\"no\">\n";
-  page += "<h1>" + html_escape(title) + "</h1>\n";
-  return page;
-}
-
 std::string render_diagnose_html(std::span<const HtmlReport> reports, const HtmlOptions& o, const WebAssets& assets) {
   std::string title = o.title.empty() ? "gpudoc diagnose" : "gpudoc diagnose — " + o.title;
   std::string page;
@@ -372,34 +306,34 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
   page += fmt::format("<p class=\"hint\">gpudoc {}. Drag on a plot to zoom in, double-click to zoom out; the plots of one "
                       "trace move together. Shaded: where a finding holds.</p>\n",
                       core::kVersion);
-  if (!o.banner.empty()) page += "<p class=\"banner\">" + esc(o.banner) + "</p>\n";
+  if (!o.banner.empty()) page += "<p class=\"banner\">" + html_escape(o.banner) + "</p>\n";
 
   for (std::size_t ti = 0; ti < reports.size(); ++ti) {
     const auto& t = *reports[ti].trace;
     const auto& d = *reports[ti].diagnosis;
     page += fmt::format("<section class=\"trace\" id=\"trace-{}\">\n", ti);
-    page += "<h2>" + esc(d.source.empty() ? "trace" : d.source) + "</h2>\n";
+    page += "<h2>" + html_escape(d.source.empty() ? "trace" : d.source) + "</h2>\n";
     std::string meta = fmt::format("{} · {} GPU{} · {:.1f} s", d.input_format.empty() ? "trace" : d.input_format, d.gpus.size(),
                                    d.gpus.size() == 1 ? "" : "s", d.duration_s);
     if (!t.header.host.empty()) meta = "host " + t.header.host + " · " + meta;
-    page += "<p class=\"muted\">" + esc(meta) + "</p>\n";
+    page += "<p class=\"muted\">" + html_escape(meta) + "</p>\n";
     if (!t.header.command.empty()) {
       std::string cmd;
       for (const auto& a : t.header.command) cmd += (cmd.empty() ? "" : " ") + a;
-      page += "<p class=\"muted\">command: <code>" + esc(cmd) + "</code></p>\n";
+      page += "<p class=\"muted\">command: <code>" + html_escape(cmd) + "</code></p>\n";
     }
     page += "<div class=\"chips\">";
     if (d.findings.empty()) page += "<span class=\"muted\">no findings</span>";
     for (std::size_t fi = 0; fi < d.findings.size(); ++fi) {
       const auto& f = d.findings[fi];
       page += fmt::format("<a class=\"chip sev-{}\" href=\"#finding-{}-{}\">{} · {}</a>", findings::to_string(f.severity), ti, fi,
-                          esc(f.id), esc(gpus_label(t, f.gpus)));
+                          html_escape(f.id), html_escape(gpus_label(t, f.gpus)));
     }
     page += "</div>\n";
     for (const auto& g : d.gpus) {
       if (g.gpu < 0 || static_cast<std::size_t>(g.gpu) >= t.gpus.size()) continue;
       page += fmt::format("<div class=\"gpu\"><h3>{} · {}</h3><p class=\"muted\">{}</p><div class=\"plots\" id=\"plots-{}-{}\"></div></div>\n",
-                          esc(gpu_label(t, g.gpu)), esc(g.name), esc(means_line(g)), ti, g.gpu);
+                          html_escape(gpu_label(t, g.gpu)), html_escape(g.name), html_escape(means_line(g)), ti, g.gpu);
     }
     page += "<h3>Findings, most severe first</h3>\n";
     if (d.findings.empty()) page += "<p>No findings: nothing in this trace matched a known pattern.</p>\n";
@@ -407,20 +341,17 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
     if (!d.changes.empty()) {
       page += "<h3>Pattern changes</h3><ul>";
       for (const auto& c : d.changes)
-        page += fmt::format("<li>{} at {:.1f} s: {} → {}</li>", esc(gpu_label(t, c.gpu)), c.t_s, esc(c.from), esc(c.to));
+        page += fmt::format("<li>{} at {:.1f} s: {} → {}</li>", html_escape(gpu_label(t, c.gpu)), c.t_s, html_escape(c.from), html_escape(c.to));
       page += "</ul>\n";
     }
     if (!d.unseen.empty()) {
       std::string u;
       for (const auto& s : d.unseen) u += (u.empty() ? "" : ", ") + s;
-      page += "<p class=\"muted\">Could not see: " + esc(u) + " (not in this input; confidence is lowered where they matter).</p>\n";
+      page += "<p class=\"muted\">Could not see: " + html_escape(u) + " (not in this input; confidence is lowered where they matter).</p>\n";
     }
     page += "</section>\n";
   }
-  page += "<script type=\"application/json\" id=\"gpudoc-data\">" + script_safe_json(page_data(reports, o.buckets)) +
-          "</script>\n";
-  page += "<script>" + guard_end_tag(assets.js, "script") + "</script>\n";
-  page += "<script>" + std::string(kJs) + "</script>\n</body>\n</html>\n";
+  page += html_page_end(page_data(reports, o.buckets), kJs, assets);
   return page;
 }
 

@@ -20,6 +20,7 @@
 #include "core/result.hpp"
 #include "diagnose/diagnose.hpp"
 #include "telemetry/trace.hpp"
+#include "view/html_page.hpp"
 #include "view/web_assets.hpp"
 
 namespace gpudoc::view {
@@ -40,19 +41,6 @@ struct HtmlOptions {
 // The same with the given assets (tests).
 [[nodiscard]] std::string render_diagnose_html(std::span<const HtmlReport> reports, const HtmlOptions& options,
                                                const WebAssets& assets);
-
-// HTML text/attribute escaping: & < > " '.
-[[nodiscard]] std::string html_escape(std::string_view s);
-// JSON for embedding inside <script>: <, >, & and U+2028/2029 become \u escapes.
-[[nodiscard]] std::string script_safe_json(const nlohmann::json& j);
-// A <script> or <style> body (tag "script"/"style") with every "</tag" written "<\/tag", so that
-// the element cannot end early (in JS and CSS, "<\/" only occurs in strings, where it means "</").
-[[nodiscard]] std::string guard_end_tag(std::string_view body, std::string_view tag);
-
-// The start of every gpudoc page: doctype, head (the escaped title, the embedded uPlot CSS, then
-// `page_css`, and a hook that records script errors on <html data-errors>, which the
-// headless-browser test reads), then <body data-rendered="no"> and the title as <h1>.
-[[nodiscard]] std::string html_page_start(std::string_view title, const WebAssets& assets, std::string_view page_css);
 
 // Min/max downsampling: at most 2 points per bucket over the series' span, in time order.
 // Series of at most 2 × buckets points are returned unchanged.

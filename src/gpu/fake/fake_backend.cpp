@@ -32,7 +32,38 @@ double default_value(int gpu, Metric m, double t) {
   }
 }
 
+double steady_load_value(int gpu, Metric m, double t) {
+  const double wave = std::sin(t * 2.0 * M_PI / 20.0 + 0.7 * gpu);  // -1..1, 20 s period
+  const double ripple = std::sin(t * 2.0 * M_PI / 1.3 + gpu);       // small, fast
+  switch (m) {
+    case Metric::kGpuUtilizationPercent: return std::round(97.0 + 2.0 * ripple);
+    case Metric::kMemoryUtilizationPercent: return std::round(38.0 + 4.0 * wave);
+    case Metric::kPowerWatts: return 600.0 + 40.0 * wave + 5.0 * ripple;
+    case Metric::kSmClockMhz: return 1980.0;
+    case Metric::kMemoryClockMhz: return 3201.0;
+    case Metric::kGpuTemperatureCelsius: return std::round(63.0 + 3.0 * wave);
+    case Metric::kClockEventReasonsMask: return 0.0;
+    case Metric::kMemoryUsedBytes: return 80.0 * 1024.0 * 1024.0 * 1024.0;
+    case Metric::kGpmSmActivityPercent: return 80.0 + 3.0 * ripple;
+    case Metric::kGpmSmOccupancyPercent: return 45.0 + 2.0 * ripple;
+    case Metric::kGpmTensorActivityPercent: return 55.0 + 4.0 * ripple;
+    case Metric::kGpmDramActivityPercent: return 35.0 + 3.0 * wave;
+    case Metric::kMemoryTemperatureCelsius: return std::round(70.0 + 2.0 * wave);
+    case Metric::kPcieLinkGeneration: return 5.0;
+    case Metric::kPcieLinkWidth: return 16.0;
+    case Metric::kPowerLimitWatts: return 700.0;
+    case Metric::kEnergyJoules: return 1.0e6 + 600.0 * t;
+    case Metric::kGpmPcieRxBytesPerSecond:
+    case Metric::kGpmPcieTxBytesPerSecond: return 2.0e9 + 0.5e9 * wave;
+    case Metric::kGpmNvlinkRxBytesPerSecond:
+    case Metric::kGpmNvlinkTxBytesPerSecond: return 40.0e9 + 10.0e9 * wave;
+  }
+  return 0.0;
+}
+
 }  // namespace
+
+FakeBackend::ValueFn FakeBackend::steady_load() { return steady_load_value; }
 
 FakeBackend::FakeBackend(core::Clock& clock, int gpu_count)
     : clock_(clock), created_(clock.now()), created_unix_ns_(clock.unix_now_ns()), value_fn_(default_value) {

@@ -49,6 +49,11 @@ class FakeBackend final : public Backend {
   // A healthy H200: persistence on, default compute mode, MIG and ECC as they ship, no errors,
   // thresholds 87/89/95/95 C, 700 W limits, PCIe Gen5 x16, 18 active NVLink 4 links.
   [[nodiscard]] static HealthFacts default_health_facts();
+  // Plausible telemetry of an H200 under a steady training load (`gpudoc --backend fake:N`):
+  // utilization 95-99 %, SM activity ~80 %, tensor ~55 %, DRAM ~35 %, power 560-640 W and
+  // temperature 60-66 C on a slow 20 s wave (each GPU a little out of phase), clocks at their
+  // maximum, 80 GiB used, PCIe Gen5 x16, no slowdown reason.
+  [[nodiscard]] static ValueFn steady_load();
 
   // --- observation ---
   [[nodiscard]] std::uint64_t read_count(int gpu, MetricGroup group) const;

@@ -57,5 +57,28 @@ TEST(Metrics, ClockEventReasonNames) {
   EXPECT_EQ(clock_event_reason_names(0x10000), "other");
 }
 
+// --period GROUP=MS, moved here from the CLI with its messages.
+TEST(Metrics, ParseGroupPeriod) {
+  auto ok = parse_group_period("fast=200");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->first, MetricGroup::kFast);
+  EXPECT_EQ(ok->second, std::chrono::milliseconds(200));
+  EXPECT_EQ(parse_group_period("energy=0")->second.count(), 0);  // 0 turns it off
+  auto fast = parse_group_period("fast=10");
+  ASSERT_FALSE(fast.ok());
+  EXPECT_EQ(fast.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_EQ(fast.error().message().rfind("fast=10: 10 ms is faster than the sensor allows (minimum 100 ms: ", 0), 0u)
+      << fast.error().message();
+  EXPECT_EQ(parse_group_period("warp=100").error().message().rfind("warp=100: unknown group 'warp' (groups: utilization, fast", 0),
+            0u);
+  EXPECT_EQ(parse_group_period("fast").error().message(), "fast: expected GROUP=MS, e.g. fast=100");
+  for (const char* bad : {"fast=", "fast=1.5", "fast=-100", "fast=100ms", "fast=99999999999999999999"})
+    EXPECT_EQ(parse_group_period(bad).error().message(), std::string(bad) + ": '" + std::string(bad).substr(5) +
+                                                              "' is not a whole number of milliseconds")
+        << bad;
+  const std::string help = describe_groups();
+  for (MetricGroup g : all_groups()) EXPECT_NE(help.find(info(g).name), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpudoc::gpu

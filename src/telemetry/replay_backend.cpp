@@ -1,4 +1,4 @@
-#include "gpu/replay/replay_backend.hpp"
+#include "telemetry/replay_backend.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,19 @@
 #include <limits>
 #include <utility>
 
-namespace gpudoc::gpu {
+namespace gpudoc::telemetry {
+
+using gpu::DeviceEvent;
+using gpu::DeviceInfo;
+using gpu::GroupReading;
+using gpu::kMetricCount;
+using gpu::Metric;
+using gpu::MetricGroup;
+using gpu::MetricSample;
+using gpu::MetricSet;
+using gpu::ProcessSample;
+using gpu::SystemInfo;
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -19,8 +31,29 @@ core::Error no_such_gpu(int gpu, std::size_t count) {
 
 }  // namespace
 
+ReplayClock::ReplayClock(core::Clock& base, double speed)
+    : base_(base), speed_(speed), origin_(base.now()), origin_unix_ns_(base.unix_now_ns()) {}
+
+core::Nanos ReplayClock::scaled_since_origin() const {
+  const double real = static_cast<double>((base_.now() - origin_).count());
+  return core::Nanos(std::llround(real * speed_));
+}
+
+core::MonoTime ReplayClock::now() const { return origin_ + scaled_since_origin(); }
+
+std::int64_t ReplayClock::unix_now_ns() const { return origin_unix_ns_ + scaled_since_origin().count(); }
+
+void ReplayClock::sleep_until(core::MonoTime t) {
+  const double ahead = static_cast<double>((t - origin_).count()) / speed_;
+  base_.sleep_until(origin_ + core::Nanos(std::llround(std::min(ahead, 9e18))));
+}
+
 ReplayBackend::ReplayBackend(telemetry::Trace trace, core::Clock& clock, ReplayOptions options)
-    : trace_(std::move(trace)), clock_(clock), options_(options), opened_(clock.now()) {
+    : trace_(std::move(trace)),
+      clock_(clock),
+      options_(options),
+      opened_(clock.now()),
+      stamp_origin_unix_ns_(options.live_timestamps ? clock.unix_now_ns() : trace_.header.start_unix_ns) {
   metric_next_.assign(trace_.gpus.size(), {});
   process_next_.assign(trace_.gpus.size(), 0);
   for (const auto& e : trace_.events) {
@@ -42,7 +75,7 @@ double ReplayBackend::position_s() const {
   return position_locked();
 }
 
-std::int64_t ReplayBackend::unix_ns(double t) const { return trace_.header.start_unix_ns + std::llround(t * 1e9); }
+std::int64_t ReplayBackend::unix_ns(double t) const { return stamp_origin_unix_ns_ + std::llround(t * 1e9); }
 
 bool ReplayBackend::finished() const {
   std::lock_guard lock(mu_);
@@ -180,4 +213,4 @@ core::Result<std::unique_ptr<ReplayBackend>> open_replay_backend(telemetry::Trac
   return std::make_unique<ReplayBackend>(std::move(trace), clock, options);
 }
 
-}  // namespace gpudoc::gpu
+}  // namespace gpudoc::telemetry

@@ -1,4 +1,4 @@
-#include "gpu/replay/replay_backend.hpp"
+#include "telemetry/replay_backend.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -13,8 +13,10 @@
 
 #include "telemetry/trace.hpp"
 
-namespace gpudoc::gpu {
+namespace gpudoc::telemetry {
 namespace {
+
+using namespace gpudoc::gpu;  // the Backend's types: MetricGroup, Metric, ...
 
 using std::chrono::milliseconds;
 constexpr std::int64_t kStart = 1'780'000'000'000'000'000;
@@ -249,4 +251,4 @@ TEST(ReplayBackend, AsFastAsPossibleEventsFollowTheReads) {
 }
 
 }  // namespace
-}  // namespace gpudoc::gpu
+}  // namespace gpudoc::telemetry

@@ -1,0 +1,37 @@
+#include "view/health_text.hpp"
+
+#include <fmt/format.h>
+
+namespace gpudoc::view {
+namespace {
+
+std::string status_cell(health::Status s, bool color) {
+  const char* name = health::to_string(s);
+  if (!color) return fmt::format("{:<4}", name);
+  const char* code = s == health::Status::kFail   ? "\033[31m"
+                     : s == health::Status::kWarn ? "\033[33m"
+                     : s == health::Status::kPass ? "\033[32m"
+                                                  : "\033[2m";
+  return fmt::format("{}{:<4}\033[0m", code, name);
+}
+
+}  // namespace
+
+std::string render_health_table(const std::vector<health::CheckResult>& results, double wall_s,
+                                const std::string& header, bool color) {
+  std::string out = header;
+  out += fmt::format("{:<17} {:<3} {:<4}  {}\n", "CHECK", "GPU", "STAT", "EVIDENCE / NEXT STEP");
+  for (const auto& r : results) {
+    out += fmt::format("{:<17} {:<3} {}  {}\n", r.check, r.gpu ? std::to_string(*r.gpu) : "-",
+                       status_cell(r.status, color), r.evidence);
+    if (!r.next_step.empty() && r.status != health::Status::kPass && r.status != health::Status::kSkip)
+      out += fmt::format("{:<27}-> {}\n", "", r.next_step);
+  }
+  int n[5] = {0, 0, 0, 0, 0};
+  for (const auto& r : results) ++n[static_cast<int>(r.status)];
+  out +=
+      fmt::format("\n{} fail, {} warn, {} info, {} pass, {} skip — {:.1f} s\n", n[4], n[3], n[2], n[1], n[0], wall_s);
+  return out;
+}
+
+}  // namespace gpudoc::view
