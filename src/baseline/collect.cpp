@@ -10,6 +10,7 @@
 #include "baseline/probe_script.hpp"
 #include "bench/engine.hpp"
 #include "bench/registry.hpp"
+#include "bench/run.hpp"
 #include "core/host.hpp"
 #include "core/temp_dir.hpp"
 #include "core/utf8.hpp"
@@ -122,6 +123,8 @@ MachineContext probe_machine(gpu::Backend* backend, const std::string& no_gpu_re
     m.extra["no_gpu_reason"] = no_gpu_reason.substr(0, no_gpu_reason.find('\n'));
     return m;
   }
+  // A replay or fake GPUs are not this machine: the stored context says which backend it was.
+  m.extra["backend"] = std::string(backend->name());
   if (auto sys = backend->system_info(); sys) {
     m.driver_version = sys->driver_version;
     m.cuda_version = sys->cuda_driver_version;
@@ -168,28 +171,26 @@ bench::Mode mode_from(const std::string& s) {
   return bench::Mode::kQuick;
 }
 
-// The hardware line: gpudoc's benchmarks, run in process (kept small and apart: the bench run
-// object of `gpudoc bench` is to replace its body).
-core::Status collect_bench(const CollectSpec& spec, const CollectFilter& filter, FigureAccumulator& figs,
-                           Collected& out) {
-  const bench::Context ctx = bench::probe_context(spec.device);
-  if (!ctx.gpu)
-    return core::Error(core::ErrorKind::kEnvironment,
-                       fmt::format("a hardware baseline (--bench) needs a GPU, and none can run benchmarks here: {}",
-                                   ctx.no_gpu_reason));
-  std::vector<std::string> keys = filter.bench_keys.empty() ? spec.bench_keys : filter.bench_keys;
-  std::vector<const bench::Benchmark*> selected = bench::registry().all();
-  if (!keys.empty()) {
-    auto sel = bench::registry().select(keys);
-    if (!sel) return sel.error();
-    selected = *sel;
-  }
-  bench::RunOptions options;
-  options.mode = mode_from(spec.bench_mode);
+// The hardware line: gpudoc's benchmarks through the same run object as `gpudoc bench` (the same
+// plan, and the benchmarked GPU observed through the backend the run was handed), so a stored
+// figure carries the clocks and throttle reasons `gpudoc bench` would print beside it.
+core::Status collect_bench(const CollectSpec& spec, const CollectFilter& filter, const CollectEnv& env,
+                           FigureAccumulator& figs, Collected& out) {
+  bench::PlanRequest request;
+  request.only = filter.bench_keys.empty() ? spec.bench_keys : filter.bench_keys;
+  request.mode = mode_from(spec.bench_mode);
+  request.device = spec.device;
+  auto plan = bench::make_plan(request);
+  if (!plan) return plan.error();
   bench::Progress progress = [](std::size_t i, std::size_t n, const std::string& key) {
     std::fprintf(stderr, "gpudoc: baseline: bench [%zu/%zu] %s\n", i + 1, n, key.c_str());
   };
-  const bench::Report rep = bench::run_benchmarks(selected, ctx, options, progress);
+  auto observe = [&env] { return bench::Observer{env.backend, env.clock, env.no_gpu_reason}; };
+  const bench::Report rep = bench::run(*plan, observe, progress);
+  if (!rep.context.gpu)
+    return core::Error(core::ErrorKind::kEnvironment,
+                       fmt::format("a hardware baseline (--bench) needs a GPU, and none can run benchmarks here: {}",
+                                   rep.context.no_gpu_reason));
   std::size_t ran = 0;
   for (const auto& o : rep.outcomes) {
     if (o.status == bench::OutcomeStatus::kOk && o.result) {
@@ -202,7 +203,10 @@ core::Status collect_bench(const CollectSpec& spec, const CollectFilter& filter,
                                       o.status == bench::OutcomeStatus::kWaived ? o.reason : "failed: " + o.reason));
     }
   }
-  out.details["bench_machine"] = bench::to_json(ctx);
+  // The whole report's machine and conditions (clocks, throttle reasons seen), as `bench --json`.
+  const nlohmann::json report = bench::to_json(rep);
+  out.details["bench_machine"] = report["machine"];
+  out.details["bench_conditions"] = report["conditions"];
   if (ran == 0)
     return core::Error(core::ErrorKind::kEnvironment,
                        fmt::format("no benchmark could run here: {}",
@@ -323,6 +327,7 @@ core::Status collect_workload(const CollectSpec& spec, const CollectEnv& env, Fi
     }
     WorkloadOptions o = workload_options(env, spec.timeout_s, env.echo_to_stderr);
     o.backend = backend;
+    o.clock = env.clock;
     if (backend != nullptr) o.trace_path = new_file_name(env, "trace", ".jsonl");
     if (spec.repeat > 1) std::fprintf(stderr, "gpudoc: baseline: workload run %d of %d\n", r + 1, spec.repeat);
     auto run = run_workload(spec.command, o);
@@ -357,7 +362,7 @@ core::Result<Collected> collect(const CollectSpec& spec, const CollectFilter& fi
     return out.stopped_by.has_value();
   };
   if (spec.bench && wanted("bench") && !stopped())
-    if (auto st = collect_bench(spec, filter, figs, out); !st) return st.error();
+    if (auto st = collect_bench(spec, filter, env, figs, out); !st) return st.error();
   if (spec.probe && wanted("probe") && !stopped())
     if (auto st = collect_probe(spec, env, figs, out); !st) return st.error();
   if (!spec.command.empty() && (wanted("workload") || wanted("gpudoc")) && !stopped())

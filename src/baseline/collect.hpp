@@ -29,6 +29,7 @@
 
 #include "baseline/compare.hpp"
 #include "baseline/workload_run.hpp"
+#include "core/clock.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
 
@@ -61,6 +62,7 @@ struct CollectFilter {
 // it asks to stop.
 struct CollectEnv {
   gpu::Backend* backend = nullptr;  // null: no GPU figures (and no trace)
+  core::Clock* clock = nullptr;     // the backend's clock (a replay runs on the trace's); null: the system's
   std::string no_gpu_reason;        // why backend is null
   std::string work_dir;             // a private folder (core::PrivateDir): probe, metrics, traces
   bool echo_to_stderr = false;      // the workload's output to stderr (gpudoc prints JSON)

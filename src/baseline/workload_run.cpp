@@ -170,7 +170,8 @@ telemetry::SamplerConfig baseline_sampler_config() {
 // counted in the command's time.
 class GpuRecording {
  public:
-  GpuRecording(gpu::Backend* backend, std::string path) : backend_(backend), path_(std::move(path)) {}
+  GpuRecording(gpu::Backend* backend, core::Clock* clock, std::string path)
+      : backend_(backend), clock_(clock != nullptr ? clock : &system_clock_), path_(std::move(path)) {}
   GpuRecording(const GpuRecording&) = delete;
   GpuRecording& operator=(const GpuRecording&) = delete;
   ~GpuRecording() { (void)stop(); }
@@ -186,7 +187,7 @@ class GpuRecording {
         started_ = true;
         cv_.notify_all();
       };
-      auto r = telemetry::record(*backend_, clock_, opt, stop_);
+      auto r = telemetry::record(*backend_, *clock_, opt, stop_);
       std::lock_guard<std::mutex> lock(mu_);
       if (!r) error_ = r.error().with_context("recording the GPUs");
       done_ = true;
@@ -212,8 +213,9 @@ class GpuRecording {
 
  private:
   gpu::Backend* backend_;
+  core::SystemClock system_clock_;
+  core::Clock* clock_;
   std::string path_;
-  core::SystemClock clock_;
   std::atomic<int> stop_{0};
   std::mutex mu_;
   std::condition_variable cv_;
@@ -288,7 +290,7 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
   }
   StdoutTap tap(run, o.echo_to_stderr ? STDERR_FILENO : STDOUT_FILENO);
   if (auto st = tap.open(); !st) return st.error();
-  GpuRecording recording(o.backend, o.trace_path);
+  GpuRecording recording(o.backend, o.clock, o.trace_path);
   if (auto st = recording.start(); !st) return st.error();
 
   spawn.stdout_fd = tap.write_end();

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baseline/metrics_protocol.hpp"
+#include "core/clock.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
 
@@ -47,6 +48,7 @@ inline constexpr std::chrono::milliseconds kDefaultStopGrace{5000};
 
 struct WorkloadOptions {
   gpu::Backend* backend = nullptr;  // with one: the GPUs are recorded into trace_path while it runs
+  core::Clock* clock = nullptr;     // the backend's clock (a replay's runs on the trace's); null: the system's
   std::string trace_path;
   std::string metrics_path;     // $GPUDOC_METRICS: created new (O_EXCL|O_NOFOLLOW), read back after
   double timeout_s = 0;         // 0: none

@@ -111,7 +111,7 @@ int run(int argc, char** argv) {
   register_record(app, action, ctx);
   register_trace(app, action);
   register_bench(app, action, ctx);
-  register_baseline(app, action);
+  register_baseline(app, action, ctx);
   register_health(app, action, ctx);
   register_report(app, action);
 

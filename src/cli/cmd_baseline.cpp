@@ -87,15 +87,18 @@ int exit_code_for_signal(int sig) { return 128 + sig; }
 
 // ---- what one record or check runs with -----------------------------------------------------
 
-// The GPU backend (opened once, handed down) and the run's private folder for its files.
+// The GPU backend the run was handed (chosen once by the CLI, opened here) and the run's private
+// folder for its files.
 struct RunEnv {
-  std::unique_ptr<gpu::Backend> backend;
+  gpu::Backend* backend = nullptr;
+  core::Clock* clock = nullptr;
   std::string no_gpu_reason;
   std::optional<core::PrivateDir> dir;
 
   [[nodiscard]] baseline::CollectEnv collect_env(bool json) const {
     baseline::CollectEnv e;
-    e.backend = backend.get();
+    e.backend = backend;
+    e.clock = clock;
     e.no_gpu_reason = no_gpu_reason;
     e.work_dir = dir->path();
     e.echo_to_stderr = json;
@@ -104,12 +107,16 @@ struct RunEnv {
   }
 };
 
-core::Result<RunEnv> make_run_env() {
+core::Result<RunEnv> make_run_env(Context& ctx) {
   RunEnv env;
-  if (auto b = open_live_backend(); b)
-    env.backend = std::move(*b);
-  else
-    env.no_gpu_reason = b.error().message().substr(0, b.error().message().find('\n'));
+  const telemetry::BackendOrReason b = ctx.backend.open_or_reason();
+  env.backend = b.backend;
+  env.clock = b.clock;
+  env.no_gpu_reason = b.why_not.substr(0, b.why_not.find('\n'));
+  // A replay or fake GPUs are not this machine: say so before anything runs (the stored machine
+  // context names the backend too).
+  if (auto live = ctx.backend.open(); live && !live->banner.empty())
+    std::fprintf(stderr, "gpudoc: baseline: %s\n", live->banner.c_str());
   auto dir = core::PrivateDir::create("gpudoc-baseline");
   if (!dir) return dir.error();
   env.dir = std::move(*dir);
@@ -235,7 +242,7 @@ void print_recorded(const BaselineFlags& f, const baseline::NewBaseline& nb, con
   print(view::render_figures(got.figures, cfg));
 }
 
-int run_record(const BaselineFlags& f) {
+int run_record(const BaselineFlags& f, Context& ctx) {
   if (auto st = check_record_flags(f); !st) return report_error(st.error(), f.json);
   auto cfg = baseline::load_config(f.config);
   if (!cfg) return report_error(cfg.error(), f.json);
@@ -243,10 +250,10 @@ int run_record(const BaselineFlags& f) {
   auto store = open_store_to_write(f, false);
   if (!store) return report_error(store.error(), f.json);
   install_stop_signals();
-  auto env = make_run_env();
+  auto env = make_run_env(ctx);
   if (!env) return report_error(env.error(), f.json);
 
-  const baseline::MachineContext machine = baseline::probe_machine(env->backend.get(), env->no_gpu_reason);
+  const baseline::MachineContext machine = baseline::probe_machine(env->backend, env->no_gpu_reason);
   auto got = baseline::collect(spec, {}, env->collect_env(f.json));
   if (!got) return report_error(got.error(), f.json);
   print_notes(got->notes);
@@ -332,7 +339,7 @@ core::Result<CheckPlan> plan_check(const BaselineFlags& f) {
 }
 
 core::Status compare_machines(const BaselineFlags& f, CheckPlan& plan, const RunEnv& env) {
-  plan.machine = baseline::probe_machine(env.backend.get(), env.no_gpu_reason);
+  plan.machine = baseline::probe_machine(env.backend, env.no_gpu_reason);
   plan.diffs = baseline::machine_differences(plan.golden.machine, plan.machine);
   if (!plan.diffs.empty() && !f.allow_different_machine)
     return core::Error(
@@ -408,7 +415,7 @@ core::Result<CheckOutcome> run_check_collections(const BaselineFlags& f, const C
   o.code = o.stopped_by ? exit_code_for_signal(*o.stopped_by) : failed ? core::kExitFinding : core::kExitOk;
   // The report of a failure carries the GPU's state now and what the run's trace shows.
   if (failed && !o.stopped_by) {
-    baseline::GpuSnapshot s = baseline::gpu_snapshot(env.backend.get(), env.no_gpu_reason);
+    baseline::GpuSnapshot s = baseline::gpu_snapshot(env.backend, env.no_gpu_reason);
     o.snapshot = s.json;
     o.failure_lines = s.lines;
     o.findings = baseline::regression_findings(o.got.trace_path, o.failure_lines);
@@ -493,11 +500,11 @@ void print_check(const BaselineFlags& f, const CheckPlan& plan, const CheckOutco
   for (const auto& l : o.failure_lines) print("  " + l + "\n");
 }
 
-int run_check(const BaselineFlags& f) {
+int run_check(const BaselineFlags& f, Context& ctx) {
   auto plan = plan_check(f);
   if (!plan) return report_error(plan.error(), f.json);
   install_stop_signals();
-  auto env = make_run_env();
+  auto env = make_run_env(ctx);
   if (!env) return report_error(env.error(), f.json);
   if (auto st = compare_machines(f, *plan, *env); !st) return report_error(st.error(), f.json);
   auto outcome = run_check_collections(f, *plan, *env);
@@ -684,7 +691,7 @@ void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
 
 }  // namespace
 
-void register_baseline(CLI::App& app, Action& action) {
+void register_baseline(CLI::App& app, Action& action, Context& ctx) {
   auto f = std::make_shared<BaselineFlags>();
   auto* cmd = app.add_subcommand("baseline", "Golden baselines and the CI regression gate");
   cmd->description(
@@ -722,7 +729,7 @@ void register_baseline(CLI::App& app, Action& action) {
       "a golden run, and a baseline whose only recording was interrupted is refused by check.\n"
       "Exit codes: 0 recorded; 2 bad flags, a workload that failed, a bad or read-only store; 3 no GPU for\n"
       "--bench or the probe unavailable, a timeout, a locked store; 128+N stopped by signal N (130: Ctrl-C).");
-  rec->callback([f, rec, &action] {
+  rec->callback([f, rec, &action, &ctx] {
     f->sub = "record";
     f->bench = rec->count("--bench") > 0;
     std::vector<std::string> keys;
@@ -733,7 +740,7 @@ void register_baseline(CLI::App& app, Action& action) {
         at = comma + 1;
       }
     f->bench_keys = std::move(keys);
-    action = [f] { return run_record(*f); };
+    action = [f, &ctx] { return run_record(*f, ctx); };
   });
 
   auto* chk = cmd->add_subcommand("check", "Run NAME's baseline again and compare: exit 1 on a confirmed regression");
@@ -755,9 +762,9 @@ void register_baseline(CLI::App& app, Action& action) {
       "the store, a read-only store; 3 environment (no GPU for a hardware baseline, another\n"
       "GPU/driver/CUDA than the baseline's, a locked store); 128+N stopped by signal N (130: Ctrl-C):\n"
       "what was measured is stored as a check marked interrupted.");
-  chk->callback([f, &action] {
+  chk->callback([f, &action, &ctx] {
     f->sub = "check";
-    action = [f] { return run_check(*f); };
+    action = [f, &ctx] { return run_check(*f, ctx); };
   });
 
   auto* lst = cmd->add_subcommand("list", "List the stored baselines");

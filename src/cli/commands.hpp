@@ -40,7 +40,7 @@ void register_record(CLI::App& app, Action& action, Context& ctx);
 void register_watch(CLI::App& app, Action& action, Context& ctx);
 void register_trace(CLI::App& app, Action& action);
 void register_bench(CLI::App& app, Action& action, Context& ctx);
-void register_baseline(CLI::App& app, Action& action);
+void register_baseline(CLI::App& app, Action& action, Context& ctx);
 void register_diagnose(CLI::App& app, Action& action, Context& ctx);
 void register_doctor(CLI::App& app, Action& action, Context& ctx);
 void register_health(CLI::App& app, Action& action, Context& ctx);

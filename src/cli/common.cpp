@@ -7,18 +7,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "gpu/nvml/nvml_backend.hpp"
-
 namespace gpudoc::cli {
-
-core::Result<std::unique_ptr<gpu::Backend>> open_live_backend() {
-  auto b = gpu::open_nvml_backend();
-  if (!b)
-    return core::Error(b.error().kind(),
-                       b.error().message() +
-                           "\n  e.g. gpudoc watch tests/data/sawtooth_p1000_d50.jsonl (a trace recorded on an H200)");
-  return b;
-}
 
 void SamplerFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--gpus", gpus, "GPU indices to sample (default: all), e.g. --gpus 0,2")

@@ -32,11 +32,6 @@ void print_json(const Json& j, int indent = 2) {
   std::fputs((j.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n").c_str(), stdout);
 }
 
-// Opens NVML, with the error telemetry::BackendSource gives. Only the baseline collection still calls it:
-// every other command reads the backend its Context holds, and baseline will too once
-// baseline::collect takes a gpu::Backend* (telemetry::BackendSource::open_or_reason()).
-[[nodiscard]] core::Result<std::unique_ptr<gpu::Backend>> open_live_backend();
-
 // Sampler flags shared by record, watch, doctor and diagnose: --gpus, --period GROUP=MS. Each takes
 // one word (comma-separated lists), so a positional after it (watch --gpus 0 run.jsonl) stays one.
 struct SamplerFlags {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -212,6 +213,60 @@ TEST(CliBackend, HealthOnAReplayReadsTheRecordedGpu) {
   EXPECT_EQ(j["gpus"][0]["name"], "NVIDIA H200");
   EXPECT_GT(j["gpus"][0]["samples"].get<int>(), 0);
   EXPECT_EQ(r.exit_code, 0) << r.output;  // a replay has no health facts: those checks are skipped
+}
+
+// ---- baseline ----
+
+// The names of a record's or check's figures.
+std::vector<std::string> figure_names(const nlohmann::json& j) {
+  std::vector<std::string> names;
+  for (const auto& f : j["figures"]) names.push_back(f["name"]);
+  return names;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// A workload that reports one figure and runs long enough for a few utilization samples.
+const char* const kStepWorkload = "sh -c 'echo \"::gpudoc {\\\"step_ms\\\": 40}\"; sleep 1.5'";
+
+TEST(CliBackend, BaselineRecordsAndChecksOnFakeGpus) {
+  const TempDir dir("gpudoc-backend");
+  const std::string store = " --store " + dir.file("s.db");
+  auto rec = run_gpudoc_stdout("--backend fake:2 baseline record fk" + store + " --json -- " + kStepWorkload);
+  ASSERT_EQ(rec.exit_code, 0) << rec.output;
+  const auto j = parse(rec.output);
+  ASSERT_FALSE(j.is_discarded()) << rec.output;
+  const auto names = figure_names(j);
+  EXPECT_TRUE(contains(names, "step_ms")) << j["figures"].dump();
+  EXPECT_TRUE(contains(names, "wall_s")) << j["figures"].dump();
+  // The GPU figures come from the fake GPUs' recording, and the stored machine says whose GPUs.
+  EXPECT_TRUE(contains(names, "gpu_utilization_mean_percent")) << j["figures"].dump();
+  EXPECT_EQ(j["machine"]["extra"]["backend"], "fake") << j["machine"].dump();
+  auto chk = run_gpudoc_stdout("--backend fake:2 baseline check fk" + store + " --json --no-confirm");
+  const auto c = parse(chk.output);
+  ASSERT_FALSE(c.is_discarded()) << chk.output;
+  EXPECT_EQ(chk.exit_code, 0) << chk.output;
+  EXPECT_TRUE(contains(figure_names(c), "step_ms")) << chk.output;
+  auto text = run_gpudoc("--backend fake:1 baseline record fk2" + store + " -- " + kStepWorkload);
+  EXPECT_TRUE(has(text.output, "FAKE GPUs, not this machine")) << text.output;
+}
+
+TEST(CliBackend, BaselineRecordsTheGpusOfAReplay) {
+  const TempDir dir("gpudoc-backend");
+  auto rec = run_gpudoc_stdout(replay("gemm_saturated.jsonl", 10) + " baseline record rp --store " +
+                               dir.file("s.db") + " --json -- " + kStepWorkload);
+  ASSERT_EQ(rec.exit_code, 0) << rec.output;
+  const auto j = parse(rec.output);
+  ASSERT_FALSE(j.is_discarded()) << rec.output;
+  EXPECT_EQ(j["machine"]["extra"]["backend"], "replay") << j["machine"].dump();
+  EXPECT_EQ(j["machine"]["gpus"][0], "NVIDIA H200") << j["machine"].dump();
+  // The replayed GPU runs GEMMs (the trace's first seconds are the workload's set-up, so not 100 %);
+  // an idle or fake GPU would not give this figure.
+  for (const auto& f : j["figures"])
+    if (f["name"] == "gpu_utilization_mean_percent") EXPECT_GT(f["median"].get<double>(), 50) << f.dump();
+  EXPECT_TRUE(contains(figure_names(j), "gpu_utilization_mean_percent")) << j["figures"].dump();
 }
 
 // ---- flags (issue 21) ----
