@@ -439,7 +439,7 @@ core::Result<GemmTiming> run_gemm(const GemmOptions& o) {
   // Cluster-shape variants of each layout's first pick. The heuristics offer one thread-block
   // cluster shape per kernel and tile; under the power cap another shape of the same kernel can be
   // faster in the steady state (H200, TF32, TN 128x256 tile: 2x1x1 1.9 % ahead of the offered
-  // 1x2x1, 2026-11-30, scripts/device/probes/gemm_variants.cu). A variant cuBLASLt's check refuses,
+  // 1x2x1, 2026-11-30, docs/results/bench-h200.md). A variant cuBLASLt's check refuses,
   // or one with the configuration of a candidate already there, is left out; one that fails to run
   // is skipped like any other candidate.
   const int offered = t.algos_returned;
