@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's first command: set up, build, and run gpudoc's main job, `gpudoc doctor`.
+# The README's first command: set up, build gpudoc (the binary only; scripts/test.sh builds the
+# tests), and run its main job, `gpudoc doctor`.
 # On a machine with an NVIDIA GPU: a short live look at every GPU and its diagnosis. Without one:
 # the diagnosis of real H200 traces bundled in tests/data, and it says plainly that it is a replay.
 # Either way it also writes the HTML report (zoomable plots, findings marked) to build/doctor.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh default
+scripts/setup.sh --gpudoc-only default
 gpudoc=build/src/cli/gpudoc
 duration="${GPUDOC_QUICKSTART_SECONDS:-10}"
 page=build/doctor.html

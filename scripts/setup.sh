@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
 # Installs what gpudoc needs from Debian's packages (only what is missing) and builds it.
-# Usage: scripts/setup.sh [PRESET]   (default preset: default; see CMakePresets.json)
+# Usage: scripts/setup.sh [--gpudoc-only] [PRESET] [-DNAME=VALUE...]
+#   PRESET          a configure preset of CMakePresets.json (default: default)
+#   --gpudoc-only   only what the gpudoc binary needs: its build packages, and the `gpudoc` target
+#                   (scripts/quickstart.sh); without it, the test packages too and every target
+#   -DNAME=VALUE    passed to the configure step (scripts/test.sh: -DGPUDOC_WERROR=ON ...)
 # Works on a fresh Debian 12 as root; elsewhere install the same packages yourself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+only_gpudoc=0
+if [[ "${1:-}" == "--gpudoc-only" ]]; then
+  only_gpudoc=1
+  shift
+fi
 preset="${1:-default}"
+shift || true
+configure_args=("$@")
 
-packages=(g++ cmake ninja-build git pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev
-          libgtest-dev libgmock-dev libbenchmark-dev python3
-          chromium)   # chromium: the HTML report's test opens it in a real headless browser
+# What building the gpudoc binary needs, then what the tests need besides.
+packages=(g++ cmake ninja-build git pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev)
+if ((!only_gpudoc)); then
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3
+             chromium        # the HTML report's test opens it in a real headless browser
+             dpkg-dev file)  # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -34,6 +49,36 @@ if [[ ! -f web/node_modules/uplot/dist/uPlot.iife.min.js || web/package-lock.jso
   npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
+# say_build_time BUILD_DIR CORES: how long building the gpudoc binary from scratch will take, said
+# before it starts. Measured on Debian 12 without ccache (docs/results/build-time.md): the gpudoc
+# target is 981 CPU-seconds of g++ 12 (RelWithDebInfo), its .cu files 38 more of nvcc 13, and no
+# file takes more than ~40 s (src/cli/cmd_baseline.cpp, 38 s), which is the floor however many
+# cores there are. A build folder that has objects already takes less, a busy machine more.
+say_build_time() {
+  local dir=$1 cores=$2 cpu_s=981 what="gpudoc"
+  if grep -q '^CMAKE_CUDA_COMPILER:FILEPATH=/' "$dir/CMakeCache.txt" 2>/dev/null; then
+    cpu_s=$((cpu_s + 38)) what="gpudoc with its CUDA benchmarks"
+  fi
+  local s=$((cpu_s / cores))
+  ((s > 40)) || s=40
+  echo "gpudoc setup: building $what from scratch takes about $(((s + 59) / 60)) min on $cores core(s)" \
+       "($((cpu_s / 60)) CPU-minutes of compiling)"
+}
+
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset" -j "$jobs"
+build_dir=build
+[[ "$preset" == default ]] || build_dir="build-$preset"   # the presets' binaryDir
+if ((!only_gpudoc)); then
+  configure_args=(-DGPUDOC_TESTS=ON ${configure_args[@]+"${configure_args[@]}"})
+elif [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  # A first configure without the tests (GoogleTest need not be installed). A build folder that
+  # has them already keeps them.
+  configure_args=(-DGPUDOC_TESTS=OFF ${configure_args[@]+"${configure_args[@]}"})
+fi
+cmake --preset "$preset" ${configure_args[@]+"${configure_args[@]}"} >/dev/null
+if ((only_gpudoc)); then
+  say_build_time "$build_dir" "$jobs"
+  cmake --build --preset "$preset" -j "$jobs" --target gpudoc
+else
+  cmake --build --preset "$preset" -j "$jobs"
+fi

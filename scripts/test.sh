@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's second command (and CI's): set up, build, and run every test except those that need
-# a GPU (ctest label "gpu"; run those on a GPU machine with: ctest --test-dir build -L gpu).
+# The README's second command (and CI's): set up, build with warnings as errors, and run every test
+# except those that need a GPU (ctest label "gpu"; on a GPU machine: tools/gpu_tests.sh OUTDIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh default
+scripts/setup.sh default -DGPUDOC_WERROR=ON
 ctest --test-dir build --label-exclude gpu --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"

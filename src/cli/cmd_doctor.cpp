@@ -34,9 +34,10 @@ struct DoctorFlags {
   SamplerFlags sampler;
 };
 
-// Where the bundled traces are: $GPUDOC_DATA_DIR; beside the executable in a build tree
-// (build/src/cli/gpudoc -> tests/data) or an install (bin/gpudoc -> share/gpudoc/traces); the
-// source tree this binary was built from.
+// Where the bundled traces are, first found wins: $GPUDOC_DATA_DIR; an install (bin/gpudoc ->
+// share/gpudoc/traces, the path from the binary's folder compiled in, so a moved prefix still
+// works); a build tree (build/src/cli/gpudoc -> tests/data); the source tree this binary was built
+// from. The install comes before the build tree: a prefix inside a checkout must use its own copy.
 std::vector<fs::path> data_dir_candidates() {
   std::vector<fs::path> dirs;
   if (const char* env = std::getenv("GPUDOC_DATA_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
@@ -44,8 +45,10 @@ std::vector<fs::path> data_dir_candidates() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     fs::path dir = exe.parent_path();
+#ifdef GPUDOC_INSTALLED_TRACES
+    dirs.push_back(dir / GPUDOC_INSTALLED_TRACES);
+#endif
     dirs.push_back(dir / "../../../tests/data");
-    dirs.push_back(dir / "../share/gpudoc/traces");
     dirs.push_back(dir / "../../tests/data");
   }
 #ifdef GPUDOC_SOURCE_TREE

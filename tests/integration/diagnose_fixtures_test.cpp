@@ -75,7 +75,7 @@ std::vector<testing::Expectation> tuned() {
   return v;
 }
 
-// Held out of tuning; run once after tuning (all passed, docs/results/2026-11-29-diagnose-confusion.md)
+// Held out of tuning; run once after tuning (all passed, docs/results/diagnosis-accuracy.md)
 // and kept here so that later changes cannot silently break them.
 std::vector<testing::Expectation> heldout() {
   std::vector<testing::Expectation> v;

@@ -449,9 +449,9 @@ core::Result<std::vector<Candidate>> heuristic_candidates(const LtApi& lt, const
 // Cluster-shape variants of each layout's first pick, appended to `candidates`; returns how many.
 // The heuristics offer one thread-block cluster shape per kernel and tile; under the power cap
 // another shape of the same kernel can be faster in the steady state (H200, TF32, TN 128x256 tile:
-// 2x1x1 1.9 % ahead of the offered 1x2x1, 2026-11-30; the probe is named in docs/methodology.md,
-// gemm). A variant cuBLASLt's check refuses, or one with the configuration of a candidate already
-// there, is left out; one that fails to run is skipped like any other candidate.
+// 2x1x1 1.9 % ahead of the offered 1x2x1, 2026-11-30, docs/results/bench-h200.md). A variant
+// cuBLASLt's check refuses, or one with the configuration of a candidate already there, is left
+// out; one that fails to run is skipped like any other candidate.
 int add_cluster_variants(const LtApi& lt, const GemmOptions& o, const Problem& p, std::vector<Candidate>& candidates) {
   const int offered = static_cast<int>(candidates.size());
   int added = 0;

@@ -197,7 +197,7 @@ TEST(MultiGpuDetails, OtherResultsAndMalformedParamsPrintNothing) {
 }
 
 // The verdict on a spread goes under the table, one line per result that carries one (the text is
-// the H200's launch.throughput of 2026-11-30, run 3 of session 7).
+// the H200's launch.throughput --full of 2026-11-30 at 50e29bb, docs/results/bench-h200.md).
 TEST(MultiGpuDetails, SpreadLineCarriesTheHostVerdict) {
   BenchResult r;
   r.key = "launch.throughput";

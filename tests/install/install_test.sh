@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `cmake --install BUILD --prefix P` gives a working gpudoc anywhere: P/bin/gpudoc doctor finds the
+# bundled traces in P/share/gpudoc/traces, also after P is moved, and not in a checkout around P.
+#   install_test.sh BUILD_DIR CMAKE
+set -euo pipefail
+build=${1:?usage: install_test.sh BUILD_DIR CMAKE}
+cmake=${2:?usage: install_test.sh BUILD_DIR CMAKE}
+source "$(dirname "$0")/common.sh"
+
+# The prefix sits where a build tree's binary would find a checkout's tests/data
+# (bin/../../../tests/data): a decoy copy of the traces is there, and must not be used.
+prefix="$work/checkout/stage/prefix"
+"$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
+  fail "cmake --install: $(tail -5 "$work/install.log")"
+
+(cd "$prefix" && find . -type f | sort) >"$work/files.txt"
+expect_listed "$work/files.txt" ./bin/gpudoc ./share/gpudoc/traces/gemm_saturated.jsonl \
+  ./share/gpudoc/traces/sawtooth_p1000_d50.jsonl ./share/gpudoc/traces/tiny_kernels.jsonl \
+  ./share/gpudoc/traces/allreduce_straggler_slow1.jsonl ./share/doc/gpudoc/README.md \
+  ./share/doc/gpudoc/methodology.md ./share/doc/gpudoc/findings.md
+[[ -x "$prefix/bin/gpudoc" ]] || fail "$prefix/bin/gpudoc is not executable"
+if grep -v -e '^\./bin/gpudoc$' -e '^\./share/gpudoc/traces/[a-z0-9_]*\.jsonl$' -e '^\./share/doc/gpudoc/[A-Za-z-]*\.md$' \
+  "$work/files.txt"; then
+  fail "the files above were installed too; only the binary, the traces and the docs belong in a prefix"
+fi
+
+mkdir -p "$work/checkout/tests/data"
+cp "$prefix/share/gpudoc/traces/"*.jsonl "$work/checkout/tests/data/"
+
+used=$(replay_dir "$prefix/bin/gpudoc")
+want=$(realpath "$prefix/share/gpudoc/traces")
+[[ "$used" == "$want" ]] || fail "the installed gpudoc replayed $used, not its own $want"
+
+# Moved elsewhere, the prefix still works: the traces are found relative to the executable.
+mv "$prefix" "$work/moved"
+used=$(replay_dir "$work/moved/bin/gpudoc")
+want=$(realpath "$work/moved/share/gpudoc/traces")
+[[ "$used" == "$want" ]] || fail "the moved gpudoc replayed $used, not its own $want"
+echo "ok: installed and moved gpudoc replay the traces of their own prefix ($want)"
