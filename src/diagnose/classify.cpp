@@ -49,20 +49,41 @@ Label classify(const Features& f, const Signals& s) {
   return Label::kSawtoothFast;  // undecidable without GPM or power: never call it steady (low confidence)
 }
 
-PulseRoles pulse_roles(const std::vector<Features>& fs, const std::vector<Label>& labels) {
+Activity activity_of(const Features& f, Label l) {
+  Activity a;
+  a.label = l;
+  a.t0 = f.t0;
+  a.t1 = f.t1;
+  a.util_n = f.util.n;
+  a.sm_n = f.sm.n;
+  a.power_n = f.power.n;
+  a.util_mean = f.util.mean;
+  a.sm_mean = f.sm.mean;
+  a.power_mean = f.power.mean;
+  a.has_nvlink = f.has_nvlink;
+  a.nvlink_tx_mean = f.nvlink_tx_mean;
+  return a;
+}
+
+double busy_level(const Activity& a) { return a.util_n >= th::kMinSignalCells ? a.util_mean : a.sm_mean; }
+
+bool has_gpm(const Activity& a) { return a.sm_n >= th::kMinSignalCells; }
+
+PulseRoles pulse_roles(const std::vector<Activity>& fs) {
   PulseRoles r;
   const std::size_t n = fs.size();
   if (n < 2) return r;
+  auto out = [&](std::size_t i) { return fs[i].label == Label::kInsufficient || fs[i].label == Label::kIdle; };
   std::vector<bool> waits(n, false);
   for (std::size_t i = 0; i < n; ++i) {
-    const Features& f = fs[i];
-    if (labels[i] == Label::kInsufficient || labels[i] == Label::kIdle) continue;
+    const Activity& f = fs[i];
+    if (out(i)) continue;
     if (has_gpm(f)) {
-      waits[i] = labels[i] == Label::kPlateauBusyIdle;
-    } else if (busy_level(f) >= th::kBusyUtilPercent && f.power.n > 0) {
+      waits[i] = f.label == Label::kPlateauBusyIdle;
+    } else if (busy_level(f) >= th::kBusyUtilPercent && f.power_n > 0) {
       for (std::size_t j = 0; j < n; ++j)
-        if (j != i && fs[j].power.n > 0 && busy_level(fs[j]) >= th::kBusyUtilPercent &&
-            f.power.mean <= th::kWaitPowerRatio * fs[j].power.mean)
+        if (j != i && fs[j].power_n > 0 && busy_level(fs[j]) >= th::kBusyUtilPercent &&
+            f.power_mean <= th::kWaitPowerRatio * fs[j].power_mean)
           waits[i] = true;
     }
   }
@@ -70,12 +91,12 @@ PulseRoles pulse_roles(const std::vector<Features>& fs, const std::vector<Label>
   for (std::size_t i = 0; i < n; ++i) {
     if (!waits[i]) continue;
     for (std::size_t j = 0; j < n; ++j) {
-      if (j == i || waits[j] || labels[j] == Label::kInsufficient || labels[j] == Label::kIdle) continue;
-      const bool more_sm = has_gpm(fs[i]) && has_gpm(fs[j]) &&
-                           fs[j].sm.mean >= fs[i].sm.mean + th::kStragglerSmMarginPercent;
+      if (j == i || waits[j] || out(j)) continue;
+      const bool more_sm =
+          has_gpm(fs[i]) && has_gpm(fs[j]) && fs[j].sm_mean >= fs[i].sm_mean + th::kStragglerSmMarginPercent;
       const bool less_util = busy_level(fs[j]) <= busy_level(fs[i]) - th::kStragglerUtilMarginPercent;
-      const bool more_power = !has_gpm(fs[i]) && fs[j].power.n > 0 && fs[i].power.n > 0 &&
-                              fs[i].power.mean <= th::kWaitPowerRatio * fs[j].power.mean;
+      const bool more_power = !has_gpm(fs[i]) && fs[j].power_n > 0 && fs[i].power_n > 0 &&
+                              fs[i].power_mean <= th::kWaitPowerRatio * fs[j].power_mean;
       if (more_sm || less_util || more_power) strag.insert(static_cast<int>(j));
     }
   }

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -15,6 +18,9 @@
 #include "diagnose/signals.hpp"
 
 namespace gpudoc::diagnose {
+
+static_assert(kMinWindowS == th::kMinSpanS, "the shortest window is the shortest span that can conclude anything");
+
 namespace {
 
 using detail::Features;
@@ -67,89 +73,162 @@ void insufficient_span(const telemetry::Trace& trace, const detail::Span& sp, Di
                   th::kMinSpanS)));
 }
 
-// Every GPU's features (and labels) over grid cells [a, b).
-struct Across {
-  std::vector<Features> features;
-  std::vector<Label> labels;
+// The analysed span cut into `count` equal windows of about window_s, in grid cells. A trace spans
+// at most 10^8 s (docs/trace-format.md), so cells and count stay near 10^9 and their products
+// within 64 bits.
+struct WindowGrid {
+  std::uint64_t cells = 0;
+  std::uint64_t count = 1;
+  // First cell of window w (w <= count).
+  [[nodiscard]] std::size_t bound(std::size_t w) const { return cells * w / count; }
+  // The window that holds cell c (c < cells).
+  [[nodiscard]] std::size_t window_of(std::size_t c) const {
+    std::size_t w = c * count / std::max<std::uint64_t>(cells, 1);
+    while (w + 1 < count && bound(w + 1) <= c) ++w;
+    while (w > 0 && bound(w) > c) --w;
+    return w;
+  }
 };
-Across across_gpus(const std::vector<Signals>& sig, std::size_t a, std::size_t b) {
-  Across out;
-  for (const Signals& s : sig) {
-    out.features.push_back(detail::features(s, a, b));
-    out.labels.push_back(detail::classify(out.features.back(), s));
+
+WindowGrid make_windows(std::size_t cells, double span, const Options& options) {
+  WindowGrid wg;
+  wg.cells = cells;
+  // Windows: equal parts of about window_s each (never shorter than a grid cell).
+  const double wlen = options.window_s > 0 ? std::max(options.window_s, th::kGridStepS) : span;
+  wg.count = static_cast<std::size_t>(std::max(1.0, std::round(span / wlen)));
+  return wg;
+}
+
+// One window of one GPU with utilization or SM activity in it, with what a pulse needs of it.
+struct WindowLabel {
+  std::size_t w = 0;
+  detail::Activity a;
+};
+
+// The windows [first, last] in which a signal has data, merged.
+void add_windows(const StepGrid& g, const WindowGrid& wg, std::vector<std::pair<std::size_t, std::size_t>>& out) {
+  for (const auto& st : g.steps) {
+    const std::size_t a = wg.window_of(st.first), b = wg.window_of(std::size_t{st.first} + st.count - 1);
+    if (!out.empty() && a <= out.back().second + 1)
+      out.back().second = std::max(out.back().second, b);
+    else
+      out.emplace_back(a, b);
+  }
+}
+
+// Pass 1, one GPU: its label in every window where it has utilization or SM activity. Elsewhere
+// it is insufficient by definition, and a pulse could not count it busy (no busy level).
+std::vector<WindowLabel> label_windows(const Signals& s, const WindowGrid& wg) {
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  add_windows(s.util, wg, ranges);
+  add_windows(s.sm, wg, ranges);
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<WindowLabel> out;
+  std::size_t next = 0;  // windows below this are done
+  for (const auto& [a, b] : ranges) {
+    for (std::size_t w = std::max(a, next); w <= b; ++w) {
+      const Features f = detail::features(s, wg.bound(w), wg.bound(w + 1));
+      out.push_back({w, detail::activity_of(f, detail::classify(f, s))});
+    }
+    next = std::max(next, b + 1);
   }
   return out;
 }
 
-// The analysed span cut into windows of about window_s, each GPU labelled in each window, and
-// the GPUs that take part in a pulse there.
-struct Windows {
-  std::size_t count = 0;
-  std::vector<std::size_t> bounds;                // count + 1 grid cell indices
-  std::vector<std::vector<Label>> labels;         // [gpu][window]
-  std::vector<std::vector<bool>> in_pulse;        // [gpu][window]
-  [[nodiscard]] bool any_in_pulse(std::size_t w) const {
-    for (const auto& g : in_pulse)
-      if (g[w]) return true;
-    return false;
+// Every GPU's activity in window w (insufficient where it has no label there); `cursor[g]`
+// walks labelled[g] as w grows.
+std::vector<detail::Activity> across_gpus_at(const std::vector<std::vector<WindowLabel>>& labelled, std::size_t w,
+                                             std::vector<std::size_t>& cursor) {
+  std::vector<detail::Activity> acts(labelled.size());
+  for (std::size_t g = 0; g < labelled.size(); ++g) {
+    while (cursor[g] < labelled[g].size() && labelled[g][cursor[g]].w < w) ++cursor[g];
+    if (cursor[g] < labelled[g].size() && labelled[g][cursor[g]].w == w) acts[g] = labelled[g][cursor[g]].a;
   }
-  [[nodiscard]] std::string id_at(std::size_t g, std::size_t w) const {
-    return in_pulse[g][w] ? "pulse" : detail::id_of(labels[g][w]);
+  return acts;
+}
+
+// The windows in which two or more GPUs are labelled, in order.
+std::vector<std::size_t> shared_windows(const std::vector<std::vector<WindowLabel>>& labelled) {
+  std::vector<std::size_t> all;
+  for (const auto& l : labelled)
+    for (const auto& e : l) all.push_back(e.w);
+  std::sort(all.begin(), all.end());
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i + 1 < all.size(); ++i)
+    if (all[i] == all[i + 1] && (out.empty() || out.back() != all[i])) out.push_back(all[i]);
+  return out;
+}
+
+// Per GPU, the windows in which it waits for a straggler or is one.
+std::vector<std::vector<std::size_t>> pulse_windows(const std::vector<std::vector<WindowLabel>>& labelled) {
+  std::vector<std::vector<std::size_t>> in_pulse(labelled.size());
+  std::vector<std::size_t> cursor(labelled.size(), 0);
+  for (std::size_t w : shared_windows(labelled)) {
+    const detail::PulseRoles r = detail::pulse_roles(across_gpus_at(labelled, w, cursor));
+    if (!r.found()) continue;
+    std::vector<int> gpus = r.waiting;
+    gpus.insert(gpus.end(), r.stragglers.begin(), r.stragglers.end());
+    for (int g : gpus) in_pulse[static_cast<std::size_t>(g)].push_back(w);
   }
+  for (auto& p : in_pulse) std::sort(p.begin(), p.end());
+  return in_pulse;
+}
+
+// Runs of windows [w, e) in which any GPU takes part in a pulse.
+std::vector<std::pair<std::size_t, std::size_t>> pulse_runs(const std::vector<std::vector<std::size_t>>& in_pulse) {
+  std::vector<std::size_t> all;
+  for (const auto& p : in_pulse) all.insert(all.end(), p.begin(), p.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  for (std::size_t w : all) {
+    if (!runs.empty() && runs.back().second == w)
+      ++runs.back().second;
+    else
+      runs.emplace_back(w, w + 1);
+  }
+  return runs;
+}
+
+// A run of windows [w, e) of one GPU with the same id; `label` is its first window's.
+struct Run {
+  std::size_t w = 0, e = 0;
+  std::string id;
+  Label label = Label::kInsufficient;
 };
 
-Windows label_windows(const std::vector<Signals>& sig, std::size_t ncells, double span, const Options& options) {
-  Windows win;
-  const std::size_t ngpu = sig.size();
-  // Windows: equal parts of about window_s each.
-  const double wlen = options.window_s > 0 ? options.window_s : span;
-  win.count = static_cast<std::size_t>(std::max(1.0, std::round(span / wlen)));
-  win.bounds.resize(win.count + 1);
-  for (std::size_t w = 0; w <= win.count; ++w) win.bounds[w] = ncells * w / win.count;
-  win.labels.assign(ngpu, std::vector<Label>(win.count));
-  win.in_pulse.assign(ngpu, std::vector<bool>(win.count, false));
-  for (std::size_t w = 0; w < win.count; ++w) {
-    const Across a = across_gpus(sig, win.bounds[w], win.bounds[w + 1]);
-    for (std::size_t g = 0; g < ngpu; ++g) win.labels[g][w] = a.labels[g];
-    const detail::PulseRoles r = detail::pulse_roles(a.features, a.labels);
-    if (r.found()) {
-      for (int i : r.waiting) win.in_pulse[static_cast<std::size_t>(i)][w] = true;
-      for (int j : r.stragglers) win.in_pulse[static_cast<std::size_t>(j)][w] = true;
-    }
+std::vector<Run> runs_of(const std::vector<WindowLabel>& labelled, const std::vector<std::size_t>& pulse,
+                         std::size_t count) {
+  std::vector<Run> runs;
+  auto extend = [&](std::size_t w, std::size_t e, const std::string& id, Label l) {
+    if (!runs.empty() && runs.back().e == w && runs.back().id == id)
+      runs.back().e = e;
+    else
+      runs.push_back({w, e, id, l});
+  };
+  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  std::size_t i = 0, j = 0, next = 0;
+  while (i < labelled.size() || j < pulse.size()) {
+    const std::size_t w = std::min(i < labelled.size() ? labelled[i].w : kNone, j < pulse.size() ? pulse[j] : kNone);
+    if (w > next) extend(next, w, detail::id_of(Label::kInsufficient), Label::kInsufficient);
+    Label l = Label::kInsufficient;
+    if (i < labelled.size() && labelled[i].w == w) l = labelled[i++].a.label;
+    const bool in_pulse = j < pulse.size() && pulse[j] == w;
+    if (in_pulse) ++j;
+    extend(w, w + 1, in_pulse ? "pulse" : detail::id_of(l), l);
+    next = w + 1;
   }
-  return win;
+  if (next < count) extend(next, count, detail::id_of(Label::kInsufficient), Label::kInsufficient);
+  return runs;
 }
-
-// Pulse: runs of windows in which any GPU is part of a pulse; roles recomputed on the run.
-void add_pulse_findings(const std::vector<Signals>& sig, const Windows& win, Diagnosis& d) {
-  std::size_t w = 0;
-  while (w < win.count) {
-    if (!win.any_in_pulse(w)) {
-      ++w;
-      continue;
-    }
-    std::size_t e = w;
-    while (e < win.count && win.any_in_pulse(e)) ++e;
-    const Across run = across_gpus(sig, win.bounds[w], win.bounds[e]);
-    detail::PulseRoles r = detail::pulse_roles(run.features, run.labels);
-    if (!r.found()) {  // the run as a whole blurs the roles: take them from its first window
-      const Across first = across_gpus(sig, win.bounds[w], win.bounds[w + 1]);
-      r = detail::pulse_roles(first.features, first.labels);
-    }
-    if (r.found()) d.findings.push_back(detail::pulse_finding(r, run.features));
-    w = e;
-  }
-}
-
-GpuSummary summarize_gpu(const telemetry::Trace& trace, std::size_t g, const Signals& s, std::size_t ncells,
-                         const detail::Span& sp) {
+GpuSummary summarize_gpu(const telemetry::Trace& trace, std::size_t g, const Signals& s, const detail::Span& sp) {
   const gpu::DeviceInfo* dev = g < trace.header.gpus.size() ? &trace.header.gpus[g] : nullptr;
   GpuSummary sum;
   sum.gpu = static_cast<int>(g);
   sum.name = dev ? dev->name : "";
   sum.analysed_from_s = sp.t0;
   sum.analysed_to_s = sp.t1;
-  const Features whole = detail::features(s, 0, ncells, false);
+  const Features whole = detail::features(s, 0, s.util.cells, false);
   if (whole.util.n > 0) sum.mean_utilization_percent = whole.util.mean;
   if (whole.sm.n > 0) sum.mean_sm_activity_percent = whole.sm.mean;
   if (whole.tensor.n > 0) sum.mean_tensor_activity_percent = whole.tensor.mean;
@@ -161,29 +240,27 @@ GpuSummary summarize_gpu(const telemetry::Trace& trace, std::size_t g, const Sig
   return sum;
 }
 
-// The finding of one run of windows [w, e) of one GPU with the same id (not a pulse).
-void add_run_finding(int g, const Signals& s, const Windows& win, std::size_t w, std::size_t e, bool staircase,
-                     Diagnosis& d) {
-  const Features f = detail::features(s, win.bounds[w], win.bounds[e]);
+// The finding of one run of one GPU (not a pulse): numbers from the whole run; its label, unless
+// the run as a whole reads as another pattern, in which case the first window's label stands.
+void add_run_finding(int g, const Signals& s, const WindowGrid& wg, const Run& run, bool staircase,
+                     std::vector<Finding>& out) {
+  const Features f = detail::features(s, wg.bound(run.w), wg.bound(run.e));
   Label l = detail::classify(f, s);
-  if (std::string(detail::id_of(l)) != win.id_at(static_cast<std::size_t>(g), w))
-    l = win.labels[static_cast<std::size_t>(g)][w];  // keep the run's label
+  if (std::string(detail::id_of(l)) != run.id) l = run.label;  // keep the run's label
   switch (l) {
     case Label::kInsufficient:
-      d.findings.push_back(detail::insufficient_finding(g, f.t0, f.t1, "too few utilization or GPM samples in this span"));
+      out.push_back(detail::insufficient_finding(g, f.t0, f.t1, "too few utilization or GPM samples in this span"));
       break;
-    case Label::kIdle: d.findings.push_back(detail::simple_finding("idle", g, f)); break;
+    case Label::kIdle: out.push_back(detail::simple_finding("idle", g, f)); break;
     case Label::kHealthy:
       // Two processes filling the GPU between them is contention, not health.
-      if (!staircase) d.findings.push_back(detail::simple_finding("healthy", g, f));
+      if (!staircase) out.push_back(detail::simple_finding("healthy", g, f));
       break;
     case Label::kSawtooth:
-    case Label::kSawtoothFast:
-      d.findings.push_back(detail::sawtooth_finding(g, f, l == Label::kSawtoothFast, s));
-      break;
+    case Label::kSawtoothFast: out.push_back(detail::sawtooth_finding(g, f, l == Label::kSawtoothFast, s)); break;
     case Label::kPlateauLaunch:
-    case Label::kPlateauBusyIdle: d.findings.push_back(detail::plateau_finding(g, f, l, s)); break;
-    case Label::kMemoryBound: d.findings.push_back(detail::memory_bound_finding(g, f)); break;
+    case Label::kPlateauBusyIdle: out.push_back(detail::plateau_finding(g, f, l, s)); break;
+    case Label::kMemoryBound: out.push_back(detail::memory_bound_finding(g, f)); break;
   }
 }
 
@@ -199,64 +276,165 @@ std::string primary_of(const std::map<std::string, double>& time_in) {
   return best;
 }
 
-// Per-GPU runs of the same id: one finding per run, numbers from the whole run; then the
-// whole-span findings (staircase, memory growth, throttling) and the GPU's summary.
-void add_gpu_findings(const telemetry::Trace& trace, std::size_t g, const Signals& s, const Windows& win,
-                      std::size_t ncells, const detail::Span& sp, Diagnosis& d) {
+// What pass 2 finds on one GPU.
+struct GpuResult {
+  GpuSummary summary;
+  std::vector<Finding> findings;
+  std::vector<PatternChange> changes;
+  std::vector<detail::Activity> in_pulse_runs;  // one per pulse run, in order
+};
+
+// Pass 2, one GPU: runs of the same id, one finding per run (numbers from the whole run); the
+// whole-span findings (staircase, memory growth, throttling); its share of each pulse run.
+GpuResult diagnose_gpu(const telemetry::Trace& trace, std::size_t g, const Signals& s, const WindowGrid& wg,
+                       const std::vector<Run>& runs, const std::vector<std::pair<std::size_t, std::size_t>>& pulses,
+                       const detail::Span& sp) {
   const int gi = static_cast<int>(g);
   const telemetry::GpuTrace& gt = trace.gpus[g];
   const gpu::DeviceInfo* dev = g < trace.header.gpus.size() ? &trace.header.gpus[g] : nullptr;
-  GpuSummary sum = summarize_gpu(trace, g, s, ncells, sp);
+  GpuResult out;
+  out.summary = summarize_gpu(trace, g, s, sp);
   const std::optional<Finding> stair = detail::staircase(gi, gt, sp.t0, sp.t1);
   std::map<std::string, double> time_in;
-  std::size_t w = 0;
-  while (w < win.count) {
-    const std::string id = win.id_at(g, w);
-    std::size_t e = w + 1;
-    while (e < win.count && win.id_at(g, e) == id) ++e;
-    time_in[id] += s.util.time_at(win.bounds[e]) - s.util.time_at(win.bounds[w]);
-    if (w > 0) d.changes.push_back({gi, s.util.time_at(win.bounds[w]), win.id_at(g, w - 1), id});
-    if (id != "pulse") add_run_finding(gi, s, win, w, e, stair.has_value(), d);
-    w = e;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const Run& run = runs[r];
+    time_in[run.id] += s.util.time_at(wg.bound(run.e)) - s.util.time_at(wg.bound(run.w));
+    if (r > 0) out.changes.push_back({gi, s.util.time_at(wg.bound(run.w)), runs[r - 1].id, run.id});
+    if (run.id != "pulse") add_run_finding(gi, s, wg, run, stair.has_value(), out.findings);
   }
   if (stair) {
-    d.findings.push_back(*stair);
+    out.findings.push_back(*stair);
     time_in["staircase"] = sp.t1 - sp.t0 + 1e-9;  // contention explains the GPU's whole span
   }
-  if (auto mg = detail::memory_growth(gi, gt, dev, sp.t0, sp.t1)) d.findings.push_back(*mg);
-  if (auto thr = detail::throttled(gi, gt, dev, sp.t0, sp.t1)) d.findings.push_back(*thr);
+  if (auto mg = detail::memory_growth(gi, gt, dev, sp.t0, sp.t1)) out.findings.push_back(*mg);
+  if (auto thr = detail::throttled(gi, gt, dev, sp.t0, sp.t1)) out.findings.push_back(*thr);
   // Primary: the id that covers most of the span.
-  sum.primary = primary_of(time_in);
-  d.gpus.push_back(sum);
+  out.summary.primary = primary_of(time_in);
+  for (const auto& [w, e] : pulses) {
+    const Features f = detail::features(s, wg.bound(w), wg.bound(e));
+    out.in_pulse_runs.push_back(detail::activity_of(f, detail::classify(f, s)));
+  }
+  return out;
+}
+
+// Pulse findings: roles recomputed on each run of pulse windows; when the run as a whole blurs
+// them, taken from its first window.
+std::vector<Finding> pulse_findings(const std::vector<std::pair<std::size_t, std::size_t>>& pulses,
+                                    const std::vector<GpuResult>& gpus,
+                                    const std::vector<std::vector<WindowLabel>>& labelled) {
+  std::vector<Finding> out;
+  for (std::size_t k = 0; k < pulses.size(); ++k) {
+    std::vector<detail::Activity> run;
+    for (const GpuResult& g : gpus) run.push_back(g.in_pulse_runs[k]);
+    detail::PulseRoles r = detail::pulse_roles(run);
+    if (!r.found()) {
+      std::vector<std::size_t> cursor(labelled.size(), 0);
+      r = detail::pulse_roles(across_gpus_at(labelled, pulses[k].first, cursor));
+    }
+    if (r.found()) out.push_back(detail::pulse_finding(r, run));
+  }
+  return out;
+}
+
+// Both passes over every GPU, one GPU's grids in memory at a time: pass 1 labels the windows,
+// the pulses are found across GPUs, pass 2 (the grids rebuilt) turns runs into findings.
+void diagnose_windows(const telemetry::Trace& trace, const detail::Span& sp, const Options& options, Diagnosis& d) {
+  const std::size_t ngpu = trace.gpus.size();
+  WindowGrid wg;
+  std::vector<std::vector<WindowLabel>> labelled(ngpu);
+  for (std::size_t g = 0; g < ngpu; ++g) {
+    const Signals s = detail::make_signals(trace.gpus[g], sp.t0, sp.t1);
+    if (g == 0) wg = make_windows(s.util.cells, sp.t1 - sp.t0, options);
+    labelled[g] = label_windows(s, wg);
+  }
+  const auto in_pulse = pulse_windows(labelled);
+  const auto pulses = pulse_runs(in_pulse);
+  std::vector<GpuResult> gpus;
+  for (std::size_t g = 0; g < ngpu; ++g) {
+    const Signals s = detail::make_signals(trace.gpus[g], sp.t0, sp.t1);
+    gpus.push_back(diagnose_gpu(trace, g, s, wg, runs_of(labelled[g], in_pulse[g], wg.count), pulses, sp));
+  }
+  d.findings = pulse_findings(pulses, gpus, labelled);
+  for (GpuResult& g : gpus) {
+    std::move(g.findings.begin(), g.findings.end(), std::back_inserter(d.findings));
+    std::move(g.changes.begin(), g.changes.end(), std::back_inserter(d.changes));
+    d.gpus.push_back(std::move(g.summary));
+  }
+  if (wg.count > 1)
+    d.notes.push_back(
+        fmt::format("analysed in {} windows of {:.0f} s", wg.count, (sp.t1 - sp.t0) / static_cast<double>(wg.count)));
+}
+
+// The stretches of [first, last] sample times each series covers, split where it is silent for
+// longer than kMaxSilenceS.
+std::vector<std::pair<double, double>> covered(const telemetry::Trace& trace) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& g : trace.gpus)
+    for (const auto& s : g.metrics) {
+      std::size_t i = 0;
+      while (i < s.t.size() && !std::isfinite(s.t[i])) ++i;
+      if (i == s.t.size()) continue;
+      double a = s.t[i], b = s.t[i];
+      for (++i; i < s.t.size(); ++i) {
+        if (!std::isfinite(s.t[i])) continue;
+        if (s.t[i] - b > kMaxSilenceS) {
+          out.emplace_back(a, b);
+          a = s.t[i];
+        }
+        b = std::max(b, s.t[i]);
+      }
+      out.emplace_back(a, b);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
+
+telemetry::ReadOptions read_options() {
+  telemetry::ReadOptions o;
+  o.metrics.reset();
+  for (Metric m : {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kGpmSmActivityPercent,
+                   Metric::kGpmTensorActivityPercent, Metric::kGpmDramActivityPercent,
+                   Metric::kGpmNvlinkTxBytesPerSecond, Metric::kPowerWatts, Metric::kSmClockMhz,
+                   Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes, Metric::kPowerLimitWatts})
+    o.metrics.set(gpu::index(m));
+  o.processes = true;
+  return o;
+}
+
+core::Status check_diagnosable(const telemetry::Trace& trace, std::string_view name) {
+  const auto spans = covered(trace);
+  if (spans.empty()) return core::ok_status();
+  double end = spans.front().second;
+  for (const auto& [a, b] : spans) {
+    if (a - end > kMaxSilenceS)
+      return core::Error(core::ErrorKind::kBadInput,
+                         fmt::format("{}: no sample from t = {:.1f} s to t = {:.1f} s ({:.1f} days): one trace is not "
+                                     "silent for more than {:.0f} days; this is two recordings joined, or a clock "
+                                     "that jumped (split the file at the gap and diagnose each part)",
+                                     name, end, a, (a - end) / 86400, kMaxSilenceS / 86400));
+    end = std::max(end, b);
+  }
+  return core::ok_status();
+}
 
 Diagnosis diagnose(const telemetry::Trace& trace, const Options& options) {
   Diagnosis d;
   d.input_format = input_format_of(trace);
   d.duration_s = trace.duration_s;
+  d.warnings = trace.warnings;
   const detail::Span sp = detail::analysed_span(trace, options);
-  const std::size_t ngpu = trace.gpus.size();
   d.unseen = unseen_signals(trace);
-  if (ngpu == 0) {
+  if (trace.gpus.empty()) {
     d.findings.push_back(detail::insufficient_finding(-1, 0, trace.duration_s, "the input holds no GPU"));
     return d;
   }
-  const double span = sp.t1 - sp.t0;
-  if (!(span >= th::kMinSpanS)) {
+  if (!(sp.t1 - sp.t0 >= th::kMinSpanS)) {
     insufficient_span(trace, sp, d);
     return d;
   }
-
-  std::vector<Signals> sig;
-  sig.reserve(ngpu);
-  for (const auto& g : trace.gpus) sig.push_back(detail::make_signals(g, sp.t0, sp.t1));
-  const std::size_t ncells = sig[0].util.v.size();
-  const Windows win = label_windows(sig, ncells, span, options);
-  add_pulse_findings(sig, win, d);
-  for (std::size_t g = 0; g < ngpu; ++g) add_gpu_findings(trace, g, sig[g], win, ncells, sp, d);
-
+  diagnose_windows(trace, sp, options, d);
   // Caveats shared by every finding of this input.
   for (Finding& f : d.findings) {
     if (d.input_format == "nvidia-smi-csv")
@@ -264,9 +442,7 @@ Diagnosis diagnose(const telemetry::Trace& trace, const Options& options) {
   }
   std::stable_sort(d.findings.begin(), d.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
-  if (!sp.how.empty()) d.notes.push_back(sp.how);
-  if (win.count > 1)
-    d.notes.push_back(fmt::format("analysed in {} windows of {:.0f} s", win.count, span / static_cast<double>(win.count)));
+  if (!sp.how.empty()) d.notes.insert(d.notes.begin(), sp.how);
   return d;
 }
 
@@ -299,6 +475,7 @@ nlohmann::json to_json(const Diagnosis& d) {
   j["changes"] = std::move(cs);
   j["unseen"] = d.unseen;
   j["notes"] = d.notes;
+  j["warnings"] = d.warnings;
   return j;
 }
 

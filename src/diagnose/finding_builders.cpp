@@ -38,6 +38,22 @@ std::string gpu_list(const std::vector<int>& g) {
   return s;
 }
 
+// The cells where both grids (same t0, dt and length) have data, in cell order: what a
+// correlation over their dense cells would pair.
+void paired_cells(const StepGrid& x, const StepGrid& y, std::vector<double>& a, std::vector<double>& b) {
+  std::size_t i = 0, j = 0;
+  while (i < x.steps.size() && j < y.steps.size()) {
+    const auto& p = x.steps[i];
+    const auto& q = y.steps[j];
+    const std::size_t p1 = std::size_t{p.first} + p.count, q1 = std::size_t{q.first} + q.count;
+    const std::size_t from = std::max<std::size_t>(p.first, q.first), to = std::min(p1, q1);
+    for (std::size_t c = from; c < to; ++c) {
+      a.push_back(p.v);
+      b.push_back(q.v);
+    }
+    (p1 <= q1 ? i : j) += 1;
+  }
+}
 
 }  // namespace
 
@@ -202,41 +218,45 @@ Finding insufficient_finding(int g, double t0, double t1, const std::string& why
   return out;
 }
 
-Finding pulse_finding(const PulseRoles& r, const std::vector<Features>& fs) {
+Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
   // Per-busy-time SM activity of the stragglers: what a GPU doing this step's work reaches.
   double ref = 0;
   bool gpm = true;
   for (int j : r.stragglers) {
-    const Features& f = fs[static_cast<std::size_t>(j)];
+    const Activity& f = fs[static_cast<std::size_t>(j)];
     if (!has_gpm(f)) gpm = false;
-    else ref = std::max(ref, std::min(100.0, share_of(f.sm.mean, std::max(busy_level(f), 1.0)) * 100));
+    else
+      ref = std::max(ref, std::min(100.0, share_of(f.sm_mean, std::max(busy_level(f), 1.0)) * 100));
   }
   double worst = 0;
   nlohmann::json waiting = nlohmann::json::array();
   for (int i : r.waiting) {
-    const Features& f = fs[static_cast<std::size_t>(i)];
+    const Activity& f = fs[static_cast<std::size_t>(i)];
     double share = 0;
     if (gpm && has_gpm(f) && ref > 0) {
-      share = std::clamp(1 - f.sm.mean / ref, 0.0, 1.0);
+      share = std::clamp(1 - f.sm_mean / ref, 0.0, 1.0);
     } else {
       // Power above the idle floor as a stand-in for work done (no GPM).
       double pref = 0;
-      for (int j : r.stragglers) pref = std::max(pref, fs[static_cast<std::size_t>(j)].power.mean);
-      share = pref > 0 ? std::clamp(1 - f.power.mean / pref, 0.0, 1.0) : 0;
+      for (int j : r.stragglers) pref = std::max(pref, fs[static_cast<std::size_t>(j)].power_mean);
+      share = pref > 0 ? std::clamp(1 - f.power_mean / pref, 0.0, 1.0) : 0;
     }
     worst = std::max(worst, share);
-    waiting.push_back({{"gpu", i}, {"waiting_share", share}, {"utilization_percent", busy_level(f)},
-                       {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm.mean) : nlohmann::json(nullptr)},
-                       {"power_watts", f.power.n > 0 ? nlohmann::json(f.power.mean) : nlohmann::json(nullptr)}});
+    waiting.push_back({{"gpu", i},
+                       {"waiting_share", share},
+                       {"utilization_percent", busy_level(f)},
+                       {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
+                       {"power_watts", f.power_n > 0 ? nlohmann::json(f.power_mean) : nlohmann::json(nullptr)}});
   }
   nlohmann::json strag = nlohmann::json::array();
   std::string strag_kind = "compute";
   for (int j : r.stragglers) {
-    const Features& f = fs[static_cast<std::size_t>(j)];
+    const Activity& f = fs[static_cast<std::size_t>(j)];
     const bool host = busy_level(f) < th::kBusyUtilPercent;
     if (host) strag_kind = "host";
-    strag.push_back({{"gpu", j}, {"utilization_percent", busy_level(f)},
-                     {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm.mean) : nlohmann::json(nullptr)},
+    strag.push_back({{"gpu", j},
+                     {"utilization_percent", busy_level(f)},
+                     {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
                      {"kind", host ? "host" : "compute"}});
   }
   Finding out = findings::make_finding("pulse", worst >= th::kCriticalWaitShare ? Severity::kCritical : Severity::kWarning);
@@ -244,27 +264,29 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Features>& fs) {
   all.insert(all.end(), r.stragglers.begin(), r.stragglers.end());
   std::sort(all.begin(), all.end());
   out.gpus = all;
-  const Features& w0 = fs[static_cast<std::size_t>(r.waiting.front())];
+  const Activity& w0 = fs[static_cast<std::size_t>(r.waiting.front())];
   out.window = {w0.t0, w0.t1};
   out.confidence = th::kBaseConfidence * span_confidence(w0.t1 - w0.t0) * (gpm ? 1.0 : th::kGuessFactor);
   out.message = fmt::format(
       "GPU {} wait{} for straggler GPU {} ({}): busy {} but {}; about {} of the time is spent waiting",
       gpu_list(r.waiting), r.waiting.size() == 1 ? "s" : "", gpu_list(r.stragglers),
-      strag_kind == "host" ? "its own GPU idles: the delay is on the host" : "it computes longer",
-      pct(busy_level(w0)),
-      has_gpm(w0) ? fmt::format("SM activity only {}", pct(w0.sm.mean)) : fmt::format("power only {:.0f} W", w0.power.mean),
+      strag_kind == "host" ? "its own GPU idles: the delay is on the host" : "it computes longer", pct(busy_level(w0)),
+      has_gpm(w0) ? fmt::format("SM activity only {}", pct(w0.sm_mean))
+                  : fmt::format("power only {:.0f} W", w0.power_mean),
       pct(worst * 100));
   if (!gpm) out.caveats.push_back("no GPM in this input: waiting inferred from power, not SM activity");
   for (int i : r.waiting) {
-    const Features& f = fs[static_cast<std::size_t>(i)];
+    const Activity& f = fs[static_cast<std::size_t>(i)];
     add(out, fmt::format("gpu{}_utilization_percent", i), busy_level(f), "percent", "waiting GPU, mean utilization");
-    if (has_gpm(f)) add(out, fmt::format("gpu{}_sm_activity_percent", i), f.sm.mean, "percent", "waiting GPU, GPM SM activity");
+    if (has_gpm(f))
+      add(out, fmt::format("gpu{}_sm_activity_percent", i), f.sm_mean, "percent", "waiting GPU, GPM SM activity");
     if (f.has_nvlink) add(out, fmt::format("gpu{}_nvlink_tx_bytes_per_second", i), f.nvlink_tx_mean, "By/s", "GPM NVLink tx, mean");
   }
   for (int j : r.stragglers) {
-    const Features& f = fs[static_cast<std::size_t>(j)];
+    const Activity& f = fs[static_cast<std::size_t>(j)];
     add(out, fmt::format("gpu{}_utilization_percent", j), busy_level(f), "percent", "straggler, mean utilization");
-    if (has_gpm(f)) add(out, fmt::format("gpu{}_sm_activity_percent", j), f.sm.mean, "percent", "straggler, GPM SM activity");
+    if (has_gpm(f))
+      add(out, fmt::format("gpu{}_sm_activity_percent", j), f.sm_mean, "percent", "straggler, GPM SM activity");
   }
   add(out, "waiting_share", worst, "1",
       gpm ? "1 - waiting GPU's SM activity / straggler's SM activity per busy time" : "1 - waiting GPU's power / straggler's power");
@@ -286,21 +308,30 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
     pr.s.t.push_back(p.t);
     pr.s.v.push_back(v);
   }
-  struct Contender { std::uint32_t pid; std::string name; double mean; std::size_t n; Grid grid; };
+  struct Contender {
+    std::uint32_t pid;
+    std::string name;
+    double mean;
+    std::size_t n;
+    StepGrid grid;
+  };
   std::vector<Contender> cs;
   for (auto& [pid, pr] : procs) {
     const Levels l = levels(pr.s.v);
     if (l.n < th::kMinProcessPoints || l.mean < th::kMinProcessUtilPercent) continue;
     const double period = upper_median_spacing(pr.s, 1.0);
-    const Grid gr = resample(pr.s, t0, t1, std::max(period, th::kGridStepS), 2 * period);
-    cs.push_back({pid, pr.name, l.mean, l.n, gr});
+    StepGrid gr = resample_steps(pr.s, t0, t1, std::max(period, th::kGridStepS), 2 * period);
+    cs.push_back({pid, pr.name, l.mean, l.n, std::move(gr)});
   }
   if (cs.size() < 2) return std::nullopt;
   double total = 0;
   for (const auto& c : cs) total += c.mean;
   std::optional<double> corr;
-  if (cs.size() == 2 && cs[0].grid.dt == cs[1].grid.dt)
-    corr = core::correlation(cs[0].grid.v, cs[1].grid.v, th::kMinCorrelationPairs);
+  if (cs.size() == 2 && cs[0].grid.dt == cs[1].grid.dt) {
+    std::vector<double> a, b;
+    paired_cells(cs[0].grid, cs[1].grid, a, b);
+    corr = core::correlation(a, b, th::kMinCorrelationPairs);
+  }
   double worst = 0;
   nlohmann::json jp = nlohmann::json::array();
   Finding out = findings::make_finding("staircase", Severity::kWarning);

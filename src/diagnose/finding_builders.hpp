@@ -28,8 +28,8 @@ namespace gpudoc::diagnose::detail {
 [[nodiscard]] findings::Finding simple_finding(const char* id, int g, const Features& f);
 // g < 0: about the whole input, not one GPU.
 [[nodiscard]] findings::Finding insufficient_finding(int g, double t0, double t1, const std::string& why);
-// fs[i]: GPU i over the pulse's span.
-[[nodiscard]] findings::Finding pulse_finding(const PulseRoles& r, const std::vector<Features>& fs);
+// gpus[i]: GPU i over the pulse's span.
+[[nodiscard]] findings::Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& gpus);
 
 // Whole-span findings over [t0, t1]; nullopt when the pattern is not there. dev may be null.
 [[nodiscard]] std::optional<findings::Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0, double t1);

@@ -13,17 +13,11 @@ namespace {
 
 using gpu::Metric;
 
-Grid grid_of(const telemetry::Series& s, double t0, double t1, double* period_out = nullptr) {
+StepGrid grid_of(const telemetry::Series& s, double t0, double t1, double* period_out = nullptr) {
   const double period = upper_median_spacing(s, 1.0);
   if (period_out) *period_out = period;
-  const double hold = std::max(th::kMinHoldS, th::kMaxHoldFactor * period);
-  return resample(s, t0, t1, th::kGridStepS, hold);
-}
-
-std::span<const double> cells(const Grid& g, std::size_t a, std::size_t b) {
-  a = std::min(a, g.v.size());
-  b = std::min(b, g.v.size());
-  return std::span<const double>(g.v).subspan(a, b - a);
+  const double hold = std::min(th::kMaxHoldS, std::max(th::kMinHoldS, th::kMaxHoldFactor * period));
+  return resample_steps(s, t0, t1, th::kGridStepS, hold);
 }
 
 // Start-up: the first sign of work on one GPU (util/SM up for kOnsetMinS, or memory allocated);
@@ -83,10 +77,10 @@ Signals make_signals(const telemetry::GpuTrace& g, double t0, double t1) {
   s.dram = grid_of(g.metric(Metric::kGpmDramActivityPercent), t0, t1);
   s.power = grid_of(g.metric(Metric::kPowerWatts), t0, t1);
   s.nvlink_tx = grid_of(g.metric(Metric::kGpmNvlinkTxBytesPerSecond), t0, t1);
-  s.has_util = levels(s.util.v).n >= th::kMinSignalCells;
-  s.has_gpm = levels(s.sm.v).n >= th::kMinSignalCells;
-  s.has_power = levels(s.power.v).n >= th::kMinSignalCells;
-  s.has_mutil = levels(s.mutil.v).n >= th::kMinSignalCells;
+  s.has_util = s.util.count(0, s.util.cells) >= th::kMinSignalCells;
+  s.has_gpm = s.sm.count(0, s.sm.cells) >= th::kMinSignalCells;
+  s.has_power = s.power.count(0, s.power.cells) >= th::kMinSignalCells;
+  s.has_mutil = s.mutil.count(0, s.mutil.cells) >= th::kMinSignalCells;
   const auto& p = g.metric(Metric::kPowerWatts);
   const Levels pl = levels(p.v);
   if (pl.n > 0) {
@@ -100,17 +94,17 @@ Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave
   Features f;
   f.t0 = s.util.time_at(a);
   f.t1 = s.util.time_at(b);
-  f.util = levels(cells(s.util, a, b));
-  f.mutil = levels(cells(s.mutil, a, b));
-  f.sm = levels(cells(s.sm, a, b));
-  f.tensor = levels(cells(s.tensor, a, b));
-  f.dram = levels(cells(s.dram, a, b));
-  f.power = levels(cells(s.power, a, b));
-  const Levels nv = levels(cells(s.nvlink_tx, a, b));
+  f.util = levels(s.util, a, b);
+  f.mutil = levels(s.mutil, a, b);
+  f.sm = levels(s.sm, a, b);
+  f.tensor = levels(s.tensor, a, b);
+  f.dram = levels(s.dram, a, b);
+  f.power = levels(s.power, a, b);
+  const Levels nv = levels(s.nvlink_tx, a, b);
   f.has_nvlink = nv.n > 0;
   f.nvlink_tx_mean = nv.mean;
   f.use_util = f.util.n >= th::kMinSignalCells || f.sm.n < th::kMinSignalCells;
-  const auto wave = f.use_util ? cells(s.util, a, b) : cells(s.sm, a, b);
+  const StepGrid& wave = f.use_util ? s.util : s.sm;
   const Levels& wl = f.use_util ? f.util : f.sm;
   // Only a signal that swings from near idle to high can be a sawtooth: skip the (costly)
   // autocorrelation otherwise.
@@ -119,10 +113,10 @@ Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave
     const auto max_lag = static_cast<std::size_t>(std::min(th::kMaxPeriodS, (f.t1 - f.t0) / 2) / th::kGridStepS);
     // The period is read from the first kAcfMaxCells of a long run: the cost stays linear in the
     // trace's length, and a run is one pattern by construction.
-    const std::vector<double> acf = autocorrelation(wave.first(std::min(wave.size(), th::kAcfMaxCells)), max_lag);
+    const std::vector<double> acf = autocorrelation(wave.dense(a, std::min(b, a + th::kAcfMaxCells)), max_lag);
     f.acf = first_acf_peak(acf, th::kAcfPeakMin);
     const double mid = (wl.p95 + wl.p05) / 2;
-    f.mid_crossings = crossings(wave, mid);
+    f.mid_crossings = crossings(wave, a, b, mid);
     const double valid_s = static_cast<double>(wl.n) * th::kGridStepS;
     const double cross_period = f.mid_crossings >= 2 ? valid_s / (static_cast<double>(f.mid_crossings) / 2) : 0;
     if (f.acf) {
@@ -147,13 +141,19 @@ double share_of(double part, double whole) { return whole > 0 ? part / whole : 0
 
 Span analysed_span(const telemetry::Trace& trace, const Options& opt) {
   double first = INFINITY, last = -INFINITY;
-  for (const auto& g : trace.gpus)
-    for (const auto& s : g.metrics)
-      for (double t : s.t)
-        if (std::isfinite(t)) {
-          first = std::min(first, t);
-          last = std::max(last, t);
-        }
+  if (trace.first_sample_s && trace.last_sample_s) {
+    // The reader's: it saw the metrics it did not keep too.
+    first = *trace.first_sample_s;
+    last = *trace.last_sample_s;
+  } else {
+    for (const auto& g : trace.gpus)
+      for (const auto& s : g.metrics)
+        for (double t : s.t)
+          if (std::isfinite(t)) {
+            first = std::min(first, t);
+            last = std::max(last, t);
+          }
+  }
   Span sp;
   if (!std::isfinite(first)) return sp;
   sp.first = first;

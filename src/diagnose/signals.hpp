@@ -4,7 +4,10 @@
 //
 //   detail::Span sp = detail::analysed_span(trace, options);
 //   detail::Signals s = detail::make_signals(trace.gpus[0], sp.t0, sp.t1);
-//   detail::Features f = detail::features(s, 0, s.util.v.size());   // the whole span
+//   detail::Features f = detail::features(s, 0, s.util.cells);   // the whole span
+//
+// The grids are step grids (features.hpp): one GPU's signals over a day take tens of MB, and two
+// samples far apart take two steps, not the cells between them.
 //
 // Pure functions; thread-safe (no shared state); never throw.
 #pragma once
@@ -28,9 +31,10 @@ struct Span {
 };
 [[nodiscard]] Span analysed_span(const telemetry::Trace& trace, const Options& options);
 
-// One GPU's series on the analysis grid (th::kGridStepS), over the analysed span.
+// One GPU's series on the analysis grid (th::kGridStepS), over the analysed span; every grid has
+// the same t0 and number of cells.
 struct Signals {
-  Grid util, mutil, sm, tensor, dram, power, nvlink_tx;
+  StepGrid util, mutil, sm, tensor, dram, power, nvlink_tx;
   bool has_util = false, has_gpm = false, has_power = false, has_mutil = false;
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
   double power_floor_w = 0;                        // idle floor: p05 of the whole trace's power
