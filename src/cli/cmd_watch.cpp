@@ -66,6 +66,7 @@ int run_watch(const WatchFlags& f) {
   if (!f.trace.empty()) {
     auto trace = telemetry::read_telemetry_file(f.trace);
     if (!trace) return report_error(trace.error(), f.json);
+    for (const auto& w : trace->warnings) std::fprintf(stderr, "gpudoc: warning: %s\n", core::terminal_safe(w).c_str());
     replay_start_ns = trace->header.start_unix_ns;
     replay_duration = trace->duration_s;
     std::string gpu_name = trace->header.gpus.empty() ? "no GPU" : trace->header.gpus[0].name;
