@@ -9,11 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <deque>
 #include <exception>
-#include <iterator>
 #include <limits>
 #include <new>
 #include <numeric>
@@ -627,9 +624,11 @@ class Reader {
   std::unordered_map<std::string_view, int> metric_keys_;  // name -> metric index, -1 = declared, unknown
 };
 
-// The visitor behind read_trace_file: columns per GPU and metric. Values are gathered in blocks
-// (std::deque) while reading, so a series that grows never needs a copy twice its size; each is
-// moved into an exactly sized vector at the end, one at a time.
+// The visitor behind read_trace_file: columns per GPU and metric, appended to as the file is read.
+// Each column is a vector of its own (a few MB for a day at native rates): when one grows, the
+// copy is of that column only, and the capacity it has not filled yet is never touched, so it
+// costs address space, not memory. (Gathering in blocks and copying into exactly sized vectors
+// at the end costs twice: the freed blocks stay in the heap.)
 class TraceBuilder final : public TraceVisitor {
  public:
   explicit TraceBuilder(const ReadOptions& options) : options_(options) {}
@@ -637,35 +636,25 @@ class TraceBuilder final : public TraceVisitor {
   void header(const TraceHeader& h) override {
     trace_.header = h;
     trace_.gpus.resize(h.gpus.size());
-    series_.resize(h.gpus.size());
-    processes_.resize(h.gpus.size());
   }
   void sample(std::size_t gpu, gpu::Metric m, double t, double value) override {
     if (!trace_.first_sample_s || t < *trace_.first_sample_s) trace_.first_sample_s = t;
     if (!trace_.last_sample_s || t > *trace_.last_sample_s) trace_.last_sample_s = t;
     if (!options_.metrics.test(gpu::index(m))) return;
-    Columns& c = series_[gpu][gpu::index(m)];
-    c.t.push_back(t);
-    c.v.push_back(value);
+    Series& s = trace_.gpus[gpu].metric(m);
+    s.t.push_back(t);
+    s.v.push_back(value);
   }
   void process(std::size_t gpu, ProcessPoint&& p) override {
-    if (options_.processes) processes_[gpu].push_back(std::move(p));
+    if (options_.processes) trace_.gpus[gpu].processes.push_back(std::move(p));
   }
   void event(Event&& e) override { trace_.events.push_back(std::move(e)); }
   void end(const TraceSummary& s) override { trace_.end = s; }
   void warning(std::string message) override { trace_.warnings.push_back(std::move(message)); }
   void finish(double duration_s) override {
-    for (std::size_t g = 0; g < series_.size(); ++g) {
-      for (std::size_t m = 0; m < gpu::kMetricCount; ++m) {
-        Series& s = trace_.gpus[g].metrics[m];
-        s.t = take(series_[g][m].t);
-        s.v = take(series_[g][m].v);
-        sort_series(s);
-      }
-      auto& procs = trace_.gpus[g].processes;
-      procs.assign(std::make_move_iterator(processes_[g].begin()), std::make_move_iterator(processes_[g].end()));
-      processes_[g] = {};
-      sort_by_t(procs);
+    for (auto& g : trace_.gpus) {
+      for (auto& s : g.metrics) sort_series(s);
+      sort_by_t(g.processes);
     }
     sort_by_t(trace_.events);
     trace_.duration_s = duration_s;
@@ -674,16 +663,6 @@ class TraceBuilder final : public TraceVisitor {
   Trace take_trace() { return std::move(trace_); }
 
  private:
-  struct Columns {
-    std::deque<double> t, v;
-  };
-
-  static std::vector<double> take(std::deque<double>& d) {
-    std::vector<double> out(d.begin(), d.end());
-    d = {};
-    return out;
-  }
-
   // Utilization samples come from the driver's buffer and are written after later fast samples,
   // so series may be out of order; a stable sort keeps equal times in file order.
   static void sort_series(Series& s) {
@@ -709,8 +688,6 @@ class TraceBuilder final : public TraceVisitor {
 
   ReadOptions options_;
   Trace trace_;
-  std::vector<std::array<Columns, gpu::kMetricCount>> series_;
-  std::vector<std::deque<ProcessPoint>> processes_;
 };
 
 // Runs `read` with the reader's promise: never an exception out, an allocation failure is the
