@@ -93,7 +93,9 @@ void add_output_flags(CLI::App& cmd, OutputFlags& out) {
       ->type_name("FILE");
   cmd.add_option("--min-severity", out.min_severity, "exit 1 when a finding is at or above this: info, warning, critical")
       ->capture_default_str();
-  cmd.add_option("--window", out.window_s, "analyse long traces in windows of this many seconds (pattern changes between them are reported)")
+  cmd.add_option("--window", out.window_s,
+                 "analyse long traces in windows of this many seconds, 2 to 1e6 (pattern changes between them are "
+                 "reported)")
       ->capture_default_str();
 }
 

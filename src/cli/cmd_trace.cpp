@@ -1,4 +1,7 @@
-// `gpudoc trace info FILE [--json]`: validates a recorded trace and summarises it.
+// `gpudoc trace info FILE [--json]`: validates a recorded trace and summarises it. The file is read
+// as a stream (telemetry::trace_stats_of_file): a day-long trace needs no more memory than a short
+// one. Text from the trace (host, names, commands, event kinds) is made terminal-safe; JSON
+// carries it exactly.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,8 +19,7 @@
 #include "cli/common.hpp"
 #include "core/text.hpp"
 #include "gpu/metrics.hpp"
-#include "telemetry/input.hpp"
-#include "telemetry/trace.hpp"
+#include "telemetry/trace_stats.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -26,56 +28,6 @@ struct InfoOptions {
   std::string path;
   bool json = false;
 };
-
-// A gap is an interval longer than this many periods: a missed read or two is jitter, three is
-// the sampler (or the machine) stalling.
-constexpr double kGapPeriods = 3.0;
-
-struct MetricStats {
-  gpu::Metric metric{};
-  std::size_t samples = 0;
-  double period_s = 0;             // the header's period, or the catalog default when absent
-  bool period_from_header = false;
-  std::optional<double> mean_interval_s;
-  std::size_t gaps = 0;
-  double longest_gap_s = 0;
-  double min = 0;
-  double mean = 0;
-  double max = 0;
-};
-
-std::vector<MetricStats> metric_stats(const telemetry::Trace& trace, const telemetry::GpuTrace& g) {
-  std::vector<MetricStats> out;
-  for (gpu::Metric m : gpu::all_metrics()) {
-    const telemetry::Series& s = g.metric(m);
-    if (s.empty()) continue;
-    MetricStats st;
-    st.metric = m;
-    st.samples = s.size();
-    st.period_s = static_cast<double>(gpu::info(gpu::info(m).group).default_period.count()) / 1000.0;
-    for (const auto& col : trace.header.metrics) {
-      if (col.name == gpu::info(m).name && col.period_ms > 0) {
-        st.period_s = static_cast<double>(col.period_ms) / 1000.0;
-        st.period_from_header = true;
-      }
-    }
-    if (s.size() >= 2) st.mean_interval_s = (s.t.back() - s.t.front()) / static_cast<double>(s.size() - 1);
-    for (std::size_t i = 1; i < s.size(); ++i) {
-      double d = s.t[i] - s.t[i - 1];
-      if (d > kGapPeriods * st.period_s) {
-        ++st.gaps;
-        st.longest_gap_s = std::max(st.longest_gap_s, d);
-      }
-    }
-    st.min = *std::min_element(s.v.begin(), s.v.end());
-    st.max = *std::max_element(s.v.begin(), s.v.end());
-    double sum = 0;
-    for (double v : s.v) sum += v;
-    st.mean = sum / static_cast<double>(s.size());
-    out.push_back(st);
-  }
-  return out;
-}
 
 // 2026-05-28T09:12:03.123Z
 std::string iso8601_utc(std::int64_t unix_ns) {
@@ -94,20 +46,7 @@ std::string format_value(double v, std::string_view unit) {
   return fmt::format("{:.1f}", v);
 }
 
-std::map<std::string, std::size_t> event_counts(const telemetry::Trace& trace) {
-  std::map<std::string, std::size_t> counts;
-  for (const auto& e : trace.events) ++counts[e.kind];
-  return counts;
-}
-
-std::size_t distinct_pids(const telemetry::GpuTrace& g) {
-  std::vector<std::uint32_t> pids;
-  for (const auto& p : g.processes) pids.push_back(p.sample.pid);
-  std::sort(pids.begin(), pids.end());
-  return static_cast<std::size_t>(std::unique(pids.begin(), pids.end()) - pids.begin());
-}
-
-int print_trace_json(const std::string& path, const telemetry::Trace& t) {
+int print_trace_json(const std::string& path, const telemetry::TraceStats& t) {
   const auto& h = t.header;
   nlohmann::ordered_json j;
   j["file"] = path;
@@ -136,7 +75,7 @@ int print_trace_json(const std::string& path, const telemetry::Trace& t) {
     g["name"] = h.gpus[i].name;
     g["uuid"] = h.gpus[i].uuid;
     nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
-    for (const auto& st : metric_stats(t, t.gpus[i])) {
+    for (const auto& st : t.gpus[i].metrics) {
       nlohmann::ordered_json m;
       m["name"] = gpu::info(st.metric).name;
       m["unit"] = gpu::info(st.metric).unit;
@@ -152,87 +91,100 @@ int print_trace_json(const std::string& path, const telemetry::Trace& t) {
       metrics.push_back(std::move(m));
     }
     g["metrics"] = std::move(metrics);
-    g["process_records"] = t.gpus[i].processes.size();
-    g["process_ids"] = distinct_pids(t.gpus[i]);
+    g["process_records"] = t.gpus[i].process_records;
+    g["process_ids"] = t.gpus[i].process_ids;
     gpus.push_back(std::move(g));
   }
   j["gpus"] = std::move(gpus);
   nlohmann::ordered_json events = nlohmann::ordered_json::object();
-  for (const auto& [kind, n] : event_counts(t)) events[kind] = n;
+  for (const auto& [kind, n] : t.events) events[kind] = n;
   j["events"] = std::move(events);
+  // What the reader left out of the file (a last line cut off, CSV rows skipped), with where.
+  j["warnings"] = t.warnings;
   print_json(j);
   return core::kExitOk;
 }
 
 std::string or_unknown(const std::string& s) { return s.empty() ? "?" : s; }
 
-int print_text(const std::string& path, const telemetry::Trace& t) {
+// Text from the file, as the terminal may show it.
+std::string safe(const std::string& s) { return core::terminal_safe(s); }
+
+std::string facts_text(const std::string& path, const telemetry::TraceStats& t) {
   const auto& h = t.header;
-  std::string out = fmt::format("{}: a valid gpudoc trace (format version {})\n", path, h.version);
+  std::string out = fmt::format("{}: a valid gpudoc trace (format version {})\n", safe(path), h.version);
   std::vector<std::vector<std::string>> facts;
-  facts.push_back({"  host", or_unknown(h.host)});
-  facts.push_back({"  recorded by",
-                   fmt::format("gpudoc {}, backend {}, driver {}, CUDA {}", or_unknown(h.gpudoc_version),
-                               or_unknown(h.system.backend), or_unknown(h.system.driver_version),
-                               or_unknown(h.system.cuda_driver_version))});
-  if (!h.command.empty()) facts.push_back({"  command", fmt::format("{}", fmt::join(h.command, " "))});
+  facts.push_back({"  host", safe(or_unknown(h.host))});
+  facts.push_back(
+      {"  recorded by", safe(fmt::format("gpudoc {}, backend {}, driver {}, CUDA {}", or_unknown(h.gpudoc_version),
+                                         or_unknown(h.system.backend), or_unknown(h.system.driver_version),
+                                         or_unknown(h.system.cuda_driver_version)))});
+  if (!h.command.empty()) {
+    std::vector<std::string> words;
+    for (const auto& a : h.command) words.push_back(safe(a));
+    facts.push_back({"  command", fmt::format("{}", fmt::join(words, " "))});
+  }
   facts.push_back({"  start", iso8601_utc(h.start_unix_ns)});
   facts.push_back({"  duration", t.duration_s >= 60 ? fmt::format("{} ({:.1f} s)", core::human_duration(t.duration_s),
                                                                     t.duration_s)
                                                     : core::human_duration(t.duration_s)});
   if (t.end)
-    facts.push_back({"  end", fmt::format("clean ({}); {} sample lines, {} records dropped", t.end->reason,
+    facts.push_back({"  end", fmt::format("clean ({}); {} sample lines, {} records dropped", safe(t.end->reason),
                                           t.end->sample_lines, t.end->dropped_records)});
   else
     facts.push_back({"  end", "none: the recording did not close cleanly (killed, crashed, or still running)"});
+  for (const auto& w : t.warnings) facts.push_back({"  dropped", safe(w)});
   // render_table treats the first row as a header row; the facts have none, so print them plainly.
   std::size_t w = 0;
   for (const auto& f : facts) w = std::max(w, f[0].size());
   for (const auto& f : facts) out += fmt::format("{:<{}}  {}\n", f[0], w, f[1]);
+  return out;
+}
 
-  for (std::size_t i = 0; i < t.gpus.size(); ++i) {
-    const auto& d = h.gpus[i];
-    out += fmt::format("\nGPU {}: {}  {}{}\n", i, or_unknown(d.name), or_unknown(d.uuid),
-                       d.pci_bus_id.empty() ? "" : fmt::format("  ({})", d.pci_bus_id));
-    auto stats = metric_stats(t, t.gpus[i]);
-    if (stats.empty()) {
-      out += "  no metric samples\n";
-    } else {
-      std::vector<std::vector<std::string>> rows = {
-          {"metric", "samples", "interval", "period", "gaps", "longest gap", "min", "mean", "max"}};
-      for (const auto& st : stats) {
-        const auto& mi = gpu::info(st.metric);
-        rows.push_back({std::string(mi.name), std::to_string(st.samples),
-                        st.mean_interval_s ? core::human_duration(*st.mean_interval_s) : "-",
-                        core::human_duration(st.period_s) + (st.period_from_header ? "" : "*"),
-                        std::to_string(st.gaps), st.gaps ? core::human_duration(st.longest_gap_s) : "-",
-                        format_value(st.min, mi.unit), format_value(st.mean, mi.unit), format_value(st.max, mi.unit)});
-      }
-      std::string table = core::render_table(rows);
-      // Indent the table under its GPU.
-      std::size_t start = 0;
-      while (start < table.size()) {
-        std::size_t nl = table.find('\n', start);
-        if (nl == std::string::npos) nl = table.size();
-        out += "  " + table.substr(start, nl - start) + "\n";
-        start = nl + 1;
-      }
+std::string gpu_text(std::size_t i, const gpu::DeviceInfo& d, const telemetry::GpuTraceStats& g) {
+  std::string out = fmt::format("\nGPU {}: {}  {}{}\n", i, safe(or_unknown(d.name)), safe(or_unknown(d.uuid)),
+                                d.pci_bus_id.empty() ? "" : fmt::format("  ({})", safe(d.pci_bus_id)));
+  if (g.metrics.empty()) {
+    out += "  no metric samples\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"metric", "samples", "interval", "period", "gaps", "longest gap", "min", "mean", "max"}};
+    for (const auto& st : g.metrics) {
+      const auto& mi = gpu::info(st.metric);
+      rows.push_back({std::string(mi.name), std::to_string(st.samples),
+                      st.mean_interval_s ? core::human_duration(*st.mean_interval_s) : "-",
+                      core::human_duration(st.period_s) + (st.period_from_header ? "" : "*"), std::to_string(st.gaps),
+                      st.gaps ? core::human_duration(st.longest_gap_s) : "-", format_value(st.min, mi.unit),
+                      format_value(st.mean, mi.unit), format_value(st.max, mi.unit)});
     }
-    const auto& procs = t.gpus[i].processes;
-    if (!procs.empty())
-      out += fmt::format("  processes: {} records, {} distinct pids\n", procs.size(), distinct_pids(t.gpus[i]));
+    std::string table = core::render_table(rows);
+    // Indent the table under its GPU.
+    std::size_t start = 0;
+    while (start < table.size()) {
+      std::size_t nl = table.find('\n', start);
+      if (nl == std::string::npos) nl = table.size();
+      out += "  " + table.substr(start, nl - start) + "\n";
+      start = nl + 1;
+    }
   }
+  if (g.process_records > 0)
+    out += fmt::format("  processes: {} records, {} distinct pids\n", g.process_records, g.process_ids);
+  return out;
+}
+
+int print_text(const std::string& path, const telemetry::TraceStats& t) {
+  std::string out = facts_text(path, t);
+  for (std::size_t i = 0; i < t.gpus.size(); ++i) out += gpu_text(i, t.header.gpus[i], t.gpus[i]);
   bool any_default = false;
   for (const auto& g : t.gpus)
-    for (const auto& st : metric_stats(t, g)) any_default = any_default || !st.period_from_header;
+    for (const auto& st : g.metrics) any_default = any_default || !st.period_from_header;
   out += fmt::format("\ninterval: mean time between samples; gaps: intervals over {:.0f}x the period{}\n",
-                     kGapPeriods, any_default ? "; * period not in the header, catalog default used" : "");
-  auto counts = event_counts(t);
-  if (counts.empty()) {
+                     telemetry::kGapPeriods, any_default ? "; * period not in the header, catalog default used" : "");
+  if (t.events.empty()) {
     out += "events: none\n";
   } else {
     std::vector<std::string> parts;
-    for (const auto& [kind, n] : counts) parts.push_back(fmt::format("{} {}", kind, n));
+    for (const auto& [kind, n] : t.events) parts.push_back(fmt::format("{} {}", safe(kind), n));
     out += fmt::format("events: {}\n", fmt::join(parts, ", "));
   }
   std::fputs(out.c_str(), stdout);
@@ -240,9 +192,9 @@ int print_text(const std::string& path, const telemetry::Trace& t) {
 }
 
 int run_info(const InfoOptions& opts) {
-  auto trace = telemetry::read_telemetry_file(opts.path);
-  if (!trace) return report_error(trace.error(), opts.json);
-  return opts.json ? print_trace_json(opts.path, *trace) : print_text(opts.path, *trace);
+  auto stats = telemetry::trace_stats_of_file(opts.path);
+  if (!stats) return report_error(stats.error(), opts.json);
+  return opts.json ? print_trace_json(opts.path, *stats) : print_text(opts.path, *stats);
 }
 
 }  // namespace
@@ -258,7 +210,8 @@ void register_trace(CLI::App& app, Action& action) {
       "Check that FILE is a well-formed gpudoc trace and summarise it: host, gpudoc version, start time (UTC),\n"
       "duration, whether the recording ended cleanly, the GPUs, and per GPU and metric the sample count, the\n"
       "mean interval between samples against the period it was recorded at, gaps (intervals over 3x the\n"
-      "period), min/mean/max; then the events by kind.");
+      "period), min/mean/max; then the events by kind, and what was dropped (a last line cut off by a crash\n"
+      "or a full disk, CSV rows skipped), with the lines.");
   info->add_option("FILE", opts->path, "the trace (JSON Lines, usually *.jsonl)")->required();
   info->add_flag("--json", opts->json, "print the summary (or the error) as JSON on stdout");
   info->footer(

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
+#include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
 #include "telemetry/replay_backend.hpp"
@@ -130,6 +131,9 @@ int run_watch(const WatchFlags& f, Context& ctx) {
   std::unique_ptr<telemetry::BackendSource> own;
   auto live = open_watched(f, ctx, own);
   if (!live) return report_error(live.error(), f.json);
+  if (live->replay != nullptr)
+    for (const auto& w : live->replay->trace().warnings)
+      std::fprintf(stderr, "gpudoc: warning: %s\n", core::terminal_safe(w).c_str());
   auto header = telemetry::make_header(*live->backend, *live->clock, *config, {});
   if (!header) return report_error(header.error(), f.json);
 

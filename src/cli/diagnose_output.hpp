@@ -36,11 +36,13 @@ void add_output_flags(CLI::App& cmd, OutputFlags& out);
 [[nodiscard]] std::string findings_help();
 
 // Checks the flags before any work is done (an --html without web assets fails before a live run).
-// Errors: kUsage (bad --min-severity or --window), kEnvironment (no web assets for --html).
+// Errors: kUsage (bad --min-severity, --window not a number of seconds from 2 to 1e6),
+// kEnvironment (no web assets for --html).
 [[nodiscard]] core::Status check_output_flags(const OutputFlags& f);
 
-// Reads and diagnoses one file (gpudoc trace or nvidia-smi CSV). Errors: the reader's (kBadInput
-// with file and line, kIo).
+// Reads and diagnoses one file (gpudoc trace or nvidia-smi CSV), keeping only what the diagnosis
+// and its views read. Errors: the reader's (kBadInput with file and line, kIo); kBadInput when the
+// file is not one recording (diagnose::check_diagnosable).
 [[nodiscard]] core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags& f,
                                                     const std::string& source_name = "");
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 
 namespace gpudoc::core {
@@ -19,6 +20,36 @@ const char* block_for(double v, double lo, double hi) {
   auto i = static_cast<std::size_t>(std::lround(x * 7.0));
   return kBlocks[std::min<std::size_t>(i, 7)];
 }
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one
+// (overlong forms, surrogates and code points above U+10FFFF are not well-formed).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  const std::size_t n = c >= 0xC2 && c <= 0xDF ? 1 : (c >= 0xE0 && c <= 0xEF ? 2 : (c >= 0xF0 && c <= 0xF4 ? 3 : 0));
+  if (n == 0 || i + n >= s.size()) return 0;
+  const unsigned char lo = c == 0xE0 ? 0xA0 : (c == 0xF0 ? 0x90 : 0x80);
+  const unsigned char hi = c == 0xED ? 0x9F : (c == 0xF4 ? 0x8F : 0xBF);
+  for (std::size_t k = 1; k <= n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return 0;
+  }
+  return n + 1;
+}
+
+std::uint32_t code_point(std::string_view seq) {
+  const auto c0 = static_cast<unsigned char>(seq[0]);
+  if (seq.size() == 1) return c0;
+  std::uint32_t cp = c0 & (seq.size() == 2 ? 0x1Fu : seq.size() == 3 ? 0x0Fu : 0x07u);
+  for (std::size_t k = 1; k < seq.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(seq[k]) & 0x3Fu);
+  return cp;
+}
+
+bool must_escape(std::uint32_t cp) {
+  return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 }  // namespace
 
 std::string sparkline(std::span<const std::optional<double>> values, double lo, double hi) {
@@ -89,6 +120,27 @@ std::string fit(const std::string& s, std::size_t width) {
       ++n;
     }
     out += s[i];
+  }
+  return out;
+}
+
+std::string terminal_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
+      ++i;
+      continue;
+    }
+    const std::string_view seq = s.substr(i, n);
+    const std::uint32_t cp = code_point(seq);
+    if (!must_escape(cp)) out.append(seq);
+    else if (cp < 0x80) out += fmt::format("\\x{:02x}", cp);
+    else out += fmt::format("\\u{{{:04x}}}", cp);
+    i += n;
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // gpudoc::core text helpers — terminal output shared by every command: sparklines, human units,
-// aligned tables. Pure functions, no I/O.
+// aligned tables, and text from traces made safe to print. Pure functions, no I/O.
 //
 //   std::string s = core::sparkline({0, 50, 100}, 0, 100);   // "▁▄█"
 //   core::human_bytes(143771ull << 20)                       // "140.4 GiB"
+//   core::terminal_safe(host_name)                           // "evil\x1b]0;owned\x07" stays text
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,15 @@ namespace gpudoc::core {
 [[nodiscard]] std::size_t display_width(const std::string& s);
 // Pads (or cuts) a UTF-8 string to exactly `width` columns.
 [[nodiscard]] std::string fit(const std::string& s, std::size_t width);
+
+// Text taken from a trace, a log or a process (host, GPU and process names, event kinds, commands)
+// as it may be printed on a terminal: every control character (C0 including tab and newline,
+// DEL, the C1 range U+0080..U+009F), every byte that is not part of valid UTF-8, and the Unicode
+// bidirectional and line/paragraph separators (U+2028/2029, U+202A..U+202E, U+2066..U+2069) are
+// written as visible escapes ("\x1b", "\u{202e}"), so the text cannot move the cursor, retitle
+// the window or reorder what follows. Everything else, other UTF-8 included, is kept. A backslash
+// stays a backslash. For terminals only: JSON output carries the exact text.
+[[nodiscard]] std::string terminal_safe(std::string_view s);
 
 // A simple aligned table: first row is the header.
 [[nodiscard]] std::string render_table(const std::vector<std::vector<std::string>>& rows);

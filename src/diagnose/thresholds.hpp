@@ -11,6 +11,10 @@ namespace gpudoc::diagnose::th {
 inline constexpr double kGridStepS = 0.1;          // half the 200 ms utilization/GPM period: keeps every sample
 inline constexpr double kMaxHoldFactor = 3.0;      // a sample stands for at most 3 of its own periods...
 inline constexpr double kMinHoldS = 0.6;           // ...and at least 0.6 s (covers 200 ms jitter); beyond: a gap
+// ...and at most 10 minutes: an nvidia-smi log written every 5 min stays one continuous curve,
+// sparser data shows its gaps, and no sample stands for more than 6000 cells of the grid (a few
+// samples years apart are a few short steps, not a grid over the years between them).
+inline constexpr double kMaxHoldS = 600;
 inline constexpr std::size_t kMinSignalCells = 20; // 2 s of a signal on the grid before anything is concluded
 inline constexpr double kMinSpanS = 2.0;           // analysed span shorter than this: insufficient data
 

@@ -7,6 +7,7 @@
 #include "telemetry/import_nvidia_smi.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -78,6 +79,10 @@ std::string utf8(std::string_view s) {
   }
   return out;
 }
+
+// Text from the log as messages quote it: a JSON string, so that control characters are escapes
+// ("\u001b"), not bytes that reach the terminal with the error. `s` is valid UTF-8 (utf8()).
+std::string json_quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
 std::vector<std::string_view> split_cells(std::string_view line) {
   std::vector<std::string_view> cells;
@@ -214,37 +219,52 @@ struct GpuRows {
   std::optional<long long> index;     // the index column's value
 };
 
+// Rows skipped for one reason: how many, and the first few lines, for the warning.
+struct Skipped {
+  std::size_t count = 0;
+  std::vector<std::size_t> first_lines;
+  void add(std::size_t line) {
+    if (first_lines.size() < 5) first_lines.push_back(line);
+    ++count;
+  }
+  [[nodiscard]] std::string where() const {
+    std::string out = count == 1 ? "line " : "lines ";
+    for (std::size_t i = 0; i < first_lines.size(); ++i) out += (i ? ", " : "") + std::to_string(first_lines[i]);
+    if (count > first_lines.size()) out += fmt::format(" and {} more", count - first_lines.size());
+    return out;
+  }
+};
+
 class Importer {
  public:
-  explicit Importer(std::string_view name) : name_(name) {}
+  Importer(std::string name, const ReadOptions& options) : name_(std::move(name)), options_(options) {}
 
-  core::Result<Trace> run(std::string_view content) {
-    if (content.size() >= 3 && content.substr(0, 3) == "\xEF\xBB\xBF") content.remove_prefix(3);
-    if (trim(content).empty()) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty file (not an nvidia-smi CSV)", name_));
-    std::size_t pos = 0;
+  core::Result<Trace> run(LineReader& lines) {
     bool have_header = false;
-    std::string_view header_line;
-    while (pos < content.size()) {
-      std::size_t nl = content.find('\n', pos);
-      const bool terminated = nl != std::string_view::npos;
-      std::string_view line = content.substr(pos, terminated ? nl - pos : std::string_view::npos);
-      pos = terminated ? nl + 1 : content.size();
-      ++line_no_;
-      if (line.size() > kMaxLineBytes) return bad(fmt::format("the line is longer than the limit of {} bytes", kMaxLineBytes));
+    std::string header_line;
+    while (true) {
+      auto next = lines.next();
+      if (!next) return next.error();
+      if (!*next) break;
+      line_no_ = lines.line_no();
+      std::string_view line = **next;
+      if (line_no_ == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
       line = trim(line);
       if (line.empty()) continue;
       if (!have_header) {
         if (auto s = read_header(line); !s) return s.error();
         have_header = true;
-        header_line = line;
+        header_line = std::string(line);
         continue;
       }
       if (line == header_line) continue;   // logs appended from several runs repeat the header
       auto cells = split_cells(line);
       if (cells.size() != columns_.size()) {
-        if (!terminated) {
+        if (!lines.terminated()) {
           notes_.push_back(fmt::format("line {}: truncated last line skipped ({} of {} columns)", line_no_,
                                        cells.size(), columns_.size()));
+          warnings_.push_back(fmt::format("{} line {}: the last line is cut off ({} of {} columns): it is skipped",
+                                          utf8(name_), line_no_, cells.size(), columns_.size()));
           break;
         }
         return bad(fmt::format("{} columns, the header has {}", cells.size(), columns_.size()));
@@ -261,7 +281,8 @@ class Importer {
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{} line {}: {}", name_, line_no_, message));
   }
   core::Error bad_cell(std::size_t col, std::string_view value, std::string_view what) const {
-    return bad(fmt::format("column {} (\"{}\"): \"{}\" is not {}", col + 1, columns_[col].text, utf8(value), what));
+    return bad(fmt::format("column {} ({}): {} is not {}", col + 1, json_quoted(columns_[col].text),
+                           json_quoted(utf8(value)), what));
   }
 
   core::Status read_header(std::string_view line) {
@@ -272,7 +293,8 @@ class Importer {
       if (c.kind != ColumnKind::kIgnored) {
         for (std::size_t j = 0; j < columns_.size(); ++j)
           if (columns_[j].kind == c.kind && (c.kind != ColumnKind::kMetric || columns_[j].metric == c.metric))
-            return bad(fmt::format("column {} (\"{}\") repeats column {} (\"{}\")", k + 1, c.text, j + 1, columns_[j].text));
+            return bad(fmt::format("column {} ({}) repeats column {} ({})", k + 1, json_quoted(c.text), j + 1,
+                                   json_quoted(columns_[j].text)));
         known = true;
         if (c.kind == ColumnKind::kTimestamp) timestamp_col_ = k;
         if (c.kind == ColumnKind::kIndex) index_col_ = k;
@@ -365,17 +387,22 @@ class Importer {
     const double t = static_cast<double>(*ns - *start_ns_) / 1e9;
     ++rows_;
     if (t > kMaxTraceSeconds) {   // the trace format's limit (3.2 years after the first row)
-      ++too_late_;
+      too_late_.add(line_no_);
       return core::ok_status();
     }
     if (t < kMinT || (gpu.last_t && t < *gpu.last_t)) {
-      ++backwards_;
+      backwards_.add(line_no_);
       return core::ok_status();
     }
     gpu.last_t = t;
     gpu.row_t.push_back(t);
     duration_s_ = std::max(duration_s_, t);
+    if (!values.empty()) {
+      first_sample_s_ = std::min(first_sample_s_.value_or(t), t);
+      last_sample_s_ = std::max(last_sample_s_.value_or(t), t);
+    }
     for (auto [k, x] : values) {
+      if (!options_.metrics.test(gpu::index(columns_[k].metric))) continue;
       Series& s = gpu.trace.metric(columns_[k].metric);
       s.t.push_back(t);
       s.v.push_back(x);
@@ -425,16 +452,29 @@ class Importer {
     h.extra["source_file"] = utf8(name_);
     h.extra["timestamps"] =
         "nvidia-smi prints the logging machine's local time without a zone; it was read as UTC";
-    if (backwards_ > 0)
-      notes_.push_back(fmt::format("{} rows skipped: their time went backwards (clock change?)", backwards_));
-    if (too_late_ > 0)
-      notes_.push_back(fmt::format("{} rows skipped: more than {:.0f} s after the first row", too_late_, kMaxTraceSeconds));
+    if (backwards_.count > 0) {
+      notes_.push_back(fmt::format("{} rows skipped: their time went backwards (clock change?)", backwards_.count));
+      warnings_.push_back(fmt::format("{}: {} row{} skipped, {} time went backwards (clock change?): {}", utf8(name_),
+                                      backwards_.count, backwards_.count == 1 ? "" : "s",
+                                      backwards_.count == 1 ? "its" : "their", backwards_.where()));
+    }
+    if (too_late_.count > 0) {
+      notes_.push_back(
+          fmt::format("{} rows skipped: more than {:.0f} s after the first row", too_late_.count, kMaxTraceSeconds));
+      warnings_.push_back(fmt::format("{}: {} row{} skipped, more than {:.0f} s after the first row: {}", utf8(name_),
+                                      too_late_.count, too_late_.count == 1 ? "" : "s", kMaxTraceSeconds,
+                                      too_late_.where()));
+    }
     if (!notes_.empty()) h.extra["import_notes"] = notes_;
     trace.duration_s = duration_s_;
+    trace.first_sample_s = first_sample_s_;
+    trace.last_sample_s = last_sample_s_;
+    trace.warnings = std::move(warnings_);
     return trace;
   }
 
-  std::string_view name_;
+  std::string name_;
+  ReadOptions options_;
   std::size_t line_no_ = 0;
   std::vector<Column> columns_;
   std::optional<std::size_t> timestamp_col_, index_col_, uuid_col_, bus_col_;
@@ -442,10 +482,12 @@ class Importer {
   std::vector<GpuRows> gpus_;
   std::optional<std::int64_t> start_ns_;
   std::size_t rows_ = 0;
-  std::size_t backwards_ = 0;
-  std::size_t too_late_ = 0;
+  Skipped backwards_;
+  Skipped too_late_;
   double duration_s_ = 0;
-  std::vector<std::string> notes_;
+  std::optional<double> first_sample_s_, last_sample_s_;
+  std::vector<std::string> notes_;     // header.extra["import_notes"]
+  std::vector<std::string> warnings_;  // Trace::warnings: the same, naming file and lines
 };
 
 }  // namespace
@@ -459,12 +501,17 @@ bool looks_like_nvidia_smi_csv(std::string_view first_line) {
   return false;
 }
 
-core::Result<Trace> parse_nvidia_smi_csv(std::string_view content, std::string_view name) {
+core::Result<Trace> read_nvidia_smi_csv(LineReader& lines, const ReadOptions& options) {
   try {
-    return Importer(name).run(content);
+    return Importer(lines.name(), options).run(lines);
   } catch (const std::bad_alloc&) {
-    return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: out of memory while importing", name));
+    return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: out of memory while importing", lines.name()));
   }
+}
+
+core::Result<Trace> parse_nvidia_smi_csv(std::string_view content, std::string_view name) {
+  LineReader lines = LineReader::of_text(content, std::string(name));
+  return read_nvidia_smi_csv(lines);
 }
 
 }  // namespace gpudoc::telemetry

@@ -7,11 +7,13 @@
 //
 //   if (telemetry::looks_like_nvidia_smi_csv(first_line))
 //     auto t = telemetry::parse_nvidia_smi_csv(content, "log.csv");   // Result<Trace>
+//   for (const auto& w : t->warnings) ...   // "log.csv: 2 rows skipped, their time went backwards ..."
 #pragma once
 
 #include <string_view>
 
 #include "core/result.hpp"
+#include "telemetry/input.hpp"
 #include "telemetry/trace.hpp"
 
 namespace gpudoc::telemetry {
@@ -25,8 +27,12 @@ namespace gpudoc::telemetry {
 // Errors: kBadInput naming name and line (no known column, no timestamp column, a wrong column
 // count, a bad value, no data rows). A truncated last line (no newline, wrong column count) is
 // skipped and noted in header.extra["import_notes"]; so are rows whose time goes backwards or
-// lies more than kMaxTraceSeconds after the first row. Strings taken from the input (GPU names,
-// notes, messages) are valid UTF-8: invalid bytes become U+FFFD.
+// lies more than kMaxTraceSeconds after the first row. Each also becomes a Trace::warnings entry
+// naming the file and the lines. Strings taken from the input (GPU names, notes, messages) are
+// valid UTF-8: invalid bytes become U+FFFD.
 [[nodiscard]] core::Result<Trace> parse_nvidia_smi_csv(std::string_view content, std::string_view name);
+// The same from a file's lines, read one at a time (read_telemetry_file); only options.metrics
+// are kept (per-process samples: a CSV has none).
+[[nodiscard]] core::Result<Trace> read_nvidia_smi_csv(LineReader& lines, const ReadOptions& options = {});
 
 }  // namespace gpudoc::telemetry

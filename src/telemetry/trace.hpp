@@ -2,7 +2,8 @@
 //
 // A trace is JSON Lines: a header line, then sample, process and event lines in time order of
 // writing, then an "end" line when the recording closed cleanly. Readable by people and by a few
-// lines of Python; gpudoc reads it into a columnar Trace for analysis and replay.
+// lines of Python; gpudoc reads it into a columnar Trace for analysis and replay, or hands its
+// records one by one to a TraceVisitor (a summary of a day-long trace needs no Trace in memory).
 //
 //   auto w = telemetry::TraceWriter::create("run.jsonl", header);   // Result<TraceWriter>
 //   w->write_samples(gpu, samples);   // device metrics
@@ -11,11 +12,13 @@
 //
 //   auto t = telemetry::read_trace_file("run.jsonl");   // Result<Trace>, kBadInput names file:line
 //   const Series& util = t->gpus[0].metric(gpu::Metric::kGpuUtilizationPercent);
+//   for (const auto& w : t->warnings) ...               // "run.jsonl line 812: ... cut off ..."
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -94,6 +97,12 @@ struct Trace {
   std::vector<Event> events;
   std::optional<TraceSummary> end;         // absent when the recording did not close cleanly
   double duration_s = 0;                   // last t seen
+  // The first and last time of any sample, of every metric, kept or not (ReadOptions). Set by the
+  // reader and the importer; absent in a Trace built otherwise, or without samples.
+  std::optional<double> first_sample_s, last_sample_s;
+  // What the reader (or an importer) left out of a file it accepted, each naming the file and
+  // line: a last line cut off mid-record, CSV rows skipped. Empty when everything was read.
+  std::vector<std::string> warnings;
 };
 
 // Limits the reader enforces (absurd sizes are bad input, not an allocation).
@@ -101,11 +110,48 @@ inline constexpr std::size_t kMaxLineBytes = 1 << 20;
 inline constexpr std::size_t kMaxGpus = 4096;
 inline constexpr double kMaxTraceSeconds = 1.0e8;
 
+// What a reader keeps. Everything is validated either way; what is not kept costs no memory.
+struct ReadOptions {
+  gpu::MetricSet metrics = gpu::MetricSet().set();  // by gpu::index(metric)
+  bool processes = true;                            // per-process samples
+};
+
+// Receives the records of a trace as the reader validates them, in file order: a sample line's
+// metrics one call each, processes and events as they come. File order is nearly time order
+// (utilization samples arrive late; docs/trace-format.md), not exactly. Calls: header() first,
+// then the records, warning() for what was dropped, finish() last (with the last t seen); none
+// after an error. A visitor that needs order or totals keeps them itself.
+class TraceVisitor {
+ public:
+  virtual ~TraceVisitor() = default;
+  virtual void header(const TraceHeader& header) = 0;
+  // gpu: position in header.gpus; t in seconds since the start; value finite, in the metric's unit.
+  virtual void sample(std::size_t gpu, gpu::Metric metric, double t, double value) = 0;
+  virtual void process(std::size_t gpu, ProcessPoint&& point) = 0;
+  virtual void event(Event&& event) = 0;
+  virtual void end(const TraceSummary& summary) = 0;
+  virtual void warning(std::string message) = 0;
+  virtual void finish(double duration_s) = 0;
+};
+// Hands a Trace already in memory to a visitor, in the same call order, series by series (time
+// order within each), then processes, events, the end line and the warnings.
+void visit_trace(const Trace& trace, TraceVisitor& visitor);
+
+class LineReader;  // telemetry/input.hpp
+// Reads a trace line by line from `lines` (positioned before line 1) and hands it to `visitor`.
+// Memory: one line. Errors: kBadInput naming the file and line; kIo.
+[[nodiscard]] core::Status visit_trace_lines(LineReader& lines, TraceVisitor& visitor);
+
 // Parses a whole trace held in memory. `name` is used in messages ("run.jsonl line 812: ...").
-// Errors: kBadInput naming name and line.
-[[nodiscard]] core::Result<Trace> parse_trace(std::string_view content, std::string_view name);
-// Reads a file. Errors: kIo when it cannot be read, kBadInput as parse_trace.
-[[nodiscard]] core::Result<Trace> read_trace_file(const std::string& path);
+// A last line cut off mid-record (a crash or a full disk) is dropped with a warning (the trace
+// keeps what came before); anything else wrong is an error. Errors: kBadInput naming name and line.
+[[nodiscard]] core::Result<Trace> parse_trace(std::string_view content, std::string_view name,
+                                              const ReadOptions& options = {});
+// Reads a file as a stream: memory holds the kept samples, never the file. Errors: kIo when it
+// cannot be read, kBadInput as parse_trace.
+[[nodiscard]] core::Result<Trace> read_trace_file(const std::string& path, const ReadOptions& options = {});
+// Reads from lines already opened (read_telemetry_file detects the format first).
+[[nodiscard]] core::Result<Trace> read_trace_lines(LineReader& lines, const ReadOptions& options = {});
 
 // Writes a trace line by line. Not thread-safe: one writer thread.
 class TraceWriter {

@@ -1,25 +1,24 @@
-// The trace reader: validates a whole trace and turns it into columns (docs/trace-format.md).
+// The trace reader: validates a trace line by line and hands each record to a TraceVisitor
+// (docs/trace-format.md); TraceBuilder, the visitor behind read_trace_file, turns them into
+// columns. The file is never held: memory is one line plus what the visitor keeps.
 //
 // Sample and process lines (nearly all of a trace) go through detail::parse_flat_line, which
 // splits a flat object without allocating; every other line, and any line the fast path is not
 // certain about, goes through nlohmann::json (non-throwing mode). Both feed the same handlers,
 // so a line means the same whichever parser read it.
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
-#include "core/file.hpp"
+#include "telemetry/input.hpp"
 #include "telemetry/trace.hpp"
 #include "telemetry/trace_line.hpp"
 
@@ -36,7 +35,11 @@ constexpr std::int64_t kMaxStartUnixNs = 4'000'000'000'000'000'000;
 constexpr double kMinT = -1.0;  // utilization samples may predate the start a little
 constexpr double kTwoTo64 = 18446744073709551616.0;
 
-std::string quote_key(std::string_view s) { return fmt::format("\"{}\"", s); }
+// A key or kind from the file as messages quote it: a JSON string, so that control characters in
+// it are escapes ("\u001b"), not bytes that reach the terminal with the error.
+std::string quote_key(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 // ---- typed access, shared by both parsers ------------------------------------------------------
 
@@ -185,24 +188,25 @@ bool has_type(const json& v, FieldType t) {
 
 class Reader {
  public:
-  explicit Reader(std::string_view name) : name_(name) {}
+  Reader(LineReader& lines, TraceVisitor& visitor) : lines_(lines), visitor_(visitor), name_(lines.name()) {}
 
-  core::Result<Trace> parse(std::string_view content) {
-    if (content.empty()) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty file (not a gpudoc trace)", name_));
-    std::size_t pos = 0;
-    while (pos < content.size()) {
-      ++line_no_;
-      std::size_t nl = content.find('\n', pos);
-      bool has_newline = nl != std::string_view::npos;
-      std::string_view line = content.substr(pos, has_newline ? nl - pos : std::string_view::npos);
-      pos = has_newline ? nl + 1 : content.size();
-      if (line.size() > kMaxLineBytes)
-        return bad(fmt::format("the line is longer than the limit of {} bytes", kMaxLineBytes));
+  core::Status parse() {
+    while (true) {
+      auto next = lines_.next();
+      if (!next) return next.error();
+      if (!*next) break;
+      line_no_ = lines_.line_no();
+      const std::string_view line = **next;
       if (line.empty()) return bad("empty line (a trace has no blank lines)");
-      if (auto st = parse_line(line, !has_newline); !st) return st.error();
+      if (auto st = parse_line(line, !lines_.terminated()); !st) {
+        if (dropped_last_line_) break;
+        return st.error();
+      }
     }
-    finish();
-    return std::move(trace_);
+    if (line_no_ == 0)
+      return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty file (not a gpudoc trace)", name_));
+    visitor_.finish(max_t_);
+    return core::ok_status();
   }
 
  private:
@@ -210,11 +214,21 @@ class Reader {
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{} line {}: {}", name_, line_no_, message));
   }
 
-  // A line that is not JSON: cut off by a crash if it is the last one and looks like a record.
-  core::Error invalid_json(std::string_view line, bool last_without_newline) const {
-    if (last_without_newline && line.front() == '{')
+  // A line that is not JSON. The last line, without its newline, that starts like a record was
+  // cut off by a crash or a full disk: after the header, what came before it is kept and the cut
+  // is reported; the header itself cut off leaves nothing to read.
+  core::Error invalid_json(std::string_view line, bool last_without_newline) {
+    if (last_without_newline && line.front() == '{') {
+      if (line_no_ > 1) {
+        dropped_last_line_ = true;
+        visitor_.warning(
+            fmt::format("{} line {}: the recording was cut off in the middle of this line ({} bytes "
+                        "without a newline): it is dropped; lines 1-{} are read",
+                        name_, line_no_, line.size(), line_no_ - 1));
+      }
       return core::Error(core::ErrorKind::kBadInput,
                          fmt::format("{}: truncated at line {}: the recording was cut off", name_, line_no_));
+    }
     if (line_no_ == 1) return bad(fmt::format("not a gpudoc trace: the first line is not JSON ({})", json_error_detail(line)));
     return bad(fmt::format("not valid JSON: {}", json_error_detail(line)));
   }
@@ -223,7 +237,9 @@ class Reader {
     if (line_no_ == 1) {
       json j = json::parse(line, nullptr, false);
       if (j.is_discarded()) return invalid_json(line, last_without_newline);
-      return parse_header(j);
+      if (auto st = parse_header(j); !st) return st;
+      visitor_.header(header_);
+      return core::ok_status();
     }
     if (end_line_ != 0) return bad(fmt::format("a record after the end line (line {})", end_line_));
 
@@ -273,7 +289,7 @@ class Reader {
     if (*v != kTraceFormatVersion)
       return bad(fmt::format("trace format version {} is not supported; this gpudoc reads version {}", *v,
                              kTraceFormatVersion));
-    TraceHeader& h = trace_.header;
+    TraceHeader& h = header_;
     h.version = static_cast<int>(*v);
 
     auto start = j.find("start_unix_ns");
@@ -303,7 +319,7 @@ class Reader {
     if (!j.contains("gpus")) return bad("\"gpus\" is missing");
     if (!j.contains("metrics")) return bad("\"metrics\" is missing");
 
-    trace_.gpus.resize(h.gpus.size());
+    ngpus_ = h.gpus.size();
     // Sample keys: this gpudoc's catalog, plus what the header declares (a newer gpudoc's metric
     // is then checked and skipped, not an error).
     for (gpu::Metric m : gpu::all_metrics()) metric_keys_.emplace(gpu::info(m).name, static_cast<int>(gpu::index(m)));
@@ -357,7 +373,7 @@ class Reader {
     if (!v.is_array()) return bad("\"command\" must be a list of strings");
     for (const auto& a : v) {
       if (!a.is_string()) return bad("\"command\" must be a list of strings");
-      trace_.header.command.push_back(a.get<std::string>());
+      header_.command.push_back(a.get<std::string>());
     }
     return core::ok_status();
   }
@@ -366,7 +382,7 @@ class Reader {
     if (!v.is_array()) return bad("\"gpus\" must be a list");
     if (v.size() > kMaxGpus)
       return bad(fmt::format("the header lists {} GPUs; at most {} are supported", v.size(), kMaxGpus));
-    auto& gpus = trace_.header.gpus;
+    auto& gpus = header_.gpus;
     for (std::size_t i = 0; i < v.size(); ++i) {
       const json& g = v[i];
       std::string path = fmt::format("gpus[{}]", i);
@@ -441,7 +457,7 @@ class Reader {
       std::optional<std::uint32_t> period;
       if (!(st = get_opt_u(mj, path, "period_ms", period))) return st;
       col.period_ms = period.value_or(0);
-      trace_.header.metrics.push_back(std::move(col));
+      header_.metrics.push_back(std::move(col));
     }
     return core::ok_status();
   }
@@ -460,11 +476,10 @@ class Reader {
   core::Status check_gpu(std::optional<std::uint64_t> g, bool present, std::size_t& out) {
     if (!present) return bad("\"gpu\" is missing");
     if (!g) return bad("\"gpu\" must be a non-negative integer");
-    if (*g >= trace_.gpus.size())
-      return bad(trace_.gpus.empty()
+    if (*g >= ngpus_)
+      return bad(ngpus_ == 0
                      ? fmt::format("\"gpu\" is {} but the header lists no GPUs", *g)
-                     : fmt::format("\"gpu\" is {} but the header lists {} GPUs (0..{})", *g, trace_.gpus.size(),
-                                   trace_.gpus.size() - 1));
+                     : fmt::format("\"gpu\" is {} but the header lists {} GPUs (0..{})", *g, ngpus_, ngpus_ - 1));
     out = static_cast<std::size_t>(*g);
     return core::ok_status();
   }
@@ -480,7 +495,8 @@ class Reader {
     std::size_t gi = 0;
     if (auto st = check_t(t ? number_of(*t) : std::nullopt, t != nullptr, tv); !st) return st;
     if (auto st = check_gpu(g ? u64_of(*g) : std::nullopt, g != nullptr, gi); !st) return st;
-    GpuTrace& gpu = trace_.gpus[gi];
+    // (An error ends the whole read, so values handed on before a bad one in the same line do
+    // not matter.)
     for (const auto& f : fields_) {
       if (f.key == "type" || f.key == "t" || f.key == "gpu") continue;
       auto it = metric_keys_.find(f.key);
@@ -490,10 +506,7 @@ class Reader {
                                quote_key(f.key)));
       auto v = number_of(f.value);
       if (!v) return bad(fmt::format("{} must be a number", quote_key(f.key)));
-      if (it->second < 0) continue;
-      Series& s = gpu.metrics[static_cast<std::size_t>(it->second)];
-      s.t.push_back(tv);
-      s.v.push_back(*v);
+      if (it->second >= 0) visitor_.sample(gi, static_cast<gpu::Metric>(it->second), tv, *v);
     }
     return core::ok_status();
   }
@@ -537,8 +550,8 @@ class Reader {
     if (auto st = check_t(t ? number_of(*t) : std::nullopt, t != nullptr, p.t); !st) return st;
     if (auto st = check_gpu(g ? u64_of(*g) : std::nullopt, g != nullptr, gi); !st) return st;
     if (!have_pid) return bad("\"pid\" is missing");
-    p.sample.time_unix_ns = trace_.header.start_unix_ns + std::llround(p.t * 1e9);
-    trace_.gpus[gi].processes.push_back(std::move(p));
+    p.sample.time_unix_ns = header_.start_unix_ns + std::llround(p.t * 1e9);
+    visitor_.process(gi, std::move(p));
     return core::ok_status();
   }
 
@@ -574,7 +587,7 @@ class Reader {
     j.erase("kind");
     j.erase("gpu");
     e.fields = std::move(j);
-    trace_.events.push_back(std::move(e));
+    visitor_.event(std::move(e));
     return core::ok_status();
   }
 
@@ -593,13 +606,63 @@ class Reader {
     if (reason == j.end()) return bad("\"reason\" is missing");
     if (!reason->is_string()) return bad("\"reason\" must be a string");
     s.reason = reason->get<std::string>();
-    trace_.end = std::move(s);
+    visitor_.end(s);
     end_line_ = line_no_;
     return core::ok_status();
   }
 
-  // ---- columns -------------------------------------------------------------------------------
+  LineReader& lines_;
+  TraceVisitor& visitor_;
+  std::string name_;
+  TraceHeader header_;
+  std::size_t ngpus_ = 0;
+  std::size_t line_no_ = 0;
+  std::size_t end_line_ = 0;
+  bool dropped_last_line_ = false;
+  double max_t_ = 0;
+  std::vector<FlatField> fields_;                          // reused: no per-line allocation
+  std::unordered_map<std::string_view, int> metric_keys_;  // name -> metric index, -1 = declared, unknown
+};
 
+// The visitor behind read_trace_file: columns per GPU and metric, appended to as the file is read.
+// Each column is a vector of its own (a few MB for a day at native rates): when one grows, the
+// copy is of that column only, and the capacity it has not filled yet is never touched, so it
+// costs address space, not memory. (Gathering in blocks and copying into exactly sized vectors
+// at the end costs twice: the freed blocks stay in the heap.)
+class TraceBuilder final : public TraceVisitor {
+ public:
+  explicit TraceBuilder(const ReadOptions& options) : options_(options) {}
+
+  void header(const TraceHeader& h) override {
+    trace_.header = h;
+    trace_.gpus.resize(h.gpus.size());
+  }
+  void sample(std::size_t gpu, gpu::Metric m, double t, double value) override {
+    if (!trace_.first_sample_s || t < *trace_.first_sample_s) trace_.first_sample_s = t;
+    if (!trace_.last_sample_s || t > *trace_.last_sample_s) trace_.last_sample_s = t;
+    if (!options_.metrics.test(gpu::index(m))) return;
+    Series& s = trace_.gpus[gpu].metric(m);
+    s.t.push_back(t);
+    s.v.push_back(value);
+  }
+  void process(std::size_t gpu, ProcessPoint&& p) override {
+    if (options_.processes) trace_.gpus[gpu].processes.push_back(std::move(p));
+  }
+  void event(Event&& e) override { trace_.events.push_back(std::move(e)); }
+  void end(const TraceSummary& s) override { trace_.end = s; }
+  void warning(std::string message) override { trace_.warnings.push_back(std::move(message)); }
+  void finish(double duration_s) override {
+    for (auto& g : trace_.gpus) {
+      for (auto& s : g.metrics) sort_series(s);
+      sort_by_t(g.processes);
+    }
+    sort_by_t(trace_.events);
+    trace_.duration_s = duration_s;
+  }
+
+  Trace take_trace() { return std::move(trace_); }
+
+ private:
   // Utilization samples come from the driver's buffer and are written after later fast samples,
   // so series may be out of order; a stable sort keeps equal times in file order.
   static void sort_series(Series& s) {
@@ -623,30 +686,16 @@ class Reader {
     if (!std::is_sorted(v.begin(), v.end(), by_t)) std::stable_sort(v.begin(), v.end(), by_t);
   }
 
-  void finish() {
-    for (auto& g : trace_.gpus) {
-      for (auto& s : g.metrics) sort_series(s);
-      sort_by_t(g.processes);
-    }
-    sort_by_t(trace_.events);
-    trace_.duration_s = max_t_;
-  }
-
-  std::string_view name_;
+  ReadOptions options_;
   Trace trace_;
-  std::size_t line_no_ = 0;
-  std::size_t end_line_ = 0;
-  double max_t_ = 0;
-  std::vector<FlatField> fields_;                        // reused: no per-line allocation
-  std::unordered_map<std::string_view, int> metric_keys_;   // name -> metric index, -1 = declared, unknown
 };
 
-}  // namespace
-
-core::Result<Trace> parse_trace(std::string_view content, std::string_view name) {
+// Runs `read` with the reader's promise: never an exception out, an allocation failure is the
+// input's size, not a crash.
+template <class F>
+auto guarded(std::string_view name, F&& read) -> decltype(read()) {
   try {
-    Reader reader(name);
-    return reader.parse(content);
+    return read();
   } catch (const std::bad_alloc&) {
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: too large to read into memory", name));
   } catch (const std::exception& e) {
@@ -655,10 +704,44 @@ core::Result<Trace> parse_trace(std::string_view content, std::string_view name)
   }
 }
 
-core::Result<Trace> read_trace_file(const std::string& path) {
-  auto content = core::read_file(path);
-  if (!content) return content.error();
-  return parse_trace(*content, path);
+}  // namespace
+
+core::Status visit_trace_lines(LineReader& lines, TraceVisitor& visitor) {
+  return guarded(lines.name(), [&]() -> core::Status { return Reader(lines, visitor).parse(); });
+}
+
+core::Result<Trace> read_trace_lines(LineReader& lines, const ReadOptions& options) {
+  return guarded(lines.name(), [&]() -> core::Result<Trace> {
+    TraceBuilder builder(options);
+    if (auto st = Reader(lines, builder).parse(); !st) return st.error();
+    return builder.take_trace();
+  });
+}
+
+core::Result<Trace> parse_trace(std::string_view content, std::string_view name, const ReadOptions& options) {
+  LineReader lines = LineReader::of_text(content, std::string(name));
+  return read_trace_lines(lines, options);
+}
+
+core::Result<Trace> read_trace_file(const std::string& path, const ReadOptions& options) {
+  auto lines = LineReader::open(path);
+  if (!lines) return lines.error();
+  return read_trace_lines(*lines, options);
+}
+
+void visit_trace(const Trace& trace, TraceVisitor& visitor) {
+  visitor.header(trace.header);
+  for (std::size_t g = 0; g < trace.gpus.size(); ++g)
+    for (gpu::Metric m : gpu::all_metrics()) {
+      const Series& s = trace.gpus[g].metric(m);
+      for (std::size_t i = 0; i < s.size(); ++i) visitor.sample(g, m, s.t[i], s.v[i]);
+    }
+  for (std::size_t g = 0; g < trace.gpus.size(); ++g)
+    for (ProcessPoint p : trace.gpus[g].processes) visitor.process(g, std::move(p));
+  for (Event e : trace.events) visitor.event(std::move(e));
+  if (trace.end) visitor.end(*trace.end);
+  for (const auto& w : trace.warnings) visitor.warning(w);
+  visitor.finish(trace.duration_s);
 }
 
 }  // namespace gpudoc::telemetry

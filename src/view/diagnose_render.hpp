@@ -1,7 +1,9 @@
 // gpudoc::view::render_diagnosis — a diagnosis as a readable terminal report: per GPU a header
 // line and a small chart of its curves over the whole trace, then the findings most severe first
 // (severity, id, GPUs, window, message, evidence, confidence, caveats, next steps), the pattern
-// changes, and what the input could not show. Pure: no I/O; the caller decides on colour.
+// changes, what the reader dropped from the input and what the input could not show. Text from
+// the input (host, GPU and process names, the command) is made terminal-safe
+// (core::terminal_safe). Pure: no I/O; the caller decides on colour.
 //
 //   std::string text = view::render_diagnosis(trace, diagnosis, {.color = isatty(1) != 0});
 #pragma once

@@ -34,8 +34,10 @@ void trim_right(std::string& line) {
 
 std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
   std::string out;
+  // Every line may carry text from a trace or a process (host, GPU and process names, event
+  // kinds): made terminal-safe before it is cut to the width. The frame has no escapes of its own.
   auto add = [&](std::string line) {
-    line = core::fit(line, o.width);
+    line = core::fit(core::terminal_safe(line), o.width);
     trim_right(line);
     out += line + "\n";
   };

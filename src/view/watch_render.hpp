@@ -1,5 +1,6 @@
 // gpudoc::view::render_watch — one frame of `gpudoc watch` as text, 80 columns wide, and the same
-// frame as JSON. Pure functions of a LiveState.
+// frame as JSON. Pure functions of a LiveState. The text frame shows names from the GPUs, the
+// processes and replayed traces terminal-safe (core::terminal_safe); the JSON carries them exactly.
 //
 //   std::string frame = view::render_watch(state, {.title = "gpudoc watch — node7"});
 #pragma once

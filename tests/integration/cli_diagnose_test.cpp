@@ -159,6 +159,57 @@ TEST(CliDiagnose, BadInputExitsTwoNamingFileAndLine) {
   EXPECT_TRUE(has(r.output, "/nonexistent/run.jsonl")) << r.output;
 }
 
+TEST(CliDiagnose, ATraceCutOffMidLineIsDiagnosedAndTheCutIsShown) {
+  // A full disk cut the last line of a real recording: the rest is diagnosed as before.
+  std::ifstream in(data_file("sawtooth_p1000_d50.jsonl"), std::ios::binary);
+  std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  TempFile cut(whole.substr(0, whole.size() - 30));
+  auto r = run_gpudoc("diagnose " + cut.path());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "dropped: " + cut.path() + " line ")) << r.output;
+  EXPECT_TRUE(has(r.output, "the recording was cut off in the middle of this line")) << r.output;
+  EXPECT_TRUE(has(r.output, "sawtooth")) << r.output;
+  auto j = nlohmann::json::parse(run_stdout("diagnose " + cut.path() + " --json").output);
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  EXPECT_TRUE(has(j["warnings"][0], cut.path() + " line ")) << j["warnings"];
+  EXPECT_TRUE(contains_id(j, "sawtooth"));
+}
+
+TEST(CliDiagnose, RowsACsvImportDroppedAreShown) {
+  std::string csv = "timestamp, index, utilization.gpu [%], power.draw [W]\n";
+  for (int i = 0; i < 100; ++i)
+    csv += "2026/01/02 03:04:" + std::to_string(10 + i / 10) + "." + std::to_string(i % 10) + "00, 0, 99 %, 600 W\n";
+  csv += "2026/01/02 03:04:00.000, 0, 0 %, 80 W\n";  // line 102: back in time
+  TempFile f(csv, ".csv");
+  const std::string back = f.path() + ": 1 row skipped, its time went backwards (clock change?): line 102";
+  auto r = run_gpudoc("diagnose " + f.path());
+  EXPECT_TRUE(has(r.output, "dropped: " + back)) << r.output;
+  auto j = nlohmann::json::parse(run_stdout("diagnose " + f.path() + " --json").output);
+  EXPECT_EQ(j["warnings"], nlohmann::json::array({back}));
+}
+
+TEST(CliDiagnose, NamesFromTheTraceCannotDriveTheTerminal) {
+  std::ifstream in(data_file("contention_turns.jsonl"), std::ios::binary);
+  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (std::size_t p = t.find(from); p != std::string::npos; p = t.find(from, p + to.size()))
+      t.replace(p, from.size(), to);
+  };
+  replace_all(R"("host":"vm")", R"("host":"vm\u001b]0;owned\u0007")");
+  replace_all(R"("name":"NVIDIA H200")", R"("name":"H200\u001b[2J")");
+  replace_all(R"("name":"python3")", R"("name":"py\u001b[31mthon\u009b")");
+  TempFile f(t);
+  auto r = run_gpudoc("diagnose " + f.path());
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  EXPECT_FALSE(has(r.output, "\x1b")) << r.output;
+  EXPECT_FALSE(has(r.output, "\xc2\x9b")) << r.output;
+  EXPECT_TRUE(has(r.output, "vm\\x1b]0;owned\\x07")) << r.output;
+  EXPECT_TRUE(has(r.output, "H200\\x1b[2J")) << r.output;
+  EXPECT_TRUE(has(r.output, "py\\x1b[31mthon\\u{009b}")) << r.output;  // the staircase names the processes
+  auto j = nlohmann::json::parse(run_stdout("diagnose " + f.path() + " --json").output);
+  EXPECT_EQ(j["gpus"][0]["name"], "H200\x1b[2J");
+}
+
 TEST(CliDiagnose, UsageErrors) {
   auto r = run_gpudoc("diagnose");
   EXPECT_EQ(r.exit_code, 2);

@@ -98,11 +98,62 @@ TEST(CliTraceInfo, RejectsABadTraceWithExitTwoAndTheLine) {
   EXPECT_NE(j.output.find("\"kind\": \"bad_input\""), std::string::npos) << j.output;
 }
 
-TEST(CliTraceInfo, RejectsATruncatedTrace) {
+TEST(CliTraceInfo, KeepsWhatIsCompleteOfATruncatedTraceAndSaysWhatWasCut) {
+  // A full disk cut the end line: the five lines before it are the recording.
   TempTrace f(kGood.substr(0, kGood.size() - 20));
+  const std::string cut = f.path() +
+                          " line 6: the recording was cut off in the middle of this line (66 bytes without a newline): "
+                          "it is dropped; lines 1-5 are read";
   CliRun r = run_gpudoc("trace info " + f.path());
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.output, "gpudoc: error: " + f.path() + ": truncated at line 6: the recording was cut off\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dropped      " + cut), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("none: the recording did not close cleanly"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("events: xid 1"), std::string::npos) << r.output;
+
+  CliRun j = run_gpudoc("trace info --json " + f.path());
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  auto doc = nlohmann::json::parse(j.output);
+  EXPECT_EQ(doc["warnings"], nlohmann::json::array({cut}));
+  EXPECT_EQ(doc["gpus"][0]["metrics"][0]["samples"], 3);
+}
+
+TEST(CliTraceInfo, NamesFromTheTraceCannotDriveTheTerminal) {
+  // Host, GPU name, command and an event kind carrying OSC and CSI sequences and a newline.
+  std::string evil = kGood;
+  auto put = [&](const std::string& from, const std::string& to) { evil.replace(evil.find(from), from.size(), to); };
+  put(R"("host":"node7")", R"("host":"node7\u001b]0;owned\u0007")");
+  put(R"("name":"NVIDIA H200")", R"("name":"H200\u001b[2J\nERROR: fake")");
+  put(R"("backend":"nvml",)", R"("backend":"nvml","command":["run\u009b31m"],)");
+  put(R"("kind":"xid","gpu":0,"code":79)", R"("kind":"x\u001b[1mid")");
+  TempTrace f(evil);
+  CliRun r = run_gpudoc("trace info " + f.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\xc2\x9b"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node7\\x1b]0;owned\\x07"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPU 0: H200\\x1b[2J\\x0aERROR: fake"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run\\u{009b}31m"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("events: x\\x1b[1mid 1"), std::string::npos) << r.output;
+  // JSON carries the names exactly (escaped as JSON, never as terminal text).
+  CliRun j = run_gpudoc("trace info --json " + f.path());
+  auto doc = nlohmann::json::parse(j.output);
+  EXPECT_EQ(doc["host"], "node7\x1b]0;owned\x07");
+  EXPECT_EQ(doc["gpus"][0]["name"], "H200\x1b[2J\nERROR: fake");
+}
+
+TEST(CliTraceInfo, ShowsTheRowsACsvImportDroppedAndWhere) {
+  TempTrace f(
+      "timestamp, index, power.draw [W]\n2026/01/02 03:04:05.000, 0, 1 W\n2026/01/02 03:04:04.000, 0, 2 W\n"
+      "2026/01/02 03:04:05.100, 0, 3 W\n2026/01/02 03:04:05.200, 0");
+  const std::string back = f.path() + ": 1 row skipped, its time went backwards (clock change?): line 3";
+  const std::string cut = f.path() + " line 5: the last line is cut off (2 of 3 columns): it is skipped";
+  CliRun r = run_gpudoc("trace info " + f.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dropped      " + cut), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dropped      " + back), std::string::npos) << r.output;
+  CliRun j = run_gpudoc("trace info --json " + f.path());
+  auto doc = nlohmann::json::parse(j.output);
+  EXPECT_EQ(doc["warnings"], nlohmann::json::array({cut, back}));
 }
 
 TEST(CliTraceInfo, MissingFileAndUsage) {

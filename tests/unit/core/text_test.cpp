@@ -43,5 +43,25 @@ TEST(Text, FitAndTableCountColumnsNotBytes) {
   EXPECT_EQ(render_table({{"gpu", "util"}, {"0", "87%"}}), "gpu  util\n0    87%\n");
 }
 
+TEST(Text, TerminalSafeEscapesWhatCouldDriveTheTerminal) {
+  // OSC (retitle the window), CSI (clear the screen), a newline that would forge a line.
+  EXPECT_EQ(terminal_safe("node\x1b]0;owned\x07"), "node\\x1b]0;owned\\x07");
+  EXPECT_EQ(terminal_safe("gpu\x1b[2J\nERROR"), "gpu\\x1b[2J\\x0aERROR");
+  EXPECT_EQ(terminal_safe(std::string("a\0b\tc\x7f", 6)), "a\\x00b\\x09c\\x7f");
+  // C1 controls: the 8-bit CSI as a raw byte (not UTF-8) and encoded as U+009B.
+  EXPECT_EQ(terminal_safe("x\x9b" "31m"), "x\\x9b31m");
+  EXPECT_EQ(terminal_safe("x\xc2\x9b" "31m"), "x\\u{009b}31m");
+  // Bidirectional overrides and line separators.
+  EXPECT_EQ(terminal_safe("abc\xe2\x80\xae" "def"), "abc\\u{202e}def");
+  EXPECT_EQ(terminal_safe("a\xe2\x80\xa8" "b"), "a\\u{2028}b");
+  // Truncated and overlong sequences are bytes, not characters.
+  EXPECT_EQ(terminal_safe("\xe2\x80"), "\\xe2\\x80");
+  EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");
+  // Everything else is kept as it is.
+  EXPECT_EQ(terminal_safe("NVIDIA H200 · 87 °C ▁▂█ 日本"), "NVIDIA H200 · 87 °C ▁▂█ 日本");
+  EXPECT_EQ(terminal_safe("C:\\path"), "C:\\path");
+  EXPECT_EQ(terminal_safe(""), "");
+}
+
 }  // namespace
 }  // namespace gpudoc::core

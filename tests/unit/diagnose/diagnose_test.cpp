@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 
 #include "diagnose/diagnose.hpp"
 #include "synth.hpp"
@@ -427,6 +429,67 @@ TEST(BadInput, InfiniteAndNegativeTimesDoNotCrash) {
   u.v.push_back(INFINITY);
   const auto d = run(t);
   EXPECT_FALSE(d.findings.empty());
+}
+
+// ---- memory and time follow the samples, not the span ----------------------------------------
+
+double seconds_of(const std::function<void()>& f) {
+  const auto a = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+}
+
+TEST(Span, TwoSamplesYearsApartAreTwoSamples) {
+  // Before: a 0.1 s grid over the 10^8 s between them (10^9 cells per signal, GBs and growing).
+  auto t = make_trace(4);  // three GPUs without a single sample
+  for (Metric m : {Metric::kGpuUtilizationPercent, Metric::kGpmSmActivityPercent, Metric::kPowerWatts}) {
+    fill(t, 0, m, 0.1, 0.2, 1, constant(97));
+    fill(t, 0, m, 1e8, 1e8 + 0.1, 1, constant(3));
+  }
+  Diagnosis d;
+  EXPECT_LT(seconds_of([&] { d = run(t); }), 1.0);
+  ASSERT_EQ(d.gpus.size(), 4u);
+  EXPECT_EQ(d.gpus[0].primary, "insufficient_data");
+  ASSERT_NE(find(d, "insufficient_data"), nullptr);
+  // As one recording it makes no sense: the CLI refuses it, naming the silence.
+  const auto ok = check_diagnosable(t, "bomb.jsonl");
+  ASSERT_FALSE(ok.ok());
+  EXPECT_EQ(ok.error().kind(), core::ErrorKind::kBadInput);
+  EXPECT_EQ(
+      ok.error().message(),
+      "bomb.jsonl: no sample from t = 0.1 s to t = 100000000.0 s (1157.4 days): one trace is not silent for more "
+      "than 7 days; this is two recordings joined, or a clock that jumped (split the file at the gap and diagnose "
+      "each part)");
+}
+
+TEST(Span, GapsOfDaysAreGapsNotGrids) {
+  auto t = make_trace(2);
+  fill_gpu(t, 0, 0, 30, busy_gemm());
+  fill_gpu(t, 1, 0, 30, busy_gemm());
+  fill_gpu(t, 0, 3 * 86400, 3 * 86400 + 30, busy_gemm());
+  Diagnosis d;
+  EXPECT_LT(seconds_of([&] { d = run(t); }), 1.0);
+  EXPECT_TRUE(check_diagnosable(t, "x").ok());
+  // Healthy where there is data, twice on GPU 0; the three days between are a gap, not idle.
+  std::size_t healthy0 = 0;
+  for (const auto& f : d.findings)
+    if (f.id == "healthy" && f.gpus == std::vector<int>{0}) ++healthy0;
+  EXPECT_EQ(healthy0, 2u);
+  EXPECT_EQ(find(d, "idle"), nullptr);
+  ASSERT_EQ(d.changes.size(), 3u);  // GPU 0: healthy -> gap -> healthy; GPU 1: healthy -> gap
+  EXPECT_EQ(d.changes[0].to, "insufficient_data");
+  EXPECT_EQ(d.changes[1].to, "healthy");
+  EXPECT_NEAR(d.changes[1].t_s, 3 * 86400, 60);
+}
+
+TEST(Span, WindowsShorterThanACellAreBounded) {
+  auto t = make_trace(1);
+  fill_gpu(t, 0, 0, 20, busy_gemm());
+  Options o;
+  o.window_s = 1e-9;  // before: 2e10 windows, std::bad_alloc
+  Diagnosis d;
+  EXPECT_LT(seconds_of([&] { d = diagnose(t, o); }), 2.0);
+  ASSERT_NE(find(d, "insufficient_data"), nullptr);  // a 0.1 s window holds too little to conclude
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // The waveform features: resampling (gaps, NaN, unsorted input), levels, autocorrelation and
-// period, crossings, slope.
+// period, crossings, slope; the step grid gives the dense grid's numbers in memory that follows
+// the samples.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <random>
 
 #include "diagnose/features.hpp"
 
@@ -85,6 +88,84 @@ TEST(LinearFit, SlopeAndFit) {
   EXPECT_NEAR(f.intercept, 1, 1e-12);
   EXPECT_NEAR(f.r2, 1, 1e-12);
   EXPECT_EQ(linear_fit(std::vector<double>{1}, std::vector<double>{1}).n, 1u);
+}
+
+// Random series of every shape the diagnosis meets: jittered and regular times, bursts, long gaps,
+// repeated times and values, samples before the grid's start, unsorted input, NaN.
+telemetry::Series random_series(std::mt19937_64& rng) {
+  telemetry::Series s;
+  std::uniform_real_distribution<double> u(0, 1);
+  double t = -1 + 2 * u(rng);
+  const int n = std::uniform_int_distribution<int>(0, 400)(rng);
+  for (int i = 0; i < n; ++i) {
+    const double r = u(rng);
+    t += r < 0.05 ? 0 : r < 0.1 ? 5 + 30 * u(rng) : r < 0.6 ? 0.1 : 0.2 * u(rng);
+    s.t.push_back(std::round(t * 1e6) / 1e6);
+    s.v.push_back(u(rng) < 0.02 ? NAN : u(rng) < 0.3 ? 100 : std::round(100 * u(rng) * 8) / 8);
+  }
+  if (u(rng) < 0.2 && n > 2) std::swap(s.t[0], s.t[static_cast<std::size_t>(n) - 1]);
+  return s;
+}
+
+bool same(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b) || (std::isnan(a) && std::isnan(b));
+}
+
+TEST(StepGrid, HoldsExactlyTheCellsTheDenseGridHolds) {
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 300; ++round) {
+    const auto s = random_series(rng);
+    const double t0 = std::uniform_real_distribution<double>(-1, 5)(rng);
+    const double t1 = t0 + std::uniform_real_distribution<double>(0, 90)(rng);
+    const double dt = round % 3 == 0 ? 0.1 : 0.05 + 0.5 * std::uniform_real_distribution<double>(0, 1)(rng);
+    const double hold = std::uniform_real_distribution<double>(0.05, 40)(rng);
+    const Grid dense = resample(s, t0, t1, dt, hold);
+    const StepGrid steps = resample_steps(s, t0, t1, dt, hold);
+    ASSERT_EQ(steps.cells, dense.v.size()) << "round " << round;
+    const std::vector<double> expanded = steps.dense(0, steps.cells);
+    ASSERT_EQ(expanded.size(), dense.v.size());
+    for (std::size_t c = 0; c < dense.v.size(); ++c)
+      ASSERT_TRUE(same(expanded[c], dense.v[c])) << "round " << round << " cell " << c;
+    // Levels and crossings of any range: bit for bit the dense grid's.
+    for (int k = 0; k < 5 && !dense.v.empty(); ++k) {
+      std::size_t a = std::uniform_int_distribution<std::size_t>(0, dense.v.size() - 1)(rng);
+      std::size_t b = std::uniform_int_distribution<std::size_t>(a, dense.v.size())(rng);
+      const auto part = std::span<const double>(dense.v).subspan(a, b - a);
+      const Levels x = levels(steps, a, b), y = levels(part);
+      EXPECT_EQ(x.n, y.n);
+      EXPECT_EQ(steps.count(a, b), y.n);
+      for (auto [p, q] : {std::pair{x.mean, y.mean},
+                          {x.sd, y.sd},
+                          {x.p05, y.p05},
+                          {x.p50, y.p50},
+                          {x.p95, y.p95},
+                          {x.min, y.min},
+                          {x.max, y.max}})
+        EXPECT_TRUE(same(p, q)) << p << " vs " << q << ", round " << round;
+      EXPECT_EQ(crossings(steps, a, b, 50), crossings(part, 50));
+    }
+  }
+}
+
+TEST(StepGrid, MemoryFollowsTheSamplesNotTheSpan) {
+  // Two samples 10^8 s apart: a dense grid would be 10^9 cells; the steps are two short runs.
+  const auto s = series({0.1, 1e8}, {97, 3});
+  const StepGrid g = resample_steps(s, 0.1, 1e8 + 1, 0.1, 600);
+  EXPECT_GT(g.cells, 1'000'000'000u);
+  ASSERT_EQ(g.steps.size(), 2u);
+  EXPECT_EQ(g.steps[0].first, 0u);
+  EXPECT_NEAR(g.steps[0].count, 6001, 1);  // held 600 s, then a gap of three years
+  EXPECT_LE(g.steps[1].count, 11u);        // the last second of the grid
+  const Levels l = levels(g, 0, g.cells);
+  EXPECT_EQ(l.n, g.count(0, g.cells));
+  EXPECT_LT(l.n, 6020u);
+  // Equal neighbours merge: a constant series is one step, however many samples.
+  std::vector<double> t, v;
+  for (int i = 0; i < 1000; ++i) {
+    t.push_back(i * 0.2);
+    v.push_back(42);
+  }
+  EXPECT_EQ(resample_steps(series(t, v), 0, 200, 0.1, 0.6).steps.size(), 1u);
 }
 
 }  // namespace

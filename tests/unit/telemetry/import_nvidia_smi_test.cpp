@@ -167,6 +167,27 @@ TEST(ImportNvidiaSmi, SkipsRowsWhoseTimeGoesBackwards) {
   EXPECT_EQ(t->header.extra["import_notes"][0], "1 rows skipped: their time went backwards (clock change?)");
 }
 
+TEST(ImportNvidiaSmi, MessagesQuoteCellsAsJsonSoEscapesStayText) {
+  EXPECT_EQ(rejection("timestamp, power.draw [W]\n2026/01/02 03:04:05.000, \x1b[2J W\n"),
+            "log.csv line 2: column 2 (\"power.draw [W]\"): \"\\u001b[2J W\" is not a number");
+}
+
+TEST(ImportNvidiaSmi, SaysHowManyRowsWereDroppedAndWhere) {
+  std::string csv = "timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1 W\n";
+  for (int i = 0; i < 7; ++i) csv += "2026/01/02 03:04:04.000, 2 W\n";  // lines 3..9 go backwards
+  csv += "2026/01/02 03:04:05.100, 3 W\n2031/01/01 00:00:00.000, 4 W\n2026/01/02 03:04:05.200";
+  auto t = parse(csv);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{1, 3}));
+  ASSERT_EQ(t->warnings.size(), 3u);
+  EXPECT_EQ(t->warnings[0], "log.csv line 12: the last line is cut off (1 of 2 columns): it is skipped");
+  EXPECT_EQ(t->warnings[1],
+            "log.csv: 7 rows skipped, their time went backwards (clock change?): lines 3, 4, 5, 6, 7 and 2 more");
+  EXPECT_EQ(t->warnings[2], "log.csv: 1 row skipped, more than 100000000 s after the first row: line 11");
+  // A clean log has none.
+  EXPECT_TRUE(parse("timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1 W\n")->warnings.empty());
+}
+
 // Found by fuzzing (tests/fuzz/corpus/csv/crash_*.csv): what the importer returns must be a trace
 // the trace format can hold, and JSON output of its strings must not throw.
 TEST(ImportNvidiaSmi, InvalidUtf8BecomesReplacementCharacters) {

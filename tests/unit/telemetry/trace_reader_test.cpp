@@ -244,14 +244,38 @@ TEST(TraceReader, RejectsInvalidJsonInTheMiddle) {
   EXPECT_EQ(msg.rfind("run.jsonl line 2: not valid JSON: column ", 0), 0u) << msg;
 }
 
-TEST(TraceReader, RejectsATruncatedLastLineButAcceptsACompleteOneWithoutNewline) {
+TEST(TraceReader, KeepsWhatCameBeforeALastLineCutOffAndAcceptsACompleteOneWithoutNewline) {
+  // A crash or a full disk cuts the last line: the lines before it are the recording.
   const std::string s1 = R"({"type":"sample","t":1,"gpu":0,"power_watts":300})";
-  EXPECT_EQ(rejection(kHeader + s1 + "\n" + R"({"type":"sample","t":1.1,"gpu":0,"power_wa)"),
-            "run.jsonl: truncated at line 3: the recording was cut off");
+  auto cut = parse(kHeader + s1 + "\n" + R"({"type":"sample","t":1.1,"gpu":0,"power_wa)");
+  ASSERT_TRUE(cut.ok()) << cut.error().message();
+  EXPECT_EQ(cut->gpus[0].metric(Metric::kPowerWatts).v, std::vector<double>{300});
+  EXPECT_DOUBLE_EQ(cut->duration_s, 1);
+  ASSERT_EQ(cut->warnings.size(), 1u);
+  EXPECT_EQ(cut->warnings[0],
+            "run.jsonl line 3: the recording was cut off in the middle of this line (42 bytes "
+            "without a newline): it is dropped; lines 1-2 are read");
+  // Without a header there is nothing to keep.
   EXPECT_EQ(rejection(kHeader.substr(0, 40)), "run.jsonl: truncated at line 1: the recording was cut off");
+  // A last line that is not cut off (only its newline is missing) is read, and nothing is said.
   auto t = parse(kHeader + s1);
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).size(), 1u);
+  EXPECT_TRUE(t->warnings.empty());
+  // Invalid JSON anywhere but in a cut-off last line is still an error.
+  EXPECT_EQ(rejection(kHeader +
+                      R"({"type":"sample","t":1.1,"gpu":0,"power_wa)"
+                      "\n" +
+                      s1 + "\n")
+                .rfind("run.jsonl line 2: not valid JSON", 0),
+            0u);
+}
+
+TEST(TraceReader, MessagesQuoteKeysAsJsonSoEscapesStayText) {
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"\u001b]0;x\u0007":1})"
+                                "\n"),
+            R"(run.jsonl line 2: unknown metric "\u001b]0;x\u0007" in a sample (neither in the header's "metrics" nor )"
+            R"(in this gpudoc's catalog))");
 }
 
 TEST(TraceReader, RejectsRecordsAfterTheEnd) {

@@ -196,6 +196,30 @@ TEST(RenderDiagnosis, NoFindingsAndNoSamples) {
   EXPECT_TRUE(contains(out, "REPLAY, not this machine"));
 }
 
+TEST(RenderDiagnosis, TextFromTheInputCannotDriveTheTerminal) {
+  auto t = make_trace(1, 20);
+  t.header.host = "node7\x1b]0;owned\x07";
+  t.header.command = {"python3", "tr\x1b[2Jain.py"};
+  auto d = make_diagnosis(t);
+  d.source = "run\x1b[31m.jsonl";
+  d.gpus[0].name = "H200\xc2\x9b" "31m";
+  d.findings[1].message = "GPU 0 shared by py\x1b[1mthon";
+  d.warnings = {"run.jsonl line 9: cut \x1b[2K here"};
+  for (bool color : {false, true}) {
+    const std::string out = render_diagnosis(t, d, {.color = color});
+    // Colour codes are gpudoc's own; none of the input's escapes survive.
+    for (const char* raw : {"\x1b]0;", "\x1b[2J", "\x1b[31m.", "\x1b[1mthon", "\x1b[2K", "\xc2\x9b"})
+      EXPECT_FALSE(contains(out, raw)) << raw << "\n" << out;
+    EXPECT_FALSE(contains(out, "\x07"));
+    EXPECT_TRUE(contains(out, "node7\\x1b]0;owned\\x07")) << out;
+    EXPECT_TRUE(contains(out, "tr\\x1b[2Jain.py")) << out;
+    EXPECT_TRUE(contains(out, "run\\x1b[31m.jsonl")) << out;
+    EXPECT_TRUE(contains(out, "H200\\u{009b}31m")) << out;
+    EXPECT_TRUE(contains(out, "py\\x1b[1mthon")) << out;
+    EXPECT_TRUE(contains(out, "dropped: run.jsonl line 9: cut \\x1b[2K here")) << out;
+  }
+}
+
 WebAssets fake_assets() { return {"/*uplot*/ window.uPlot = function(){}; var s = '</script>';", ".u-legend{}", "uplot test"}; }
 
 TEST(DiagnoseHtml, EveryFindingEvidenceNextStepAndTheData) {

@@ -90,5 +90,46 @@ TEST(WatchRender, FitsEightyColumnsAndShowsWhatItKnows) {
   EXPECT_EQ(j["gpus"][1]["status"], "lost");
 }
 
+TEST(WatchRender, NamesFromGpusProcessesAndTracesCannotDriveTheTerminal) {
+  gpu::DeviceInfo d = h200(0);
+  d.name = "H200\x1b[2J\nERROR: fake";
+  LiveState s({d}, telemetry::SamplerConfig::default_periods());
+  s.add(samples(0, 10 * kSec, {{Metric::kPowerWatts, 300}}));
+  telemetry::SamplerRecord procs;
+  procs.kind = telemetry::SamplerRecord::Kind::kProcesses;
+  procs.gpu = 0;
+  procs.time_unix_ns = 10 * kSec;
+  gpu::ProcessSample p;
+  p.pid = 42;
+  p.name = "py\x1b]0;x\x07";
+  p.memory_used_bytes = 1ULL << 30;
+  procs.processes = {p};
+  s.add(procs);
+  telemetry::SamplerRecord ev;
+  ev.kind = telemetry::SamplerRecord::Kind::kEvent;
+  ev.gpu = 0;
+  ev.event_kind = "x\xc2\x9b" "31mid";
+  s.add(ev);
+  s.set_now(10 * kSec + kSec / 10);
+  const std::string frame = render_watch(s, {.title = "gpudoc watch — test", .banner = "", .clock = "12:00:00"});
+  EXPECT_EQ(frame.find('\x1b'), std::string::npos) << frame;
+  EXPECT_EQ(frame.find('\x07'), std::string::npos) << frame;
+  EXPECT_EQ(frame.find("\xc2\x9b"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("GPU 0 H200\\x1b[2J\\x0aERROR: fake"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("py\\x1b]0;x"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("x\\u{009b}31mid"), std::string::npos) << frame;
+  // Every line still fits: the escapes are counted in the width.
+  std::size_t start = 0;
+  while (start < frame.size()) {
+    auto end = frame.find('\n', start);
+    EXPECT_LE(core::display_width(frame.substr(start, end - start)), 80u);
+    start = end + 1;
+  }
+  // JSON carries the names exactly.
+  const auto j = watch_json(s);
+  EXPECT_EQ(j["gpus"][0]["name"], d.name);
+  EXPECT_EQ(j["gpus"][0]["processes"][0]["name"], p.name);
+}
+
 }  // namespace
 }  // namespace gpudoc::view

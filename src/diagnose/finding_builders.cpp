@@ -1,0 +1,461 @@
+// Building findings: each pattern's Finding from the catalog entry (findings::make_finding), with
+// its message, evidence (the numbers behind it and how each was computed), confidence, caveats
+// and details. The numbers come from features (signals.hpp); the decision from classify.hpp.
+#include "diagnose/finding_builders.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/numeric.hpp"
+
+namespace gpudoc::diagnose::detail {
+namespace {
+
+using findings::Evidence;
+using findings::Finding;
+using findings::Severity;
+using gpu::Metric;
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::string pct(double x) { return fmt::format("{:.0f} %", x); }
+
+void add(Finding& f, std::string name, double value, std::string unit, std::string how) {
+  f.evidence.push_back(Evidence{std::move(name), value, std::move(unit), std::move(how)});
+}
+
+double span_confidence(double span_s) {
+  return span_s < th::kShortSpanS ? th::kShortSpanFactor : 1.0;
+}
+
+std::string gpu_list(const std::vector<int>& g) {
+  std::string s;
+  for (std::size_t i = 0; i < g.size(); ++i) s += (i ? ", " : "") + std::to_string(g[i]);
+  return s;
+}
+
+// The cells where both grids (same t0, dt and length) have data, in cell order: what a
+// correlation over their dense cells would pair.
+void paired_cells(const StepGrid& x, const StepGrid& y, std::vector<double>& a, std::vector<double>& b) {
+  std::size_t i = 0, j = 0;
+  while (i < x.steps.size() && j < y.steps.size()) {
+    const auto& p = x.steps[i];
+    const auto& q = y.steps[j];
+    const std::size_t p1 = std::size_t{p.first} + p.count, q1 = std::size_t{q.first} + q.count;
+    const std::size_t from = std::max<std::size_t>(p.first, q.first), to = std::min(p1, q1);
+    for (std::size_t c = from; c < to; ++c) {
+      a.push_back(p.v);
+      b.push_back(q.v);
+    }
+    (p1 <= q1 ? i : j) += 1;
+  }
+}
+
+}  // namespace
+
+// Wave-level evidence shared by sawtooth.
+Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) {
+  const Levels& wl = f.use_util ? f.util : f.sm;
+  const char* sig = f.use_util ? "gpu_utilization_percent" : "gpm_sm_activity_percent";
+  const double span = f.t1 - f.t0;
+  const bool below_resolution = fast || (f.period_s > 0 && f.period_s < 2 * s.util_period_s);
+  double duty = 0, peak = wl.p95, trough = wl.p05;
+  if (fast) {
+    // The sensor averages the alternation away: the mean level is the busy share.
+    duty = std::clamp(busy_level(f) / 100.0, 0.0, 1.0);
+    peak = 100;
+    trough = 0;
+  } else {
+    duty = wl.p95 - wl.p05 > 0 ? std::clamp((wl.mean - wl.p05) / (wl.p95 - wl.p05), 0.0, 1.0) : 1.0;
+  }
+  const double lost_s = span * (1 - duty);
+  const double lost_share = 1 - duty;
+  Finding out = findings::make_finding("sawtooth", lost_share >= th::kCriticalLostShare ? Severity::kCritical : Severity::kWarning);
+  out.gpus = {g};
+  out.window = {f.t0, f.t1};
+  double conf = th::kBaseConfidence * span_confidence(span);
+  if (fast) {
+    const bool gpm = has_gpm(f);
+    if (!gpm) conf *= th::kGuessFactor;
+    out.message = fmt::format(
+        "GPU {} alternates between work and idle faster than the {:.0f} ms utilization sensor resolves: "
+        "utilization holds a middle level ({}) while {}; busy about {} of the time, {:.1f} s of GPU time lost",
+        g, std::max(s.util_period_s, th::kUtilSensorPeriodS) * 1000, pct(busy_level(f)),
+        gpm ? fmt::format("GPM SM activity ({}) shows full-chip bursts", pct(f.sm.mean))
+            : (f.power.n > 0 ? fmt::format("power ({:.0f} W, {:.1f}x the idle floor) shows real work", f.power.mean,
+                                           share_of(f.power.mean, s.power_floor_w))
+                             : std::string("no GPM or power reading can confirm it")),
+        pct(duty * 100), lost_s);
+    out.caveats.push_back("below sensor resolution: period and duty cycle cannot be read from the curve; a profiler shows each gap");
+    out.next_steps.insert(out.next_steps.begin(),
+                          "The gaps are shorter than the sensor sees: profile them with `nsys profile -t cuda,nvtx,osrt -o gaps python3 train.py`");
+  } else {
+    out.message = fmt::format(
+        "GPU {} works in bursts: period {:.2f} s, duty cycle {}, peak {} and trough {} {}, {:.1f} s of GPU time lost",
+        g, f.period_s, pct(duty * 100), pct(peak), pct(trough), f.use_util ? "utilization" : "SM activity", lost_s);
+    if (below_resolution) out.caveats.push_back("period near the sensor's resolution: confirm with a profiler (nsys)");
+  }
+  out.confidence = conf;
+  if (!fast) {
+    add(out, "period_s", f.period_s, "s", fmt::format("autocorrelation peak ({:.2f} s) and mid-level crossings of {}", f.acf_period_s, sig));
+  }
+  add(out, "duty_cycle_percent", duty * 100, "percent",
+      fast ? "mean utilization (busy share of each 200 ms sample)" : fmt::format("(mean - trough) / (peak - trough) of {}", sig));
+  add(out, "peak_percent", peak, "percent", fast ? "assumed full-chip bursts" : fmt::format("95th percentile of {}", sig));
+  add(out, "trough_percent", trough, "percent", fast ? "assumed idle gaps" : fmt::format("5th percentile of {}", sig));
+  add(out, "gpu_time_lost_s", lost_s, "s", "analysed span x (1 - duty cycle)");
+  add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
+  if (has_gpm(f)) add(out, "mean_sm_activity_percent", f.sm.mean, "percent", "GPM SM activity, mean over the span");
+  out.details = {{"below_sensor_resolution", below_resolution},
+                 {"period_s", fast ? nlohmann::json(nullptr) : nlohmann::json(f.period_s)},
+                 {"duty_cycle", duty},
+                 {"peak_percent", peak},
+                 {"trough_percent", trough},
+                 {"gpu_time_lost_s", lost_s},
+                 {"sensor_period_s", s.util_period_s}};
+  return out;
+}
+
+Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
+  const double span = f.t1 - f.t0;
+  const bool launch = l == Label::kPlateauLaunch;
+  const bool gpm = has_gpm(f);
+  const double sm = gpm ? f.sm.mean : -1;
+  const bool critical = gpm && sm < th::kCriticalPlateauSmPercent;
+  Finding out = findings::make_finding("plateau", critical ? Severity::kCritical : Severity::kWarning);
+  out.gpus = {g};
+  out.window = {f.t0, f.t1};
+  out.confidence = th::kBaseConfidence * span_confidence(span) * (gpm ? 1.0 : th::kGuessFactor);
+  const std::string kind = launch ? "launch_bound" : "busy_but_idle";
+  if (launch) {
+    out.message = fmt::format(
+        "GPU {} is launch-bound: utilization flat at {} while {}: tiny kernels issued one by one keep it "
+        "'busy' without using the chip",
+        g, pct(busy_level(f)),
+        gpm ? fmt::format("SM activity is {}", pct(sm))
+            : fmt::format("power stays near idle ({:.0f} W, floor {:.0f} W)", f.power.mean, s.power_floor_w));
+    // Launch-bound: lead with the CUDA Graph step, drop the busy-but-idle one.
+    if (out.next_steps.size() > 1) out.next_steps.erase(out.next_steps.begin() + 1);
+  } else {
+    out.message = fmt::format(
+        "GPU {} is busy but idle: utilization {} while SM activity is {}, tensor {} and DRAM {}: "
+        "kernels hold the GPU without using its SMs",
+        g, pct(busy_level(f)), pct(sm), pct(f.tensor.mean), pct(f.dram.mean));
+    if (!out.next_steps.empty()) out.next_steps.erase(out.next_steps.begin());
+  }
+  if (!gpm) out.caveats.push_back("no GPM in this input: decided from utilization and power only");
+  add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
+  add(out, "utilization_spread_percent", f.util.p95 - f.util.p05, "percent", "p95 - p05 of utilization: flat");
+  if (gpm) {
+    add(out, "mean_sm_activity_percent", sm, "percent", "GPM SM activity");
+    add(out, "mean_tensor_activity_percent", f.tensor.mean, "percent", "GPM tensor activity");
+    add(out, "mean_dram_activity_percent", f.dram.mean, "percent", "GPM DRAM bandwidth utilization");
+  }
+  if (f.power.n > 0) add(out, "mean_power_watts", f.power.mean, "W", "board power");
+  out.details = {{"kind", kind},
+                 {"mean_utilization_percent", busy_level(f)},
+                 {"mean_sm_activity_percent", gpm ? nlohmann::json(sm) : nlohmann::json(nullptr)}};
+  return out;
+}
+
+Finding memory_bound_finding(int g, const Features& f) {
+  const bool gpm = has_gpm(f) && f.dram.n > 0;
+  Finding out = findings::make_finding("memory_bound", Severity::kWarning);
+  out.gpus = {g};
+  out.window = {f.t0, f.t1};
+  out.confidence = th::kBaseConfidence * span_confidence(f.t1 - f.t0) * (gpm ? 1.0 : th::kNoGpmFactor);
+  out.message = gpm ? fmt::format("GPU {} is at the memory-bandwidth roof: utilization {}, DRAM activity {}, tensor activity {}",
+                                  g, pct(busy_level(f)), pct(f.dram.mean), pct(f.tensor.mean))
+                    : fmt::format("GPU {} looks memory-bound: utilization {}, memory utilization {}", g,
+                                  pct(busy_level(f)), pct(f.mutil.mean));
+  if (!gpm) out.caveats.push_back("no GPM in this input: DRAM and tensor activity not seen");
+  add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
+  if (gpm) {
+    add(out, "mean_dram_activity_percent", f.dram.mean, "percent", "GPM DRAM bandwidth utilization");
+    add(out, "mean_tensor_activity_percent", f.tensor.mean, "percent", "GPM tensor activity");
+  }
+  if (f.mutil.n > 0) add(out, "mean_memory_utilization_percent", f.mutil.mean, "percent", "NVML memory utilization");
+  out.details = {{"dram_activity_percent", gpm ? nlohmann::json(f.dram.mean) : nlohmann::json(nullptr)}};
+  return out;
+}
+
+Finding simple_finding(const char* id, int g, const Features& f) {
+  Finding out = findings::make_finding(id, Severity::kInfo);
+  out.gpus = {g};
+  out.window = {f.t0, f.t1};
+  out.confidence = th::kBaseConfidence * span_confidence(f.t1 - f.t0);
+  const bool gpm = has_gpm(f);
+  if (std::string_view(id) == "idle") {
+    out.message = fmt::format("GPU {} is idle: utilization {}{}", g, pct(busy_level(f)),
+                              gpm ? fmt::format(", SM activity {}", pct(f.sm.mean)) : std::string());
+  } else {
+    if (!gpm) {
+      out.confidence *= th::kNoGpmFactor;
+      out.caveats.push_back("no GPM in this input: busy time seen, but not how much of the chip works");
+    }
+    out.message = fmt::format("GPU {} is saturated: utilization {}{}", g, pct(busy_level(f)),
+                              gpm ? fmt::format(", SM activity {}, tensor activity {}", pct(f.sm.mean), pct(f.tensor.mean))
+                                  : std::string());
+  }
+  add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
+  if (gpm) {
+    add(out, "mean_sm_activity_percent", f.sm.mean, "percent", "GPM SM activity");
+    if (f.tensor.n > 0) add(out, "mean_tensor_activity_percent", f.tensor.mean, "percent", "GPM tensor activity");
+  }
+  return out;
+}
+
+Finding insufficient_finding(int g, double t0, double t1, const std::string& why) {
+  Finding out = findings::make_finding("insufficient_data", Severity::kInfo);
+  if (g >= 0) out.gpus = {g};
+  out.window = {t0, t1};
+  out.confidence = 1.0;
+  out.message = g >= 0 ? fmt::format("GPU {}: {}", g, why) : why;
+  return out;
+}
+
+Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
+  // Per-busy-time SM activity of the stragglers: what a GPU doing this step's work reaches.
+  double ref = 0;
+  bool gpm = true;
+  for (int j : r.stragglers) {
+    const Activity& f = fs[static_cast<std::size_t>(j)];
+    if (!has_gpm(f)) gpm = false;
+    else
+      ref = std::max(ref, std::min(100.0, share_of(f.sm_mean, std::max(busy_level(f), 1.0)) * 100));
+  }
+  double worst = 0;
+  nlohmann::json waiting = nlohmann::json::array();
+  for (int i : r.waiting) {
+    const Activity& f = fs[static_cast<std::size_t>(i)];
+    double share = 0;
+    if (gpm && has_gpm(f) && ref > 0) {
+      share = std::clamp(1 - f.sm_mean / ref, 0.0, 1.0);
+    } else {
+      // Power above the idle floor as a stand-in for work done (no GPM).
+      double pref = 0;
+      for (int j : r.stragglers) pref = std::max(pref, fs[static_cast<std::size_t>(j)].power_mean);
+      share = pref > 0 ? std::clamp(1 - f.power_mean / pref, 0.0, 1.0) : 0;
+    }
+    worst = std::max(worst, share);
+    waiting.push_back({{"gpu", i},
+                       {"waiting_share", share},
+                       {"utilization_percent", busy_level(f)},
+                       {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
+                       {"power_watts", f.power_n > 0 ? nlohmann::json(f.power_mean) : nlohmann::json(nullptr)}});
+  }
+  nlohmann::json strag = nlohmann::json::array();
+  std::string strag_kind = "compute";
+  for (int j : r.stragglers) {
+    const Activity& f = fs[static_cast<std::size_t>(j)];
+    const bool host = busy_level(f) < th::kBusyUtilPercent;
+    if (host) strag_kind = "host";
+    strag.push_back({{"gpu", j},
+                     {"utilization_percent", busy_level(f)},
+                     {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
+                     {"kind", host ? "host" : "compute"}});
+  }
+  Finding out = findings::make_finding("pulse", worst >= th::kCriticalWaitShare ? Severity::kCritical : Severity::kWarning);
+  std::vector<int> all = r.waiting;
+  all.insert(all.end(), r.stragglers.begin(), r.stragglers.end());
+  std::sort(all.begin(), all.end());
+  out.gpus = all;
+  const Activity& w0 = fs[static_cast<std::size_t>(r.waiting.front())];
+  out.window = {w0.t0, w0.t1};
+  out.confidence = th::kBaseConfidence * span_confidence(w0.t1 - w0.t0) * (gpm ? 1.0 : th::kGuessFactor);
+  out.message = fmt::format(
+      "GPU {} wait{} for straggler GPU {} ({}): busy {} but {}; about {} of the time is spent waiting",
+      gpu_list(r.waiting), r.waiting.size() == 1 ? "s" : "", gpu_list(r.stragglers),
+      strag_kind == "host" ? "its own GPU idles: the delay is on the host" : "it computes longer", pct(busy_level(w0)),
+      has_gpm(w0) ? fmt::format("SM activity only {}", pct(w0.sm_mean))
+                  : fmt::format("power only {:.0f} W", w0.power_mean),
+      pct(worst * 100));
+  if (!gpm) out.caveats.push_back("no GPM in this input: waiting inferred from power, not SM activity");
+  for (int i : r.waiting) {
+    const Activity& f = fs[static_cast<std::size_t>(i)];
+    add(out, fmt::format("gpu{}_utilization_percent", i), busy_level(f), "percent", "waiting GPU, mean utilization");
+    if (has_gpm(f))
+      add(out, fmt::format("gpu{}_sm_activity_percent", i), f.sm_mean, "percent", "waiting GPU, GPM SM activity");
+    if (f.has_nvlink) add(out, fmt::format("gpu{}_nvlink_tx_bytes_per_second", i), f.nvlink_tx_mean, "By/s", "GPM NVLink tx, mean");
+  }
+  for (int j : r.stragglers) {
+    const Activity& f = fs[static_cast<std::size_t>(j)];
+    add(out, fmt::format("gpu{}_utilization_percent", j), busy_level(f), "percent", "straggler, mean utilization");
+    if (has_gpm(f))
+      add(out, fmt::format("gpu{}_sm_activity_percent", j), f.sm_mean, "percent", "straggler, GPM SM activity");
+  }
+  add(out, "waiting_share", worst, "1",
+      gpm ? "1 - waiting GPU's SM activity / straggler's SM activity per busy time" : "1 - waiting GPU's power / straggler's power");
+  out.details = {{"straggler", strag}, {"waiting", waiting}, {"straggler_kind", strag_kind}, {"waiting_share", worst}};
+  return out;
+}
+
+// ---- whole-span findings: staircase, memory growth, throttling -----------------------------
+
+std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0, double t1) {
+  struct Proc { std::string name; telemetry::Series s; };
+  std::map<std::uint32_t, Proc> procs;
+  for (const telemetry::ProcessPoint& p : gt.processes) {
+    if (p.t < t0 || p.t > t1 || !p.sample.sm_utilization_percent) continue;
+    const double v = *p.sample.sm_utilization_percent;
+    if (!std::isfinite(v)) continue;
+    Proc& pr = procs[p.sample.pid];
+    pr.name = p.sample.name;
+    pr.s.t.push_back(p.t);
+    pr.s.v.push_back(v);
+  }
+  struct Contender {
+    std::uint32_t pid;
+    std::string name;
+    double mean;
+    std::size_t n;
+    StepGrid grid;
+  };
+  std::vector<Contender> cs;
+  for (auto& [pid, pr] : procs) {
+    const Levels l = levels(pr.s.v);
+    if (l.n < th::kMinProcessPoints || l.mean < th::kMinProcessUtilPercent) continue;
+    const double period = upper_median_spacing(pr.s, 1.0);
+    StepGrid gr = resample_steps(pr.s, t0, t1, std::max(period, th::kGridStepS), 2 * period);
+    cs.push_back({pid, pr.name, l.mean, l.n, std::move(gr)});
+  }
+  if (cs.size() < 2) return std::nullopt;
+  double total = 0;
+  for (const auto& c : cs) total += c.mean;
+  std::optional<double> corr;
+  if (cs.size() == 2 && cs[0].grid.dt == cs[1].grid.dt) {
+    std::vector<double> a, b;
+    paired_cells(cs[0].grid, cs[1].grid, a, b);
+    corr = core::correlation(a, b, th::kMinCorrelationPairs);
+  }
+  double worst = 0;
+  nlohmann::json jp = nlohmann::json::array();
+  Finding out = findings::make_finding("staircase", Severity::kWarning);
+  std::string names;
+  for (const auto& c : cs) {
+    const double share = share_of(c.mean, total);
+    const double loses = 1 - share;
+    worst = std::max(worst, loses);
+    jp.push_back({{"pid", c.pid}, {"name", c.name}, {"mean_utilization_percent", c.mean}, {"gpu_share", share}, {"loses_share", loses}});
+    names += fmt::format("{}pid {} ({}, {} of the GPU's busy time)", names.empty() ? "" : ", ", c.pid,
+                         c.name.empty() ? "?" : c.name, pct(share * 100));
+    add(out, fmt::format("pid{}_mean_utilization_percent", c.pid), c.mean, "percent", "per-process SM utilization, mean");
+  }
+  if (worst >= th::kCriticalLossShare) out.severity = Severity::kCritical;
+  out.gpus = {g};
+  out.window = {t0, t1};
+  const bool turns = corr && *corr <= th::kTurnsCorrelation;
+  out.confidence = th::kBaseConfidence * (corr ? 1.0 : 0.7);
+  out.message = fmt::format("{} processes share GPU {} and {}: {}; each loses up to {} of the GPU to the others",
+                            cs.size(), g, turns ? "take turns (anti-correlated utilization)" : "contend for it", names,
+                            pct(worst * 100));
+  if (corr) add(out, "utilization_correlation", *corr, "1", "Pearson correlation of the two processes' utilization");
+  else out.caveats.push_back("per-process samples too sparse to measure whether they take turns or run at once");
+  add(out, "max_loses_share", worst, "1", "1 - process's share of the summed per-process utilization");
+  out.details = {{"processes", jp}, {"mode", corr ? (turns ? "turns" : "concurrent") : "unknown"},
+                 {"correlation", corr ? nlohmann::json(*corr) : nlohmann::json(nullptr)}};
+  return out;
+}
+
+std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0, double t1) {
+  const telemetry::Series& m = gt.metric(Metric::kMemoryUsedBytes);
+  std::vector<double> t, v;
+  for (std::size_t i = 0; i < m.t.size(); ++i)
+    if (m.t[i] >= t0 && m.t[i] <= t1 && std::isfinite(m.v[i])) {
+      t.push_back(m.t[i]);
+      v.push_back(m.v[i]);
+    }
+  if (t.size() < 3) return std::nullopt;
+  // Sorted copy for rises and falls (the reader sorts; synthetic input may not).
+  std::vector<std::size_t> idx(t.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
+  double up = 0, down = 0;
+  for (std::size_t k = 1; k < idx.size(); ++k) {
+    const double d = v[idx[k]] - v[idx[k - 1]];
+    (d > 0 ? up : down) += std::abs(d);
+  }
+  const Fit fit = linear_fit(t, v);
+  const double net = v[idx.back()] - v[idx.front()];
+  if (net < th::kGrowthMinBytes || fit.slope < th::kGrowthMinRateBytesPerS || down > th::kGrowthMaxReleaseRatio * up ||
+      fit.r2 < th::kGrowthMinR2)
+    return std::nullopt;
+  const double current = v[idx.back()];
+  std::optional<double> eta;
+  if (dev && dev->memory_total_bytes) eta = std::max(0.0, (static_cast<double>(*dev->memory_total_bytes) - current) / fit.slope);
+  Finding out = findings::make_finding("memory_growth", eta && *eta < th::kCriticalExhaustionS ? Severity::kCritical : Severity::kWarning);
+  out.gpus = {g};
+  out.window = {t[idx.front()], t[idx.back()]};
+  out.confidence = th::kBaseConfidence * span_confidence(t1 - t0) * std::min(1.0, fit.r2 + 0.05);
+  out.message = fmt::format("GPU {} memory climbs {:.1f} MiB/s without release ({:.2f} GiB -> {:.2f} GiB){}", g,
+                            fit.slope / (1024 * 1024), v[idx.front()] / kGiB, current / kGiB,
+                            eta ? fmt::format("; at this rate it is full in {:.0f} s", *eta) : std::string(": memory total unknown"));
+  add(out, "growth_rate_bytes_per_second", fit.slope, "By/s", "least-squares slope of memory_used_bytes");
+  add(out, "net_growth_bytes", net, "By", "last - first memory_used_bytes in the span");
+  add(out, "released_bytes", down, "By", "sum of the falls");
+  add(out, "fit_r2", fit.r2, "1", "how well a straight line fits the climb");
+  if (eta) add(out, "time_to_exhaustion_s", *eta, "s", "(memory total from the header - current) / rate");
+  else out.caveats.push_back("memory total unknown: no time to exhaustion");
+  out.details = {{"rate_bytes_per_second", fit.slope}, {"time_to_exhaustion_s", eta ? nlohmann::json(*eta) : nlohmann::json(nullptr)},
+                 {"memory_used_bytes", current},
+                 {"memory_total_bytes", dev && dev->memory_total_bytes ? nlohmann::json(*dev->memory_total_bytes) : nlohmann::json(nullptr)}};
+  return out;
+}
+
+std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0, double t1) {
+  const telemetry::Series& m = gt.metric(Metric::kClockEventReasonsMask);
+  std::size_t n = 0, slow = 0, serious = 0;
+  std::uint64_t seen = 0;
+  constexpr std::uint64_t kSwPowerCap = 0x4;
+  for (std::size_t i = 0; i < m.t.size(); ++i) {
+    if (m.t[i] < t0 || m.t[i] > t1 || !std::isfinite(m.v[i]) || m.v[i] < 0) continue;
+    const auto mask = static_cast<std::uint64_t>(m.v[i]);
+    ++n;
+    if (gpu::is_slowdown(mask)) {
+      ++slow;
+      seen |= mask;
+      if (gpu::is_slowdown(mask & ~kSwPowerCap)) ++serious;
+    }
+  }
+  if (n < th::kMinSignalCells / 2) return std::nullopt;
+  const double share = share_of(static_cast<double>(slow), static_cast<double>(n));
+  if (share < th::kThrottleMinShare) return std::nullopt;
+  const double serious_share = share_of(static_cast<double>(serious), static_cast<double>(n));
+  // A lowered power limit makes the power cap a fault, not the expected ceiling.
+  const Levels lim = levels(gt.metric(Metric::kPowerLimitWatts).v);
+  bool lowered = false;
+  if (dev && dev->power_limit_default_watts && lim.n > 0)
+    lowered = lim.p50 < th::kLoweredPowerLimitRatio * *dev->power_limit_default_watts;
+  Severity sev = Severity::kInfo;
+  if (serious_share >= th::kThrottleMinShare || lowered) sev = Severity::kWarning;
+  if (serious_share >= th::kCriticalThrottleShare) sev = Severity::kCritical;
+  Finding out = findings::make_finding("throttled", sev);
+  out.gpus = {g};
+  out.window = {t0, t1};
+  out.confidence = th::kBaseConfidence;
+  const std::uint64_t reasons = seen & ~std::uint64_t{0x1};
+  const Levels clk = levels(gt.metric(Metric::kSmClockMhz).v);
+  const double clk_max = dev && dev->sm_clock_max_mhz ? *dev->sm_clock_max_mhz : 0.0;
+  std::string why = serious_share >= th::kThrottleMinShare ? "thermal or hardware slowdown: check cooling and power delivery"
+                    : lowered ? "the power limit was lowered below its default"
+                              : "the board is at its power limit: expected under heavy load";
+  out.message = fmt::format("GPU {} clocks held down {} of the time by {}{}; {}", g, pct(share * 100),
+                            gpu::clock_event_reason_names(reasons),
+                            clk.n > 0 && clk_max > 0 ? fmt::format(" (SM clock median {:.0f} of {:.0f} MHz)", clk.p50, clk_max) : std::string(),
+                            why);
+  add(out, "throttled_share", share, "1", "share of clock_event_reasons_mask samples with a slowdown reason");
+  add(out, "thermal_or_hw_share", serious_share, "1", "share with a reason other than the software power cap");
+  if (clk.n > 0) add(out, "sm_clock_median_mhz", clk.p50, "MHz", "median SM clock over the span");
+  if (clk_max > 0) add(out, "sm_clock_max_mhz", clk_max, "MHz", "from the header");
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& r : gpu::clock_event_reasons())
+    if ((reasons & r.bit) && r.is_slowdown) names.push_back(std::string(r.name));
+  out.details = {{"reasons", names}, {"share", share}, {"thermal_or_hw_share", serious_share}, {"power_limit_lowered", lowered}};
+  return out;
+}
+
+}  // namespace gpudoc::diagnose::detail

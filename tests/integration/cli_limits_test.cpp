@@ -1,0 +1,122 @@
+// Hostile inputs end at once, in little memory, with exit 2 and a message that names the input:
+// a valid 2 KB trace whose two samples lie 10^8 s apart, /dev/zero (one line that never ends),
+// an nvidia-smi CSV of four rows spread over three years, and a window far below the grid's
+// step. Before, each of them allocated without bound (a 0.1 s grid over the whole span, or the
+// whole endless line); here each runs as a child under RLIMIT_AS, and its exit code, wall time
+// and peak RSS (wait4's ru_maxrss) are checked.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+namespace {
+
+using gpudoc::testing::gpudoc_binary;
+
+constexpr double kMaxSeconds = 1.0;
+constexpr long kMaxRssKb = 100 * 1024;
+constexpr rlim_t kAddressSpace = 1ULL << 30;  // a runaway is stopped, not the machine
+
+struct Measured {
+  int exit_code = -1;
+  double wall_s = 0;
+  long max_rss_kb = 0;
+  std::string err;  // stderr
+};
+
+Measured run_limited(const std::vector<std::string>& args) {
+  char err_path[] = "/tmp/gpudoc-limits-XXXXXX";
+  const int err_fd = ::mkstemp(err_path);
+  if (err_fd < 0) return {};
+  ::unlink(err_path);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const rlimit as{kAddressSpace, kAddressSpace};
+    ::setrlimit(RLIMIT_AS, &as);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(err_fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    std::string bin = gpudoc_binary();
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  Measured m;
+  int status = 0;
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  m.max_rss_kb = usage.ru_maxrss;
+  char buf[4096];
+  ::lseek(err_fd, 0, SEEK_SET);
+  ssize_t n = 0;
+  while ((n = ::read(err_fd, buf, sizeof buf)) > 0) m.err.append(buf, static_cast<std::size_t>(n));
+  ::close(err_fd);
+  return m;
+}
+
+std::string corpus(const std::string& name) {
+  return std::string(GPUDOC_SOURCE_DIR) + "/tests/fuzz/corpus/diagnose/" + name;
+}
+
+void expect_bounded_rejection(const std::vector<std::string>& args, const std::string& message) {
+  const Measured m = run_limited(args);
+  std::string cmd;
+  for (const auto& a : args) cmd += " " + a;
+  EXPECT_EQ(m.exit_code, 2) << cmd << "\n" << m.err;
+  EXPECT_LT(m.wall_s, kMaxSeconds) << cmd;
+  EXPECT_LT(m.max_rss_kb, kMaxRssKb) << cmd;
+  EXPECT_NE(m.err.find(message), std::string::npos) << cmd << "\n" << m.err;
+}
+
+TEST(CliLimits, ASpanBombIsRefusedAtOnce) {
+  const std::string bomb = corpus("span_bomb.jsonl");
+  expect_bounded_rejection({"diagnose", bomb},
+                           bomb +
+                               ": no sample from t = 0.1 s to t = 100000000.0 s (1157.4 days): one trace is not "
+                               "silent for more than 7 days");
+  expect_bounded_rejection({"diagnose", bomb, "--json"}, "");
+  // The trace itself is valid: trace info summarises it, as quickly and as small.
+  const Measured info = run_limited({"trace", "info", bomb});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_LT(info.wall_s, kMaxSeconds);
+  EXPECT_LT(info.max_rss_kb, kMaxRssKb);
+}
+
+TEST(CliLimits, DevZeroIsALineThatNeverEnds) {
+  const std::string msg = "/dev/zero line 1: the line is longer than the limit of 1048576 bytes";
+  expect_bounded_rejection({"trace", "info", "/dev/zero"}, msg);
+  expect_bounded_rejection({"diagnose", "/dev/zero"}, msg);
+  expect_bounded_rejection({"watch", "/dev/zero", "--once"}, msg);
+}
+
+TEST(CliLimits, ACsvOfFourRowsOverThreeYearsIsRefusedAtOnce) {
+  const std::string csv = corpus("three_years.csv");
+  expect_bounded_rejection({"diagnose", csv}, csv + ": no sample from t = 0.0 s to t = 31536000.0 s (365.0 days)");
+  const Measured info = run_limited({"trace", "info", csv});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_LT(info.wall_s, kMaxSeconds);
+  EXPECT_LT(info.max_rss_kb, kMaxRssKb);
+}
+
+TEST(CliLimits, AWindowBelowTheGridIsAUsageError) {
+  const std::string trace = std::string(GPUDOC_SOURCE_DIR) + "/tests/data/idle.jsonl";
+  expect_bounded_rejection({"diagnose", trace, "--window", "1e-7"}, "--window 1e-07: a window must be at least 2 s");
+  expect_bounded_rejection({"diagnose", trace, "--window", "1e-9"}, "--window 1e-09: a window must be at least 2 s");
+}
+
+}  // namespace
