@@ -264,8 +264,11 @@ TEST(CliBackend, BaselineRecordsTheGpusOfAReplay) {
   EXPECT_EQ(j["machine"]["gpus"][0], "NVIDIA H200") << j["machine"].dump();
   // The replayed GPU runs GEMMs (the trace's first seconds are the workload's set-up, so not 100 %);
   // an idle or fake GPU would not give this figure.
-  for (const auto& f : j["figures"])
-    if (f["name"] == "gpu_utilization_mean_percent") EXPECT_GT(f["median"].get<double>(), 50) << f.dump();
+  for (const auto& f : j["figures"]) {
+    if (f["name"] == "gpu_utilization_mean_percent") {
+      EXPECT_GT(f["median"].get<double>(), 50) << f.dump();
+    }
+  }
   EXPECT_TRUE(contains(figure_names(j), "gpu_utilization_mean_percent")) << j["figures"].dump();
 }
 
