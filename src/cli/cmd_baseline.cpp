@@ -6,7 +6,6 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 #include "baseline/collect.hpp"
@@ -60,29 +59,6 @@ void print_notes(const std::vector<std::string>& notes) {
   for (const auto& n : notes) std::fprintf(stderr, "gpudoc: note: %s\n", n.c_str());
 }
 
-// ---- stopping: SIGINT, SIGTERM, SIGHUP; SIGPIPE ------------------------------------------------
-
-baseline::StopSignal g_stop;
-
-void on_stop_signal(int sig) {
-  int none = 0;
-  g_stop.signal.compare_exchange_strong(none, sig);
-  g_stop.count.fetch_add(1);
-}
-
-// record and check: a stop signal ends the workload (its whole process group), what was measured
-// is stored marked interrupted, and gpudoc exits 128 + the signal. A closed stdout never kills
-// gpudoc before it stored the run.
-void install_stop_signals() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-}
-
 int exit_code_for_signal(int sig) { return 128 + sig; }
 
 // ---- what one record or check runs with -----------------------------------------------------
@@ -102,7 +78,7 @@ struct RunEnv {
     e.no_gpu_reason = no_gpu_reason;
     e.work_dir = dir->path();
     e.echo_to_stderr = json;
-    e.stop = &g_stop;
+    e.stop = &stop_signal();
     return e;
   }
 };
@@ -249,7 +225,7 @@ int run_record(const BaselineFlags& f, Context& ctx) {
   const baseline::CollectSpec spec = record_spec(f);
   auto store = open_store_to_write(f, false);
   if (!store) return report_error(store.error(), f.json);
-  install_stop_signals();
+  install_stop_handlers({SIGINT, SIGTERM, SIGHUP});
   auto env = make_run_env(ctx);
   if (!env) return report_error(env.error(), f.json);
 
@@ -503,7 +479,7 @@ void print_check(const BaselineFlags& f, const CheckPlan& plan, const CheckOutco
 int run_check(const BaselineFlags& f, Context& ctx) {
   auto plan = plan_check(f);
   if (!plan) return report_error(plan.error(), f.json);
-  install_stop_signals();
+  install_stop_handlers({SIGINT, SIGTERM, SIGHUP});
   auto env = make_run_env(ctx);
   if (!env) return report_error(env.error(), f.json);
   if (auto st = compare_machines(f, *plan, *env); !st) return report_error(st.error(), f.json);
