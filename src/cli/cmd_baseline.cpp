@@ -23,16 +23,7 @@ struct BaselineFlags {
   std::optional<std::string> store;
   std::optional<std::string> config;
   bool json = false;
-  // record / check
-  bool bench = false;
-  std::vector<std::string> bench_keys;
-  bool quick = false;
-  bool full = false;
-  bool probe = false;
-  int repeat = 0;  // 0: the stored value (check) or 1 (record)
-  double timeout_s = 0;
-  int device = 0;
-  std::vector<std::string> command;
+  baseline::RecordRequest run;  // record's flags; check takes its command, repeat and timeout (0: as recorded)
   // check
   bool allow_different_machine = false;
   bool no_confirm = false;
@@ -78,8 +69,7 @@ int stopped_before_measuring(const BaselineFlags& f, int sig) {
 }
 
 int run_record(const BaselineFlags& f, Context& ctx) {
-  auto spec = baseline::record_spec(
-      {f.bench, f.bench_keys, f.quick, f.full, f.device, f.probe, f.command, f.repeat, f.timeout_s});
+  auto spec = baseline::record_spec(f.run);
   if (!spec) return report_error(spec.error(), f.json);
   auto cfg = baseline::load_config(f.config);
   if (!cfg) return report_error(cfg.error(), f.json);
@@ -99,7 +89,7 @@ int run_record(const BaselineFlags& f, Context& ctx) {
 }
 
 int run_check(const BaselineFlags& f, Context& ctx) {
-  auto plan = baseline::plan_check({f.name, f.store, f.config, f.command, f.repeat, f.timeout_s});
+  auto plan = baseline::plan_check({f.name, f.store, f.config, f.run.command, f.run.repeat, f.run.timeout_s});
   if (!plan) return report_error(plan.error(), f.json);
   std::optional<core::PrivateDir> dir;
   auto env = gate_env(f, ctx, dir);
@@ -185,12 +175,12 @@ void add_common(CLI::App* cmd, BaselineFlags& f) {
 void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
   cmd->add_option("--config", f.config,
                   "thresholds and directions per figure (default: ./gpudoc.baseline.json when present)");
-  cmd->add_option("--repeat", f.repeat,
+  cmd->add_option("--repeat", f.run.repeat,
                   record ? "run the probe and the workload N times (samples add up; default 1)"
                          : "runs of the probe and the workload (default: as recorded)");
-  cmd->add_option("--timeout", f.timeout_s,
+  cmd->add_option("--timeout", f.run.timeout_s,
                   "stop a workload run that takes longer than this many seconds (SIGTERM, then SIGKILL)");
-  cmd->add_option("command", f.command, "the workload to run (after --); it reports figures with ::gpudoc lines");
+  cmd->add_option("command", f.run.command, "the workload to run (after --); it reports figures with ::gpudoc lines");
 }
 
 }  // namespace
@@ -213,14 +203,14 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
 
   auto* rec = cmd->add_subcommand("record", "Run and store a golden baseline under NAME");
   rec->add_option("name", f->name, "baseline name")->required();
-  rec->add_option("--bench", f->bench_keys,
+  rec->add_option("--bench", f->run.bench_keys,
                   "hardware: run gpudoc bench (all benchmarks, or these keys/groups: hbm,launch)")
       ->expected(0, 1);  // one word, split on ',' by record_spec: CLI11 counts a delimiter's pieces as values
-  rec->add_flag("--quick", f->quick, "benchmarks with fewer repetitions");
-  rec->add_flag("--full", f->full, "benchmarks with more repetitions");
-  rec->add_flag("--probe", f->probe,
+  rec->add_flag("--quick", f->run.quick, "benchmarks with fewer repetitions");
+  rec->add_flag("--full", f->run.full, "benchmarks with more repetitions");
+  rec->add_flag("--probe", f->run.probe,
                 "framework: the built-in PyTorch matmul probe (needs python3 with torch and a GPU)");
-  rec->add_option("--device", f->device, "CUDA device for --bench and --probe");
+  rec->add_option("--device", f->run.device, "CUDA device for --bench and --probe");
   add_run_options(rec, *f, true);
   add_common(rec, *f);
   rec->footer(
@@ -234,7 +224,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
       "Exit codes: 0 recorded; 2 bad flags, a workload that failed, a bad or read-only store; 3 no GPU for\n"
       "--bench or the probe unavailable, a timeout, a locked store; 128+N stopped by signal N (130: Ctrl-C).");
   rec->callback([f, rec, &action, &ctx] {
-    f->bench = rec->count("--bench") > 0;
+    f->run.bench = rec->count("--bench") > 0;
     action = [f, &ctx] { return run_record(*f, ctx); };
   });
 
