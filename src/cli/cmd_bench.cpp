@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 
-#include "bench/registry.hpp"
 #include "bench/run.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -52,17 +51,10 @@ int render_saved(const BenchFlags& f) {
                         f.json);
   auto text = core::read_file(*f.from);
   if (!text) return report_error(text.error(), f.json);
-  nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
-  if (report.is_discarded())
-    return report_error(core::Error(core::ErrorKind::kBadInput, fmt::format("{}: not JSON", *f.from)), f.json);
-  if (auto st = write_html(report, *f.html); !st) {
-    // A file that is not a report is named; a page that cannot be written names itself.
-    if (st.error().kind() == core::ErrorKind::kBadInput)
-      return report_error(core::Error(core::ErrorKind::kBadInput, fmt::format("{}: {}", *f.from, st.error().message())),
-                          f.json);
-    return report_error(st.error(), f.json);
-  }
-  const std::size_t n = report["results"].size();
+  auto saved = view::render_saved_bench_html(*text, *f.from);
+  if (!saved) return report_error(saved.error(), f.json);
+  if (auto st = core::write_file(*f.html, saved->page); !st) return report_error(st.error(), f.json);
+  const std::size_t n = saved->results;
   if (f.json)
     print_json(nlohmann::json{{"html", *f.html}, {"from", *f.from}, {"results", n}});
   else
@@ -71,13 +63,10 @@ int render_saved(const BenchFlags& f) {
 }
 
 int print_list(bool json) {
-  if (json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const bench::Benchmark* b : bench::registry().all()) j.push_back({{"key", b->key()}, {"description", b->description()}});
-    print_json(j);
-  } else {
+  if (json)
+    print_json(view::bench_list_json());
+  else
     std::fputs(view::render_bench_list().c_str(), stdout);
-  }
   return core::kExitOk;
 }
 

@@ -6,18 +6,15 @@
 
 #include <array>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
 #include "telemetry/backend_source.hpp"
+#include "telemetry/bundled_traces.hpp"
 
 namespace gpudoc::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 // The replay: one trace per main pattern (tests/data/README.md says how each was recorded).
 constexpr std::array<const char*, 4> kReplayTraces = {
@@ -34,44 +31,8 @@ struct DoctorFlags {
   SamplerFlags sampler;
 };
 
-// Where the bundled traces are, first found wins: $GPUDOC_DATA_DIR; an install (bin/gpudoc ->
-// share/gpudoc/traces, the path from the binary's folder compiled in, so a moved prefix still
-// works); a build tree (build/src/cli/gpudoc -> tests/data); the source tree this binary was built
-// from. The install comes before the build tree: a prefix inside a checkout must use its own copy.
-std::vector<fs::path> data_dir_candidates() {
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("GPUDOC_DATA_DIR"); env != nullptr && *env != '\0') dirs.emplace_back(env);
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path dir = exe.parent_path();
-#ifdef GPUDOC_INSTALLED_TRACES
-    dirs.push_back(dir / GPUDOC_INSTALLED_TRACES);
-#endif
-    dirs.push_back(dir / "../../../tests/data");
-    dirs.push_back(dir / "../../tests/data");
-  }
-#ifdef GPUDOC_SOURCE_TREE
-  dirs.push_back(fs::path(GPUDOC_SOURCE_TREE) / "tests/data");
-#endif
-  return dirs;
-}
-
-core::Result<fs::path> find_data_dir() {
-  std::string looked;
-  for (const auto& d : data_dir_candidates()) {
-    std::error_code ec;
-    if (fs::is_regular_file(d / kReplayTraces[0], ec)) return fs::weakly_canonical(d, ec);
-    looked += (looked.empty() ? "" : ", ") + d.lexically_normal().string();
-  }
-  return core::Error(core::ErrorKind::kEnvironment,
-                     fmt::format("the bundled H200 traces were not found either (looked in {}); set GPUDOC_DATA_DIR to "
-                                 "the repository's tests/data",
-                                 looked));
-}
-
 int run_replay(const DoctorFlags& f, const std::string& why, const std::string& full_reason) {
-  auto dir = find_data_dir();
+  auto dir = telemetry::find_bundled_traces(kReplayTraces[0]);
   if (!dir) return report_error(dir.error().with_context(why), f.out.json);
   std::vector<Diagnosed> items;
   for (const char* name : kReplayTraces) {

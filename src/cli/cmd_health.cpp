@@ -10,12 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "baseline/store.hpp"
+#include "baseline/health_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/host.hpp"
 #include "core/log.hpp"
-#include "core/version.hpp"
 #include "health/node.hpp"
 #include "telemetry/backend_source.hpp"
 #include "view/health_text.hpp"
@@ -40,13 +38,7 @@ int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
   health::SystemHostReader host;
   const auto results = health::check_host_only(host);
   if (f.json) {
-    nlohmann::json j = {{"status", "no_gpu"},
-                        {"error", {{"kind", core::to_string(no_gpu.kind())}, {"message", no_gpu.message()},
-                                   {"exit_code", core::exit_code(no_gpu.kind())}}},
-                        {"gpudoc_version", core::kVersion}};
-    j["checks"] = nlohmann::json::array();
-    for (const auto& r : results) j["checks"].push_back(health::to_json(r));
-    print_json(j);
+    print_json(view::no_gpu_health_json(results, no_gpu));
   } else {
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fputs(view::render_health_table(results, wall_s, "No GPU checks: " + no_gpu.message() + "\n\n", color()).c_str(),
@@ -56,50 +48,16 @@ int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
   return core::kExitEnvironment;
 }
 
-// Why no load runs, or "" when it does.
-std::string why_no_load(const HealthFlags& f, const telemetry::Live& live) {
-  if (f.no_load) return "--no-load";
-  if (!live.real())
-    return fmt::format("the {} backend's GPUs are not this machine's: no load runs on them", telemetry::to_string(live.spec->kind));
-  if (std::getenv("CUDA_VISIBLE_DEVICES") != nullptr) return "CUDA_VISIBLE_DEVICES is set, so CUDA's and NVML's GPU numbers may differ";
-  return {};
-}
-
 // Keeps the results for `gpudoc report`. A replay's or fake GPUs' results are not this node's
 // history: they are never stored.
 void store_results(const HealthFlags& f, const telemetry::Live& live, const health::NodeReport& node, nlohmann::json& j) {
   if (f.no_store) return;
-  if (!live.real()) {
-    core::log_warn("not stored: the results of the {} backend are not this node's", live.spec->text);
-    return;
-  }
-  auto path = baseline::default_store_path(f.store);
-  if (!path) return core::log_warn("not stored: {}", path.error().message());
-  auto store = baseline::Store::open(*path);
-  if (!store) return core::log_warn("not stored: {}", store.error().message());
-  baseline::MachineContext m;
-  m.host = core::host_name();
-  for (const auto& in : node.gpus) m.gpus.push_back(in.info.name);
-  m.driver_version = node.system.driver_version;
-  m.cuda_version = node.system.cuda_driver_version;
-  const auto now_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (auto id = store->add_result("health", m.host, now_ns, m, health::to_string(health::worst(node.results)), j))
-    j["stored"] = {{"path", *path}, {"id", *id}};
+  if (!live.real())
+    return core::log_warn("not stored: the results of the {} backend are not this node's", live.spec->text);
+  if (auto at = baseline::keep_health_result(f.store, node, j))
+    j["stored"] = {{"path", at->path}, {"id", at->id}};
   else
-    core::log_warn("not stored: {}", id.error().message());
-}
-
-std::string header_line(const telemetry::Live& live, const health::NodeReport& node) {
-  const auto& sys = node.system;
-  std::string header = live.banner.empty() ? "" : live.banner + "\n";
-  header += fmt::format("gpudoc health — driver {}, CUDA {}; {} GPU(s)", sys.driver_version.empty() ? "?" : sys.driver_version,
-                        sys.cuda_driver_version.empty() ? "?" : sys.cuda_driver_version, node.gpus.size());
-  if (!node.gpus.empty() && node.gpus[0].load.ran)
-    header += fmt::format("; load: HBM copy for {:.1f} s", node.load_seconds);
-  else if (!node.gpus.empty())
-    header += fmt::format("; no load ({})", node.gpus[0].load.why_not);
-  return header + "\n\n";
+    core::log_warn("not stored: {}", at.error().message());
 }
 
 int run_health(const HealthFlags& f, Context& ctx) {
@@ -108,7 +66,8 @@ int run_health(const HealthFlags& f, Context& ctx) {
   health::SystemHostReader host;
   health::NodeOptions opt;
   opt.gpus = f.gpus;
-  opt.load = {.seconds = f.load_seconds, .why_not = why_no_load(f, *live)};
+  opt.load = {.seconds = f.load_seconds,
+              .why_not = health::why_no_load(f.no_load, live->real() ? "" : telemetry::to_string(live->spec->kind))};
   auto node = health::check_node(*live->backend, *live->clock, host, opt, health::hbm_copy_load(*live->clock));
   if (!node) return report_error(node.error(), f.json);
 
@@ -118,7 +77,10 @@ int run_health(const HealthFlags& f, Context& ctx) {
   if (f.json)
     print_json(j);
   else
-    std::fputs(view::render_health_table(node->results, node->wall_seconds, header_line(*live, *node), color()).c_str(), stdout);
+    std::fputs(
+        view::render_health_table(node->results, node->wall_seconds, view::health_header(*node, live->banner), color())
+            .c_str(),
+        stdout);
   return health::any_failed(node->results) ? core::kExitFinding : core::kExitOk;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/common.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
+#include "view/record_text.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -34,7 +35,6 @@ int run_record(const RecordFlags& f, Context& ctx) {
   if (!config) return report_error(config.error(), f.json);
   auto live = ctx.backend.open_gpus();
   if (!live) return report_error(live.error(), f.json);
-  const int count = live->gpu_count;
 
   telemetry::RecordOptions opt;
   opt.output_path = f.output;
@@ -51,32 +51,16 @@ int run_record(const RecordFlags& f, Context& ctx) {
   install_stop_handlers();
   if (!f.quiet) {
     if (!live->banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", live->banner.c_str());
-    const std::string until = f.command.empty() ? (opt.duration ? fmt::format(" for {} s", f.duration_s)
-                                                                : std::string(live->replay ? " until it ends or Ctrl-C" : " until Ctrl-C"))
-                                                : fmt::format(" while `{}` runs", fmt::join(f.command, " "));
-    const int n = config->gpus.empty() ? count : static_cast<int>(config->gpus.size());
-    std::fprintf(stderr, "gpudoc: recording %d GPU%s to %s%s\n", n, n == 1 ? "" : "s", f.output.c_str(), until.c_str());
+    const int n = config->gpus.empty() ? live->gpu_count : static_cast<int>(config->gpus.size());
+    std::fputs(view::record_start_line(n, f.output, f.command, f.duration_s, live->replay != nullptr).c_str(), stderr);
   }
 
   auto r = telemetry::record(*live->backend, *live->clock, opt, stop_requests(), &forward_signal());
   if (show_progress) std::fputs("\n", stderr);
   if (!r) return report_error(r.error(), f.json);
 
-  if (f.json) {
-    nlohmann::json j = {{"trace", f.output},        {"duration_s", r->duration_s}, {"gpus", r->gpu_count},
-                        {"sample_lines", r->sample_lines}, {"dropped_records", r->dropped_records},
-                        {"end_reason", r->end_reason}, {"backend", telemetry::describe(*live->spec)}};
-    if (r->command_exit_code) j["command_exit_code"] = *r->command_exit_code;
-    print_json(j);
-  }
-  if (!f.quiet) {
-    std::string lost;
-    for (std::size_t i = 0; i < r->gpus.size(); ++i)
-      if (r->gpus[i].lost) lost += fmt::format(" GPU {} was lost.", i);
-    std::fprintf(stderr, "gpudoc: wrote %s: %.1f s, %zu GPU%s, %llu sample lines, %llu dropped (%s).%s\n", f.output.c_str(),
-                 r->duration_s, r->gpu_count, r->gpu_count == 1 ? "" : "s", static_cast<unsigned long long>(r->sample_lines),
-                 static_cast<unsigned long long>(r->dropped_records), r->end_reason.c_str(), lost.c_str());
-  }
+  if (f.json) print_json(view::record_json(*r, f.output, *live->spec));
+  if (!f.quiet) std::fputs(view::record_summary_line(*r, f.output).c_str(), stderr);
   // The command's exit code passes through, so `gpudoc record -- CMD` can stand in for CMD.
   if (r->command_exit_code) return *r->command_exit_code;
   return r->end_reason == "interrupted" ? 130 : 0;

@@ -5,14 +5,14 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <map>
 #include <regex>
 
-#include "baseline/store.hpp"
+#include "baseline/health_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/clock.hpp"
 #include "core/file.hpp"
 #include "view/health_report.hpp"
 
@@ -47,12 +47,8 @@ core::Result<std::int64_t> parse_since(const std::string& s) {
 int run_report(const ReportFlags& f) {
   auto since = parse_since(f.since);
   if (!since) return report_error(since.error(), f.json);
-  auto path = baseline::default_store_path(f.store);
-  if (!path) return report_error(path.error(), f.json);
-  auto store = baseline::Store::open(*path, {.create = false});
-  if (!store) return report_error(store.error(), f.json);
-  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto rows = store->results_since("health", now_ns > *since ? now_ns - *since : 0);
+  const auto now_ns = core::SystemClock().unix_now_ns();
+  auto rows = baseline::health_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
   if (!rows) return report_error(rows.error(), f.json);
   std::vector<view::StoredHealthRun> runs;
   for (auto& r : *rows) runs.push_back({r.time_unix_ns, std::move(r.payload)});

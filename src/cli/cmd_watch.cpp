@@ -1,23 +1,18 @@
-// gpudoc watch: a live terminal view of every GPU, or a replay of a recorded trace.
+// gpudoc watch: a live terminal view of every GPU, or a replay of a recorded trace. The frames are
+// made by view/watch_loop.hpp; this file parses, opens the backend and writes them.
 #include <CLI/CLI.hpp>
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
-#include <filesystem>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/clock.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
 #include "telemetry/replay_backend.hpp"
-#include "view/live_state.hpp"
-#include "view/watch_render.hpp"
+#include "view/watch_loop.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -32,13 +27,6 @@ struct WatchFlags {
   bool no_clear = false;
   SamplerFlags sampler;
 };
-
-std::string local_clock(std::int64_t unix_ns) {
-  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  return fmt::format("{:%H:%M:%S}", tm);
-}
 
 core::Status check_flags(const WatchFlags& f) {
   if (f.interval_ms < 100) return core::Error(core::ErrorKind::kUsage, "--interval must be at least 100 ms");
@@ -58,66 +46,7 @@ core::Result<telemetry::Live> open_watched(const WatchFlags& f, Context& ctx, st
   auto spec = telemetry::parse_backend_spec("replay:" + f.trace + fmt::format("@{}", f.speed), "");
   if (!spec) return spec.error();
   own = std::make_unique<telemetry::BackendSource>(std::move(*spec));
-  auto live = own->open_gpus();
-  if (!live) return live.error();
-  return live;
-}
-
-struct Frames {
-  const WatchFlags& f;
-  const telemetry::Live& live;
-  view::LiveState& state;
-  telemetry::Sampler& sampler;
-  std::string title;
-};
-
-// Draws frames until --once, --duration, the end of a replay, Ctrl-C or a closed stdout. Returns
-// how many were drawn. A replay runs on the trace's clock: --interval and --duration stay wall
-// time, so they are scaled by the speed here.
-int draw_frames(const Frames& fr) {
-  const WatchFlags& f = fr.f;
-  core::Clock& clock = *fr.live.clock;
-  const double speed = fr.live.speed;
-  const bool tty = isatty(STDOUT_FILENO) != 0;
-  const bool clear = tty && !f.no_clear && !f.once && !f.json;
-  const auto t0 = clock.now();
-  const auto interval = std::chrono::duration_cast<core::Nanos>(std::chrono::milliseconds(f.interval_ms) * speed);
-  // --once waits long enough for the slowest default group that a view shows (utilization).
-  const auto first_frame = f.once ? std::max<core::Nanos>(interval, std::chrono::milliseconds(1500)) : interval;
-  auto next = t0 + first_frame;
-  if (clear) std::fputs("\x1b[?25l", stdout);  // hide the cursor while redrawing
-  int frames = 0;
-  while (true) {
-    while (clock.now() < next) {
-      for (auto& r : fr.sampler.drain(std::min<core::Nanos>(next - clock.now(), std::chrono::milliseconds(100)))) fr.state.add(r);
-      if (stop_requests().load() > 0) break;
-    }
-    if (stop_requests().load() > 0) break;
-    const double elapsed_s = core::to_seconds(clock.now() - t0) / speed;
-    fr.state.set_now(clock.unix_now_ns());
-    std::string clock_text = local_clock(clock.unix_now_ns());
-    if (fr.live.replay != nullptr)
-      clock_text = fmt::format("t={:.1f} / {:.1f} s", std::min(fr.live.replay->position_s(), fr.live.replay->trace().duration_s),
-                               fr.live.replay->trace().duration_s);
-    if (f.json) {
-      auto j = view::watch_json(fr.state);
-      if (fr.live.replay != nullptr) j["replay"] = fr.live.spec->file;
-      if (!fr.live.real()) j["backend"] = telemetry::describe(*fr.live.spec);
-      print_json(j, -1);
-    } else {
-      std::string frame = view::render_watch(fr.state, {.title = fr.title, .banner = fr.live.banner, .clock = clock_text});
-      if (clear) std::fputs("\x1b[H\x1b[J", stdout);
-      std::fputs(frame.c_str(), stdout);
-      if (!clear) std::fputs("\n", stdout);
-    }
-    // A reader that went away (`| head -1`) ends the view; run() reports the failed write.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) break;
-    ++frames;
-    if (f.once || (f.duration_s > 0 && elapsed_s >= f.duration_s) || fr.live.backend->finished()) break;
-    next += interval;
-  }
-  if (clear) std::fputs("\x1b[?25h", stdout);
-  return frames;
+  return own->open_gpus();
 }
 
 int run_watch(const WatchFlags& f, Context& ctx) {
@@ -136,23 +65,25 @@ int run_watch(const WatchFlags& f, Context& ctx) {
       std::fprintf(stderr, "gpudoc: warning: %s\n", core::terminal_safe(w).c_str());
   auto header = telemetry::make_header(*live->backend, *live->clock, *config, {});
   if (!header) return report_error(header.error(), f.json);
-
-  // A replay's sampler reads every period of wall time, `speed` periods of trace time: staleness
-  // is judged on the trace's clock.
-  auto view_periods = config->periods;
-  if (live->replay != nullptr)
-    for (auto& p : view_periods)
-      p = std::chrono::milliseconds(static_cast<long>(static_cast<double>(p.count()) * std::max(1.0, live->speed)));
-  view::LiveState state(header->gpus, view_periods);
-  telemetry::Sampler sampler(*live->backend, *live->clock, *config);
-  if (auto s = sampler.start(); !s) return report_error(s.error(), f.json);
+  view::WatchLoop loop(*live, *header, *config,
+                       {.interval = std::chrono::milliseconds(f.interval_ms),
+                        .duration_s = f.duration_s,
+                        .once = f.once,
+                        .json = f.json});
+  if (auto s = loop.start(); !s) return report_error(s.error(), f.json);
   install_stop_handlers();
-  const auto& sys = header->system;
-  const std::string title = fmt::format("gpudoc watch — {} — {} GPU{} — driver {}, CUDA {}", header->host, header->gpus.size(),
-                                        header->gpus.size() == 1 ? "" : "s", sys.driver_version.empty() ? "?" : sys.driver_version,
-                                        sys.cuda_driver_version.empty() ? "?" : sys.cuda_driver_version);
-  const int frames = draw_frames({f, *live, state, sampler, title});
-  sampler.stop();
+  const bool clear = isatty(STDOUT_FILENO) != 0 && !f.no_clear && !f.once && !f.json;
+  if (clear) std::fputs("\x1b[?25l", stdout);  // hide the cursor while redrawing
+  const int frames = loop.run(
+      [clear, json = f.json](const std::string& frame) {
+        if (clear) std::fputs("\x1b[H\x1b[J", stdout);
+        std::fputs(frame.c_str(), stdout);
+        if (!clear && !json) std::fputs("\n", stdout);  // a blank line between frames
+        // A reader that went away (`| head -1`) ends the view; run() reports the failed write.
+        return std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+      },
+      [] { return stop_requests().load() > 0; });
+  if (clear) std::fputs("\x1b[?25h", stdout);
   if (live->replay != nullptr && !f.json)
     std::fprintf(stderr, "gpudoc: that was a replay of %s, not a live GPU.\n", live->spec->file.c_str());
   else if (!live->real() && !f.json)

@@ -23,10 +23,11 @@ void SamplerFlags::add_to(CLI::App& cmd) {
 
 core::Result<std::optional<core::Nanos>> parse_duration(double seconds, std::string_view flag) {
   if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxDurationSeconds)
-    return core::Error(core::ErrorKind::kUsage,
-                       fmt::format("{} {}: expected a finite number of seconds from 0 to {:g} (leave it out to run until "
-                                   "the end or Ctrl-C)",
-                                   flag, seconds, kMaxDurationSeconds));
+    return core::Error(
+        core::ErrorKind::kUsage,
+        fmt::format("{} {}: expected a finite number of seconds from 0 to {:g} (leave it out to run until "
+                    "the end or Ctrl-C)",
+                    flag, seconds, kMaxDurationSeconds));
   if (seconds == 0) return std::optional<core::Nanos>();
   return std::optional<core::Nanos>(std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(seconds)));
 }
@@ -46,28 +47,30 @@ core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
 }
 
 namespace {
-std::atomic<int> g_stop_requests{0};
+baseline::StopSignal g_stop;  // the first stop signal, and how many came
 std::atomic<int> g_forward_signal{0};
 
 void on_stop_signal(int sig, siginfo_t* info, void*) {
-  g_stop_requests.fetch_add(1);
+  int none = 0;
+  g_stop.signal.compare_exchange_strong(none, sig);
+  g_stop.count.fetch_add(1);
   // SI_USER/SI_QUEUE: sent by a process (kill), so the command did not get it; the terminal's
   // Ctrl-C reaches the whole foreground group and must not be delivered twice.
   if (info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) g_forward_signal.store(sig);
 }
 }  // namespace
 
-void install_stop_handlers() {
+void install_stop_handlers(std::initializer_list<int> signals) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_stop_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  for (int sig : signals) sigaction(sig, &sa, nullptr);
 }
 
-std::atomic<int>& stop_requests() { return g_stop_requests; }
+std::atomic<int>& stop_requests() { return g_stop.count; }
 std::atomic<int>& forward_signal() { return g_forward_signal; }
+const baseline::StopSignal& stop_signal() { return g_stop; }
 
 }  // namespace gpudoc::cli

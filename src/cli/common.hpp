@@ -1,10 +1,12 @@
-// Pieces several subcommands share: the sampler's command-line options, Ctrl-C handling, and
+// Pieces several subcommands share: the sampler's command-line options, the stop signals, and
 // printing JSON. The GPU backend is chosen once (telemetry/backend_source.hpp, held by the Context
 // in cli/commands.hpp).
 #pragma once
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baseline/workload_run.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
 #include "telemetry/sampler.hpp"
@@ -51,13 +54,19 @@ struct SamplerFlags {
 // kMaxDurationSeconds. Errors: kUsage naming the flag for a negative, NaN or infinite value (there
 // is no "inf": leaving the flag out already means until the end or Ctrl-C).
 inline constexpr double kMaxDurationSeconds = 1e9;
-[[nodiscard]] core::Result<std::optional<core::Nanos>> parse_duration(double seconds, std::string_view flag = "--duration");
+[[nodiscard]] core::Result<std::optional<core::Nanos>> parse_duration(double seconds,
+                                                                      std::string_view flag = "--duration");
 
-
-// SIGINT/SIGTERM handlers: each signal increments stop_requests(); a signal sent by another
-// process (kill), not by the terminal, is also stored in forward_signal() for a child command.
-void install_stop_handlers();
+// Stopping, one handler for every command: install_stop_handlers() makes each of `signals` a
+// request to stop (SA_RESTART: a read in progress goes on). Each request increments
+// stop_requests(); the first one's number is kept in stop_signal() (beside the same count), which
+// baseline record and check hand to the workload they run (SIGINT, SIGTERM and SIGHUP: the
+// workload's group is stopped, what was measured is stored, gpudoc exits 128 + N). A signal sent
+// by another process (kill), not by the terminal, is also stored in forward_signal() for a child
+// command (record -- CMD), which did not get it; the terminal's Ctrl-C reached it already.
+void install_stop_handlers(std::initializer_list<int> signals = {SIGINT, SIGTERM});
 std::atomic<int>& stop_requests();
 std::atomic<int>& forward_signal();
+const baseline::StopSignal& stop_signal();
 
 }  // namespace gpudoc::cli

@@ -98,6 +98,15 @@ core::Result<LoadSample> read_load_sample(gpu::Backend& b, int gpu, double t_s) 
   return s;
 }
 
+std::string why_no_load(bool asked_not_to, const std::string& not_this_machine) {
+  if (asked_not_to) return "--no-load";
+  if (!not_this_machine.empty())
+    return "the " + not_this_machine + " backend's GPUs are not this machine's: no load runs on them";
+  if (std::getenv("CUDA_VISIBLE_DEVICES") != nullptr)
+    return "CUDA_VISIBLE_DEVICES is set, so CUDA's and NVML's GPU numbers may differ";
+  return {};
+}
+
 LoadFn hbm_copy_load(core::Clock& clock) {
   ::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);  // CUDA ordinal i == NVML index i
   return [&clock](int gpu, core::MonoTime deadline, std::atomic<bool>& started) -> core::Status {

@@ -43,6 +43,11 @@ using LoadFn = std::function<core::Status(int gpu, core::MonoTime deadline, std:
 // the reason ("built without CUDA").
 [[nodiscard]] LoadFn hbm_copy_load(core::Clock& clock);
 
+// Why no load may run, or "" when it may: --no-load was given (`asked_not_to`); the GPUs are not
+// this machine's (`not_this_machine` names the backend, "replay" or "fake"; empty for real GPUs);
+// or CUDA_VISIBLE_DEVICES is set, so CUDA's and NVML's GPU numbers may differ. In that order.
+[[nodiscard]] std::string why_no_load(bool asked_not_to, const std::string& not_this_machine);
+
 // Runs `load` on every GPU of `gpus` that is not lost (unless options.why_not) and samples them all
 // beside it until the load's time is up; fills each GpuInput's load (samples, ran, why_not,
 // warmup_s) and `lost` when the backend reported the GPU lost. Returns the seconds the load (or the

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/process.hpp"
 #include "core/text.hpp"
+#include "core/utf8.hpp"
 
 namespace gpudoc::view {
 
@@ -200,6 +202,191 @@ BaselineHistory history_page(const baseline::BaselineInfo& info, const std::vect
       hf.rule = rule.origin;
     }
   return h;
+}
+
+std::string render_recorded(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg) {
+  const auto& nb = r.baseline;
+  std::string out;
+  if (r.interrupted())
+    out =
+        fmt::format("INTERRUPTED by {}: what was measured is stored as run {} of '{}' in {}, marked interrupted; {}\n",
+                    core::signal_name(*r.stopped_by), r.run_id, nb.name, store_path,
+                    r.existed ? "the golden run stays as it was"
+                              : "`baseline check` refuses this baseline until it is recorded again");
+  else
+    out = fmt::format("{} baseline '{}' ({}) in {}, run {}\n", r.existed ? "re-recorded" : "recorded", nb.name,
+                      nb.kinds, store_path, r.run_id);
+  return out + render_figures(r.got.figures, cfg);
+}
+
+nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg) {
+  return {{"baseline", r.baseline.name},
+          {"store", store_path},
+          {"run_id", r.run_id},
+          {"replaced", r.existed && !r.interrupted()},
+          {"status", r.interrupted() ? "interrupted" : "recorded"},
+          {"interrupted", r.stopped_by ? baseline::interruption_json(*r.stopped_by) : nlohmann::json()},
+          {"kinds", r.baseline.kinds},
+          {"machine", baseline::to_json(r.baseline.run.machine)},
+          {"figures", figures_json(r.got.figures, cfg)},
+          {"notes", r.got.notes},
+          {"details", r.got.details}};
+}
+
+std::string stopped_before_measuring_text(int sig) {
+  return fmt::format("gpudoc: baseline: stopped by {} before anything was measured; nothing stored\n",
+                     core::signal_name(sig));
+}
+
+nlohmann::json stopped_before_measuring_json(const std::string& name, int sig) {
+  return {{"baseline", name},
+          {"status", "interrupted"},
+          {"stored", false},
+          {"interrupted", baseline::interruption_json(sig)}};
+}
+
+std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o) {
+  std::string out = fmt::format("baseline '{}' (recorded {}), check run {}\n", plan.info.name,
+                                core::utc_seconds_text(plan.golden.time_unix_ns), o.run_id);
+  if (!o.machine_differences.empty())
+    out += fmt::format("compared across machines (--allow-different-machine): {}\n",
+                       fmt::join(o.machine_differences, "; "));
+  out += render_comparison(o.cmp);
+  if (o.stopped_by)
+    return out + fmt::format(
+                     "INTERRUPTED by {}: the check was stopped; what was measured is stored as run {}, marked "
+                     "interrupted\n",
+                     core::signal_name(*o.stopped_by), o.run_id);
+  if (!o.workload_failure.empty()) out += fmt::format("FAILED: {}\n", o.workload_failure);
+  if (o.exit_code == core::kExitOk) return out + "ok: every figure within its bound\n";
+  std::size_t n = 0;
+  for (const auto& fig : o.cmp.figures) n += baseline::is_failure(fig.verdict) ? 1 : 0;
+  if (n > 0)
+    out += fmt::format("REGRESSION: {} figure{} out of bounds{}\n", n, n == 1 ? "" : "s",
+                       o.rerun ? " (confirmed by a re-run)" : "");
+  out += "GPU state now, and what the run's trace shows:\n";
+  for (const auto& l : o.failure_lines) out += "  " + l + "\n";
+  return out;
+}
+
+nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o) {
+  return {
+      {"baseline", plan.info.name},
+      {"store", plan.store.path()},
+      {"run_id", o.run_id},
+      {"verdict", o.verdict},
+      {"exit_code", o.exit_code},
+      {"workload_failure", o.workload_failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.workload_failure)},
+      {"interrupted", o.stopped_by ? baseline::interruption_json(*o.stopped_by) : nlohmann::json()},
+      {"machine", baseline::to_json(o.machine)},
+      {"baseline_machine", baseline::to_json(plan.golden.machine)},
+      {"machine_differences", o.machine_differences},
+      {"figures", baseline::to_json(o.cmp)},
+      {"confirmation", o.confirmation},
+      {"notes", o.got.notes},
+      {"gpu_snapshot", o.snapshot},
+      {"findings", o.findings},
+      {"trace", o.trace_kept ? nlohmann::json(o.got.trace_path) : nlohmann::json(nullptr)}};
+}
+
+namespace {
+
+std::string golden_status(const baseline::BaselineInfo& b) {
+  return b.golden_interrupted() ? "interrupted" : "complete";
+}
+
+std::string gpus_text(const baseline::MachineContext& m) {
+  return m.gpus.empty() ? "none" : fmt::format("{}x {}", m.gpus.size(), m.gpus[0]);
+}
+
+}  // namespace
+
+std::string render_baseline_list(const baseline::BaselineList& list) {
+  if (!list.store_exists) return fmt::format("no baselines yet ({} does not exist)\n", list.store_path);
+  if (list.baselines.empty()) return fmt::format("no baselines yet in {}\n", list.store_path);
+  std::vector<std::vector<std::string>> rows{{"name", "kinds", "recorded", "golden", "GPUs", "runs", "last check"}};
+  for (const auto& [b, last] : list.baselines)
+    rows.push_back({b.name, b.kinds, core::utc_seconds_text(b.updated_unix_ns), golden_status(b), gpus_text(b.machine),
+                    std::to_string(b.run_count),
+                    last ? fmt::format("{} {}", last->verdict, core::utc_seconds_text(last->time_unix_ns)) : "—"});
+  return core::render_table(rows);
+}
+
+nlohmann::json baseline_list_json(const baseline::BaselineList& list) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& [b, last] : list.baselines)
+    arr.push_back({{"name", b.name},
+                   {"kinds", b.kinds},
+                   {"created", core::utc_seconds_text(b.created_unix_ns)},
+                   {"recorded", core::utc_seconds_text(b.updated_unix_ns)},
+                   {"golden_status", golden_status(b)},
+                   {"machine", baseline::to_json(b.machine)},
+                   {"runs", b.run_count},
+                   {"last_check", last ? nlohmann::json{{"verdict", last->verdict},
+                                                        {"time", core::utc_seconds_text(last->time_unix_ns)},
+                                                        {"run_id", last->run_id}}
+                                       : nlohmann::json(nullptr)}});
+  return {{"store", list.store_path}, {"baselines", arr}};
+}
+
+namespace {
+
+std::string golden_status_line(const baseline::StoredRun& golden) {
+  if (golden.interrupted())
+    return "status: INTERRUPTED recording: the golden run was stopped before it ended; `baseline check` refuses it "
+           "until "
+           "it is recorded again\n";
+  if (!golden.damaged.empty())
+    return fmt::format("status: DAMAGED in the store ({}); `baseline check` refuses it\n",
+                       fmt::join(golden.damaged, "; "));
+  return {};
+}
+
+// What the baseline runs, one line per line of it.
+std::string spec_lines(const baseline::CollectSpec& spec) {
+  std::vector<std::string> shown_command;  // as stored for display: valid UTF-8
+  for (const auto& word : spec.command) shown_command.push_back(core::to_valid_utf8(word));
+  std::string what;
+  if (spec.bench)
+    what += fmt::format("  hardware: gpudoc bench {} ({})\n",
+                        spec.bench_keys.empty() ? "(all)" : fmt::format("{}", fmt::join(spec.bench_keys, ",")),
+                        spec.bench_mode);
+  if (spec.probe) what += "  probe: PyTorch matmul\n";
+  if (!spec.command.empty())
+    what += fmt::format("  workload: {} (x{}{})\n", fmt::join(shown_command, " "), spec.repeat,
+                        spec.timeout_s > 0 ? fmt::format(", timeout {} s", spec.timeout_s) : "");
+  return what;
+}
+
+}  // namespace
+
+std::string render_baseline(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+                            const baseline::CollectSpec& spec, const baseline::Config& cfg) {
+  const auto& m = golden.machine;
+  return fmt::format("baseline '{}' ({}), recorded {} by gpudoc {}\n{}{}machine: {} | GPUs: {} | driver {} | CUDA {}\n",
+                     info.name, info.kinds, core::utc_seconds_text(info.updated_unix_ns), golden.gpudoc_version,
+                     golden_status_line(golden), spec_lines(spec), m.host,
+                     m.gpus.empty() ? std::string("none") : fmt::format("{}", fmt::join(m.gpus, ", ")),
+                     m.driver_version.empty() ? "—" : m.driver_version, m.cuda_version.empty() ? "—" : m.cuda_version) +
+         render_figures(golden.figures, cfg);
+}
+
+nlohmann::json baseline_json(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+                             const baseline::Config& cfg) {
+  return {{"name", info.name},
+          {"kinds", info.kinds},
+          {"created", core::utc_seconds_text(info.created_unix_ns)},
+          {"recorded", core::utc_seconds_text(info.updated_unix_ns)},
+          {"status", golden.interrupted()     ? "interrupted"
+                     : golden.damaged.empty() ? "complete"
+                                              : "damaged"},
+          {"damaged", golden.damaged},
+          {"spec", info.spec},
+          {"machine", baseline::to_json(golden.machine)},
+          {"run_id", golden.id},
+          {"gpudoc_version", golden.gpudoc_version},
+          {"figures", figures_json(golden.figures, cfg)},
+          {"details", golden.details}};
 }
 
 }  // namespace gpudoc::view

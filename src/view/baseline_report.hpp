@@ -1,9 +1,11 @@
-// gpudoc::view baseline report — the terminal tables and JSON of `gpudoc baseline`: a baseline's
-// figures with their bounds, a check's verdict table, the history of a baseline with a trend line
-// per figure, and the data of the history page (baseline_html.hpp). Pure: the caller reads the
-// store.
+// gpudoc::view baseline report — the terminal tables and JSON of `gpudoc baseline`: what a record
+// stored, a check's verdict (the figure table, the GPU state and findings of a failure), the list
+// of baselines, one baseline's figures with their bounds, the history of a baseline with a trend
+// line per figure, and the data of the history page (baseline_html.hpp). Pure: the caller runs
+// the gate (baseline/gate.hpp) and reads the store.
 //
-//   std::fputs(view::render_comparison(comparison).c_str(), stdout);
+//   auto out = baseline::check(plan, env, {});
+//   std::fputs(view::render_check(plan, *out).c_str(), stdout);     // or print view::check_json(plan, *out)
 //   std::fputs(view::render_history(info, runs).c_str(), stdout);
 //   auto page = view::render_baseline_history_html(view::history_page(info, runs, golden, cfg, path));
 //
@@ -19,6 +21,7 @@
 
 #include "baseline/compare.hpp"
 #include "baseline/config.hpp"
+#include "baseline/gate.hpp"
 #include "baseline/store.hpp"
 #include "view/baseline_html.hpp"
 
@@ -43,5 +46,32 @@ namespace gpudoc::view {
                                            const std::vector<baseline::StoredRun>& runs,
                                            const std::optional<baseline::StoredRun>& golden,
                                            const baseline::Config& cfg, const std::string& store_path);
+
+// What `baseline record` stored (the figures, or where an interrupted run went); `store_path`
+// names the store.
+[[nodiscard]] std::string render_recorded(const baseline::Recorded& r, const std::string& store_path,
+                                          const baseline::Config& cfg);
+[[nodiscard]] nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& store_path,
+                                           const baseline::Config& cfg);
+
+// A record or check of baseline `name` stopped by signal `sig` before anything was measured: the
+// line for stderr, and the --json document.
+[[nodiscard]] std::string stopped_before_measuring_text(int sig);
+[[nodiscard]] nlohmann::json stopped_before_measuring_json(const std::string& name, int sig);
+
+// A stored check: the comparison table and its verdict; on a failure, the GPU state and findings.
+[[nodiscard]] std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o);
+[[nodiscard]] nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o);
+
+// name | kinds | recorded | golden | GPUs | runs | last check.
+[[nodiscard]] std::string render_baseline_list(const baseline::BaselineList& list);
+[[nodiscard]] nlohmann::json baseline_list_json(const baseline::BaselineList& list);
+
+// One baseline: what it runs (`spec`, as stored), its machine, whether its golden run is whole,
+// and the golden run's figures under the config's rules.
+[[nodiscard]] std::string render_baseline(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+                                          const baseline::CollectSpec& spec, const baseline::Config& cfg);
+[[nodiscard]] nlohmann::json baseline_json(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+                                           const baseline::Config& cfg);
 
 }  // namespace gpudoc::view

@@ -341,4 +341,17 @@ core::Result<std::string> render_bench_html(const json& report) {
   return render_bench_html(report, *assets);
 }
 
+core::Result<SavedBenchPage> render_saved_bench_html(const std::string& text, const std::string& name) {
+  nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
+  if (report.is_discarded()) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: not JSON", name));
+  auto page = render_bench_html(report);
+  if (!page) {
+    // A file that is not a report is named; a missing plot library says so itself.
+    if (page.error().kind() == core::ErrorKind::kBadInput)
+      return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: {}", name, page.error().message()));
+    return page.error();
+  }
+  return SavedBenchPage{std::move(*page), report["results"].size()};
+}
+
 }  // namespace gpudoc::view

@@ -7,6 +7,7 @@
 // Plots with uPlot, embedded as in diagnose --html. Pure: the caller reads or runs the report.
 //
 //   auto page = view::render_bench_html(bench::to_json(report));   // Result<std::string>
+//   auto saved = view::render_saved_bench_html(*core::read_file("run.json"), "run.json");
 //
 // Tolerant of a hand-edited report: entries without the expected fields are shown as far as they
 // go, never a crash. Everything taken from the report is escaped for HTML, and the embedded data
@@ -27,5 +28,14 @@ namespace gpudoc::view {
 [[nodiscard]] core::Result<std::string> render_bench_html(const nlohmann::json& report);
 // The same with the given assets (tests).
 [[nodiscard]] core::Result<std::string> render_bench_html(const nlohmann::json& report, const WebAssets& assets);
+
+// `gpudoc bench --from RUN.json --html FILE`: the page of a saved `bench --json` output (`text`,
+// read from the file `name`), and how many results it holds. Errors: kBadInput naming `name` when
+// it is not JSON or not a bench report; kEnvironment when this build has no web assets.
+struct SavedBenchPage {
+  std::string page;
+  std::size_t results = 0;
+};
+[[nodiscard]] core::Result<SavedBenchPage> render_saved_bench_html(const std::string& text, const std::string& name);
 
 }  // namespace gpudoc::view

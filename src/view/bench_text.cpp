@@ -35,6 +35,13 @@ std::string render_bench_list() {
   return out;
 }
 
+nlohmann::json bench_list_json() {
+  nlohmann::json j = nlohmann::json::array();
+  for (const bench::Benchmark* b : bench::registry().all())
+    j.push_back({{"key", b->key()}, {"description", b->description()}});
+  return j;
+}
+
 // The machine context: GPU, driver and CUDA versions, then (from NVML) clocks, power limit,
 // temperature and PCIe link as they were when the run started.
 std::string render_bench_header(const bench::Report& rep) {

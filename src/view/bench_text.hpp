@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/engine.hpp"
 
 namespace gpudoc::view {
@@ -20,5 +22,7 @@ namespace gpudoc::view {
 [[nodiscard]] std::string render_bench_header(const bench::Report& report);
 // Every registered benchmark, one line each: key and description (for --list and --help).
 [[nodiscard]] std::string render_bench_list();
+// The same as JSON, for --list --json: [{"key", "description"}, ...].
+[[nodiscard]] nlohmann::json bench_list_json();
 
 }  // namespace gpudoc::view

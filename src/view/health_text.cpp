@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/version.hpp"
+
 namespace gpudoc::view {
 namespace {
 
@@ -32,6 +34,31 @@ std::string render_health_table(const std::vector<health::CheckResult>& results,
   out +=
       fmt::format("\n{} fail, {} warn, {} info, {} pass, {} skip — {:.1f} s\n", n[4], n[3], n[2], n[1], n[0], wall_s);
   return out;
+}
+
+std::string health_header(const health::NodeReport& node, const std::string& banner) {
+  const auto& sys = node.system;
+  std::string header = banner.empty() ? "" : banner + "\n";
+  header += fmt::format("gpudoc health — driver {}, CUDA {}; {} GPU(s)",
+                        sys.driver_version.empty() ? "?" : sys.driver_version,
+                        sys.cuda_driver_version.empty() ? "?" : sys.cuda_driver_version, node.gpus.size());
+  if (!node.gpus.empty() && node.gpus[0].load.ran)
+    header += fmt::format("; load: HBM copy for {:.1f} s", node.load_seconds);
+  else if (!node.gpus.empty())
+    header += fmt::format("; no load ({})", node.gpus[0].load.why_not);
+  return header + "\n\n";
+}
+
+nlohmann::json no_gpu_health_json(const std::vector<health::CheckResult>& host_results, const core::Error& no_gpu) {
+  nlohmann::json j = {{"status", "no_gpu"},
+                      {"error",
+                       {{"kind", core::to_string(no_gpu.kind())},
+                        {"message", no_gpu.message()},
+                        {"exit_code", core::exit_code(no_gpu.kind())}}},
+                      {"gpudoc_version", core::kVersion}};
+  j["checks"] = nlohmann::json::array();
+  for (const auto& r : host_results) j["checks"].push_back(health::to_json(r));
+  return j;
 }
 
 }  // namespace gpudoc::view

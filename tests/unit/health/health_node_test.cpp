@@ -3,8 +3,12 @@
 // and every next step a check prints is one of its catalog entry's steps.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -231,6 +235,24 @@ TEST(HealthNextSteps, PlaceholdersAreFilledIn) {
             std::string::npos);
   EXPECT_THROW((void)findings::next_step("health_numa", 7), std::logic_error);
   EXPECT_THROW((void)findings::next_step("no_such_id", 0), std::logic_error);
+}
+
+// No load on GPUs that are not this machine's or whose CUDA numbers may not be NVML's; --no-load
+// is said first.
+TEST(WhyNoLoad, SaysWhyInOrderAndNothingWhenTheLoadMayRun) {
+  const char* old = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> saved = old != nullptr ? std::optional<std::string>(old) : std::nullopt;
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(why_no_load(false, ""), "");
+  EXPECT_EQ(why_no_load(true, "fake"), "--no-load");
+  EXPECT_EQ(why_no_load(false, "replay"), "the replay backend's GPUs are not this machine's: no load runs on them");
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  EXPECT_EQ(why_no_load(false, ""), "CUDA_VISIBLE_DEVICES is set, so CUDA's and NVML's GPU numbers may differ");
+  EXPECT_EQ(why_no_load(true, ""), "--no-load");
+  if (saved)
+    ::setenv("CUDA_VISIBLE_DEVICES", saved->c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 }  // namespace
