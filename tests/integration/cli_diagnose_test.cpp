@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -26,22 +26,10 @@ using gpudoc::testing::run_gpudoc_stdout;
 // stdout only (the JSON document), stderr discarded.
 CliRun run_stdout(const std::string& args, const std::string& env = "") { return run_gpudoc_stdout(args, env); }
 
-class TempFile {
- public:
-  explicit TempFile(const std::string& content, const std::string& ext = ".jsonl") {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("cli-diagnose-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ext))
-                .string();
-    if (!content.empty() || ext != ".none") std::ofstream(path_, std::ios::binary) << content;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
+// A file with `content`, in a private folder of its own (never a guessable name in $TMPDIR).
+struct TempFile : gpudoc::testing::TempFile {
+  explicit TempFile(const std::string& content, const std::string& ext = ".jsonl")
+      : gpudoc::testing::TempFile("input" + ext, content) {}
 };
 
 bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }

@@ -1,38 +1,23 @@
 // `gpudoc trace info` end to end: the real binary on good and bad files, exit codes and messages.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 using gpudoc::testing::CliRun;
 using gpudoc::testing::run_gpudoc;
 
-class TempTrace {
- public:
-  explicit TempTrace(const std::string& content) {
-    path_ = (std::filesystem::temp_directory_path() / ("cli-trace-" + std::to_string(::getpid()) + "-" +
-                                                        std::to_string(counter_++) + ".jsonl"))
-                .string();
-    std::ofstream(path_, std::ios::binary) << content;
-  }
-  ~TempTrace() { std::filesystem::remove(path_); }
-  TempTrace(const TempTrace&) = delete;
-  TempTrace& operator=(const TempTrace&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
+// A trace file with `content`, in a private folder of its own (never a guessable name in $TMPDIR).
+struct TempTrace : gpudoc::testing::TempFile {
+  explicit TempTrace(const std::string& content) : TempFile("trace.jsonl", content) {}
 };
 
 const std::string kGood =

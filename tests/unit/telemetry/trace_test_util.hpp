@@ -1,9 +1,6 @@
 // Helpers shared by the trace tests: a full header, a temporary file, reading a file back.
 #pragma once
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,31 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
 #include "telemetry/trace.hpp"
 
 namespace gpudoc::telemetry::testing {
 
 inline constexpr std::int64_t kStart = 1'780'000'000'000'000'000;
 
-// A file path unique to this process and call, removed with the object.
-class TempFile {
- public:
-  explicit TempFile(const std::string& stem = "trace") {
-    static std::atomic<int> n{0};
-    path_ = (std::filesystem::temp_directory_path() /
-             (stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".jsonl"))
-                .string();
-  }
-  ~TempFile() {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// A path `<a private folder>/STEM.jsonl` (mkdtemp: never a guessable name in $TMPDIR), removed
+// with its folder. The file is not created.
+struct TempFile : gpudoc::testing::TempFile {
+  explicit TempFile(const std::string& stem = "trace") : gpudoc::testing::TempFile(stem + ".jsonl") {}
 };
 
 inline std::string slurp(const std::string& path) {
