@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -33,10 +34,11 @@ struct Measured {
 };
 
 Measured run_limited(const std::vector<std::string>& args) {
-  char err_path[] = "/tmp/gpudoc-limits-XXXXXX";
-  const int err_fd = ::mkstemp(err_path);
+  // The child's stderr, in a private folder (mkdtemp): never a guessable name in $TMPDIR.
+  const gpudoc::testing::TempDir tmp("gpudoc-limits");
+  const std::string err_path = tmp.file("stderr");
+  const int err_fd = ::open(err_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (err_fd < 0) return {};
-  ::unlink(err_path);
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {

@@ -3,19 +3,19 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 using gpudoc::testing::data_file;
 using gpudoc::testing::run_gpudoc;
+using gpudoc::testing::TempDir;
 
 using gpudoc::testing::nvml_present;
 
@@ -44,7 +44,8 @@ TEST(CliWatch, JsonFramesCarryLatestValuesOfEveryGpu) {
 }
 
 TEST(CliWatch, ReplaysAnNvidiaSmiCsvLog) {
-  std::string path = "/tmp/gpudoc-cli-smi-" + std::to_string(::getpid()) + ".csv";
+  const TempDir tmp("gpudoc-cli-smi");  // private: never a guessable name in $TMPDIR
+  const std::string path = tmp.file("smi.csv");
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
@@ -76,11 +77,13 @@ TEST(CliWatch, BadTraceIsExitTwoNamingTheFile) {
 
 TEST(CliRecord, WithoutNvmlExitsThreeSayingWhatIsMissingAndWhatWorks) {
   if (nvml_present()) GTEST_SKIP() << "NVML is installed here";
-  auto r = run_gpudoc("record -o /tmp/gpudoc-cli-test.jsonl --duration 1");
+  const TempDir tmp("gpudoc-cli-record");
+  const std::string out = tmp.file("record.jsonl");
+  auto r = run_gpudoc("record -o " + out + " --duration 1");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("libnvidia-ml.so.1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gpudoc watch tests/data/"), std::string::npos) << r.output;
-  auto j = run_gpudoc("record --json -o /tmp/gpudoc-cli-test.jsonl --duration 1");
+  auto j = run_gpudoc("record --json -o " + out + " --duration 1");
   EXPECT_EQ(j.exit_code, 3);
   // stdout's JSON and stderr's message arrive interleaved here: take the JSON block.
   auto begin = j.output.find("{\n");
@@ -93,10 +96,12 @@ TEST(CliRecord, WithoutNvmlExitsThreeSayingWhatIsMissingAndWhatWorks) {
 
 TEST(CliRecord, UsageErrorsAreExitTwo) {
   EXPECT_EQ(run_gpudoc("record --duration 5").exit_code, 2);  // no -o
-  auto r = run_gpudoc("record -o /tmp/x.jsonl --period fast=10");
+  const TempDir tmp("gpudoc-cli-record");
+  const std::string out = tmp.file("x.jsonl");
+  auto r = run_gpudoc("record -o " + out + " --period fast=10");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("faster than the sensor allows"), std::string::npos) << r.output;
-  auto g = run_gpudoc("record -o /tmp/x.jsonl --period warp=100");
+  auto g = run_gpudoc("record -o " + out + " --period warp=100");
   EXPECT_EQ(g.exit_code, 2);
   EXPECT_NE(g.output.find("unknown group 'warp'"), std::string::npos) << g.output;
   EXPECT_EQ(run_gpudoc("no-such-command").exit_code, 2);

@@ -3,8 +3,6 @@
 // live in diagnose_expectations.hpp (shared with the confusion-table generator).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +10,7 @@
 
 #include "diagnose/diagnose.hpp"
 #include "diagnose_expectations.hpp"
+#include "support/temp_dir.hpp"
 #include "telemetry/input.hpp"
 
 namespace gpudoc {
@@ -53,7 +52,8 @@ TEST_P(DiagnoseFixture, Trace) {
 
 TEST_P(DiagnoseFixture, NvidiaSmiCsv) {
   const auto& e = GetParam();
-  const fs::path csv = fs::temp_directory_path() / ("gpudoc_diag_" + std::to_string(::getpid()) + "_" + e.trace + ".csv");
+  const testing::TempDir tmp("gpudoc-diag");  // private: never a guessable name in $TMPDIR
+  const fs::path csv = tmp.path() / (e.trace + ".csv");
   const std::string cmd = "python3 '" + (kSrc / "scripts/trace_to_nvidia_smi_csv.py").string() + "' '" +
                           (kSrc / "tests/data" / (e.trace + ".jsonl")).string() + "' '" + csv.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

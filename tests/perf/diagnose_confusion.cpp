@@ -4,9 +4,7 @@
 //   diagnose_confusion [--heldout] [--out FILE] [--verbose]
 //
 // Without --heldout the held-out traces are left out (use it once, after tuning). The CSV forms
-// are written to a temporary folder by scripts/trace_to_nvidia_smi_csv.py (python3).
-#include <unistd.h>
-
+// are written to a private temporary folder (mkdtemp) by scripts/trace_to_nvidia_smi_csv.py (python3).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "core/temp_dir.hpp"
 #include "diagnose/diagnose.hpp"
 #include "telemetry/input.hpp"
 #include "../integration/diagnose_expectations.hpp"
@@ -61,8 +60,13 @@ int main(int argc, char** argv) {
     }
   }
   const fs::path src = GPUDOC_SOURCE_DIR;
-  const fs::path tmp = fs::temp_directory_path() / fmt::format("gpudoc_confusion_{}", static_cast<long>(::getpid()));
-  fs::create_directories(tmp);
+  // A private folder (mkdtemp, 0700): never a guessable name in $TMPDIR. Removed on every return.
+  auto tmp_dir = gpudoc::core::PrivateDir::create("gpudoc-confusion");
+  if (!tmp_dir) {
+    std::cerr << tmp_dir.error().message() << "\n";
+    return 1;
+  }
+  const fs::path tmp = tmp_dir->path();
 
   std::vector<Row> rows;
   for (const auto& e : gpudoc::testing::expectations()) {
@@ -105,7 +109,6 @@ int main(int argc, char** argv) {
       rows.push_back(r);
     }
   }
-  fs::remove_all(tmp);
 
   std::ostringstream md;
   for (bool ho : {false, true}) {
