@@ -2,7 +2,7 @@
 // the memory and time benchmark of `gpudoc trace info` and `gpudoc diagnose`
 // (tests/perf/trace_memory.py, docs/results/trace-memory.md).
 //
-//   make_long_trace --out /tmp/day.jsonl [--gpus 8] [--hours 24] [--seed 1]
+//   make_long_trace --out "$(mktemp -d)/day.jsonl" [--gpus 8] [--hours 24] [--seed 1]
 //
 // Per GPU, as `gpudoc record` writes them with its default periods: the fast group (power,
 // clocks, temperature, clock-event reasons) every 100 ms, GPM (8 metrics) every 200 ms, the

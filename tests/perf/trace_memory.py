@@ -3,7 +3,7 @@
 
     tests/perf/trace_memory.py --gpudoc build/src/cli/gpudoc \
         [--gpudoc before=/path/to/an/older/gpudoc] \
-        --make-trace build/tests/perf/make_long_trace --trace /var/tmp/day.jsonl \
+        --make-trace build/tests/perf/make_long_trace --trace "$(mktemp -d)/day.jsonl" \
         [--gpus 8] [--hours 24] [--runs 1] [--max-rss-mb 1024] [--max-seconds 35]
 
 Generates the trace with make_long_trace when the file is missing (8 GPUs x 24 h at native rates:
