@@ -299,6 +299,24 @@ TEST_F(BaselineHardening, ALockedStoreFailsBeforeTheWorkloadStarts) {
   EXPECT_FALSE(fs::exists(marker)) << "the workload ran before the store was found locked";
 }
 
+// A store that is not a gpudoc store (damaged, or another file) is named before the workload runs:
+// not after it has run for its whole length.
+TEST_F(BaselineHardening, ADamagedStoreFailsBeforeTheWorkloadStarts) {
+  std::ofstream(store_) << std::string(8192, 'z');
+  const std::string marker = tmp_.file("started");
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliRun r = gpudoc("baseline record r -- sh -c 'touch " + marker + "; sleep 60'");
+  const CliRun c = gpudoc("baseline check r -- sh -c 'touch " + marker + "; sleep 60'");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(store_));
+  EXPECT_THAT(r.output, HasSubstr("not a gpudoc store"));
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_THAT(c.output, HasSubstr(store_));
+  EXPECT_LT(took, 30);
+  EXPECT_FALSE(fs::exists(marker)) << "the workload ran before the store was found damaged";
+}
+
 // Reading needs no write access; writing says plainly that the store is read-only, before
 // anything runs. As root no file mode stops a write, so the test runs gpudoc as nobody there.
 TEST_F(BaselineHardening, AReadOnlyStoreIsReadAndRefusedForRecordingBeforeAnythingRuns) {

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -83,6 +85,59 @@ TEST_F(WorkloadRunTest, TheWorkloadRunsInItsOwnProcessGroup) {
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_EQ(std::stol(wait_for_file(out)), static_cast<long>(run->pid));
   EXPECT_NE(std::stol(wait_for_file(out)), static_cast<long>(::getpgrp()));
+}
+
+// A backend whose first reading of the machine takes `delay`, as NVML's start-up does on a real
+// GPU (about a second); everything else is the fake's.
+class SlowToStartBackend final : public gpu::Backend {
+ public:
+  SlowToStartBackend(gpu::Backend& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
+  std::string_view name() const override { return inner_.name(); }
+  core::Result<gpu::SystemInfo> system_info() override {
+    start_once();
+    return inner_.system_info();
+  }
+  core::Result<int> device_count() override {
+    start_once();
+    return inner_.device_count();
+  }
+  core::Result<gpu::DeviceInfo> device_info(int gpu) override { return inner_.device_info(gpu); }
+  core::Result<gpu::MetricSet> capabilities(int gpu) override { return inner_.capabilities(gpu); }
+  core::Result<gpu::GroupReading> read(int gpu, gpu::MetricGroup group) override { return inner_.read(gpu, group); }
+  core::Result<std::vector<gpu::DeviceEvent>> wait_events(core::Nanos timeout) override {
+    return inner_.wait_events(timeout);
+  }
+  bool started() const { return started_.load(); }
+
+ private:
+  void start_once() {
+    std::call_once(once_, [this] {
+      std::this_thread::sleep_for(delay_);
+      started_ = true;
+    });
+  }
+  gpu::Backend& inner_;
+  std::chrono::milliseconds delay_;
+  std::once_flag once_;
+  std::atomic<bool> started_{false};
+};
+
+// The start-up of the GPU recording (NVML's, ~1 s on an H200) happens before the workload is
+// spawned and is not in its wall_s.
+TEST_F(WorkloadRunTest, WallTimeLeavesOutTheRecordersStartUp) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 1);
+  SlowToStartBackend slow(fake, std::chrono::milliseconds(600));
+  WorkloadOptions o = options();
+  o.backend = &slow;
+  o.trace_path = tmp_.file("trace.jsonl");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = run_workload({"sleep", "0.2"}, o);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_TRUE(slow.started());
+  EXPECT_GE(seconds_since(t0), 0.8);  // the start-up did happen, inside run_workload
+  EXPECT_GE(run->wall_s, 0.2);
+  EXPECT_LT(run->wall_s, 0.45) << "the recorder's 0.6 s start-up was counted";
 }
 
 // wall_s is the workload's own time, spawn to exit: not gpudoc's start-up, not the recorder's
