@@ -50,17 +50,18 @@ if [[ ! -f web/node_modules/uplot/dist/uPlot.iife.min.js || web/package-lock.jso
 fi
 
 # say_build_time BUILD_DIR CORES: how long building the gpudoc binary from scratch will take, said
-# before it starts. Measured on Debian 12 without ccache (docs/results/build-time.md): the gpudoc
-# target is 981 CPU-seconds of g++ 12 (RelWithDebInfo), its .cu files 38 more of nvcc 13, and no
-# file takes more than ~40 s (src/cli/cmd_baseline.cpp, 38 s), which is the floor however many
-# cores there are. A build folder that has objects already takes less, a busy machine more.
+# before it starts. Measured on a fresh Debian 12 without ccache (docs/results/build-time.md): the
+# quick start's first build of the gpudoc target (Release, fmt's shared library) is about 460
+# CPU-seconds of g++ 12, its .cu files 38 more of nvcc 13, and no file takes more than ~15 s
+# (src/cli/cmd_baseline.cpp), the floor however many cores there are. A build folder that has
+# objects already takes less, a busy machine more.
 say_build_time() {
-  local dir=$1 cores=$2 cpu_s=981 what="gpudoc"
+  local dir=$1 cores=$2 cpu_s=460 what="gpudoc"
   if grep -q '^CMAKE_CUDA_COMPILER:FILEPATH=/' "$dir/CMakeCache.txt" 2>/dev/null; then
     cpu_s=$((cpu_s + 38)) what="gpudoc with its CUDA benchmarks"
   fi
   local s=$((cpu_s / cores))
-  ((s > 40)) || s=40
+  ((s > 15)) || s=15
   echo "gpudoc setup: building $what from scratch takes about $(((s + 59) / 60)) min on $cores core(s)" \
        "($((cpu_s / 60)) CPU-minutes of compiling)"
 }
