@@ -72,7 +72,7 @@ std::optional<double> mann_whitney_greater_p(const std::vector<double>& a, const
   const double dm = static_cast<double>(m), dn = static_cast<double>(n), big_n = dm + dn;
   const double mean = dm * dn / 2;
   const double var = dm * dn / 12.0 * ((big_n + 1) - tie_term / (big_n * (big_n - 1)));
-  if (var <= 0) return 1.0;   // every value equal: no evidence either way
+  if (var <= 0) return 1.0;  // every value equal: no evidence either way
   const double z = (u - mean - 0.5) / std::sqrt(var);
   return 0.5 * std::erfc(z / std::sqrt(2.0));
 }
@@ -120,7 +120,7 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
   if (b != 0) {
     c.change_percent = (n - b) / std::fabs(b) * 100.0;
   } else if (n != 0) {
-    c.change_percent = n > 0 ? HUGE_VAL : -HUGE_VAL;   // from zero: any change is unbounded
+    c.change_percent = n > 0 ? HUGE_VAL : -HUGE_VAL;  // from zero: any change is unbounded
   } else {
     c.change_percent = 0;
   }
@@ -135,7 +135,7 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
     return c;
   }
   const bool lower_better = c.rule.direction == Direction::kLowerIsBetter;
-  const double worse_by = lower_better ? *c.change_percent : -*c.change_percent;   // > 0: worse
+  const double worse_by = lower_better ? *c.change_percent : -*c.change_percent;  // > 0: worse
   const bool beyond = std::fabs(worse_by) > c.bound_percent;
   const bool rank_test = base.samples.size() >= kMinSamplesForRankTest && now.samples.size() >= kMinSamplesForRankTest;
   if (!beyond) {
@@ -147,7 +147,8 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
   if (rank_test) {
     // Worse = now tends larger (lower is better) or smaller (higher is better).
     const bool now_larger = worse == lower_better;
-    c.p_value = now_larger ? mann_whitney_greater_p(base.samples, now.samples) : mann_whitney_greater_p(now.samples, base.samples);
+    c.p_value = now_larger ? mann_whitney_greater_p(base.samples, now.samples)
+                           : mann_whitney_greater_p(now.samples, base.samples);
     if (c.p_value && *c.p_value > config.alpha) {
       c.verdict = Verdict::kOk;
       c.note = fmt::format("beyond the bound but not significant (rank test p={:.3f})", *c.p_value);
@@ -216,17 +217,18 @@ Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure
 Comparison confirm(const Comparison& first, const Comparison& rerun) {
   Comparison out = first;
   std::unordered_map<std::string_view, const FigureComparison*> rerun_index;
-  for (const auto& g : rerun.figures) rerun_index[g.name] = &g;   // the last of a name, as before
+  for (const auto& g : rerun.figures) rerun_index[g.name] = &g;  // the last of a name, as before
   for (auto& f : out.figures) {
     if (!is_failure(f.verdict)) continue;
     const auto it = rerun_index.find(f.name);
     const FigureComparison* r = it == rerun_index.end() ? nullptr : it->second;
-    if (r == nullptr) continue;   // the rerun did not measure it: the first verdict stands
+    if (r == nullptr) continue;  // the rerun did not measure it: the first verdict stands
     if (is_failure(r->verdict)) {
       FigureComparison kept = *r;
       kept.confirmed = true;
-      kept.note = fmt::format("{}; confirmed by a re-run (first run: {}{})", r->note,
-                              f.change_percent ? fmt::format("{:+.1f} %", *f.change_percent) : std::string("missing"), "");
+      kept.note =
+          fmt::format("{}; confirmed by a re-run (first run: {}{})", r->note,
+                      f.change_percent ? fmt::format("{:+.1f} %", *f.change_percent) : std::string("missing"), "");
       f = std::move(kept);
     } else {
       const std::string first_change = f.change_percent ? fmt::format("{:+.1f} %", *f.change_percent) : "missing";
@@ -271,7 +273,11 @@ nlohmann::json to_json(const Comparison& c) {
 }
 
 nlohmann::json to_json(const MachineContext& m) {
-  return {{"host", m.host}, {"gpus", m.gpus}, {"driver_version", m.driver_version}, {"cuda_version", m.cuda_version}, {"extra", m.extra}};
+  return {{"host", m.host},
+          {"gpus", m.gpus},
+          {"driver_version", m.driver_version},
+          {"cuda_version", m.cuda_version},
+          {"extra", m.extra}};
 }
 
 MachineContext machine_from_json(const nlohmann::json& j) {

@@ -32,14 +32,14 @@ namespace gpudoc::baseline {
 
 // One measured quantity of a run. samples are in `unit`, in the order measured.
 struct Figure {
-  std::string name;                        // "step_ms", "hbm.copy", "wall_s"
-  std::string unit;                        // "ms", "GB/s", "" when the workload did not say
-  std::string source;                      // "workload", "gpudoc", "bench", "probe"
-  std::optional<Direction> direction;      // when the producer knows it (benchmarks do)
+  std::string name;                    // "step_ms", "hbm.copy", "wall_s"
+  std::string unit;                    // "ms", "GB/s", "" when the workload did not say
+  std::string source;                  // "workload", "gpudoc", "bench", "probe"
+  std::optional<Direction> direction;  // when the producer knows it (benchmarks do)
   std::vector<double> samples;
 };
 
-using core::median;   // 0 for an empty vector (core/numeric.hpp)
+using core::median;  // 0 for an empty vector (core/numeric.hpp)
 // 1.4826 x MAD / |median| x 100; 0 with fewer than 3 samples or a zero median.
 [[nodiscard]] double noise_percent(const std::vector<double>& samples);
 
@@ -51,8 +51,8 @@ using core::median;   // 0 for an empty vector (core/numeric.hpp)
 inline constexpr std::size_t kMinSamplesForRankTest = 5;
 
 enum class Verdict { kOk, kImproved, kRegression, kMissing, kNew, kInfo };
-[[nodiscard]] const char* to_string(Verdict v) noexcept;   // "ok", "improved", "regression", "missing", "new", "info"
-[[nodiscard]] bool is_failure(Verdict v) noexcept;           // regression or missing
+[[nodiscard]] const char* to_string(Verdict v) noexcept;  // "ok", "improved", "regression", "missing", "new", "info"
+[[nodiscard]] bool is_failure(Verdict v) noexcept;        // regression or missing
 
 struct FigureComparison {
   std::string name;
@@ -63,22 +63,23 @@ struct FigureComparison {
   std::optional<double> now_median;
   std::size_t baseline_samples = 0;
   std::size_t now_samples = 0;
-  std::optional<double> change_percent;     // signed: now vs baseline
-  double noise_percent = 0;                 // of the baseline
-  double bound_percent = 0;                 // max(threshold, k x noise)
-  std::optional<double> p_value;            // the rank test's, when it ran
+  std::optional<double> change_percent;  // signed: now vs baseline
+  double noise_percent = 0;              // of the baseline
+  double bound_percent = 0;              // max(threshold, k x noise)
+  std::optional<double> p_value;         // the rank test's, when it ran
   Verdict verdict = Verdict::kOk;
-  bool confirmed = false;                   // a failure seen again in the confirmation run
-  std::string note;                         // why, in a few words
+  bool confirmed = false;  // a failure seen again in the confirmation run
+  std::string note;        // why, in a few words
 };
 
 struct Comparison {
-  std::vector<FigureComparison> figures;    // baseline's order, then new figures
-  [[nodiscard]] bool failed() const;        // any regression or missing figure
-  [[nodiscard]] std::vector<std::string> failing_sources() const;   // sources of failing figures
+  std::vector<FigureComparison> figures;                           // baseline's order, then new figures
+  [[nodiscard]] bool failed() const;                               // any regression or missing figure
+  [[nodiscard]] std::vector<std::string> failing_sources() const;  // sources of failing figures
 };
 
-[[nodiscard]] Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now, const Config& config);
+[[nodiscard]] Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now,
+                                 const Config& config);
 
 // The final verdict after a confirmation run: a figure stays a failure only if it failed in
 // `first` and again in `rerun`; otherwise it takes the rerun's verdict with a note. Figures the
@@ -91,10 +92,10 @@ struct Comparison {
 // The machine a run happened on, as far as comparability goes.
 struct MachineContext {
   std::string host;
-  std::vector<std::string> gpus;            // model names in index order; empty: no GPU visible
-  std::string driver_version;               // "580.159.03"; empty when unknown
-  std::string cuda_version;                 // "13.0"; empty when unknown
-  nlohmann::json extra = nlohmann::json::object();   // UUIDs, torch version...: recorded, not compared
+  std::vector<std::string> gpus;                    // model names in index order; empty: no GPU visible
+  std::string driver_version;                       // "580.159.03"; empty when unknown
+  std::string cuda_version;                         // "13.0"; empty when unknown
+  nlohmann::json extra = nlohmann::json::object();  // UUIDs, torch version...: recorded, not compared
 };
 [[nodiscard]] nlohmann::json to_json(const MachineContext& m);
 [[nodiscard]] MachineContext machine_from_json(const nlohmann::json& j);

@@ -72,17 +72,23 @@ Rule default_rule(std::string_view name_in, std::string_view unit_in) {
   if (unit == "gb/s" || unit == "gib/s" || unit == "by/s" || any_glob({"*bandwidth*", "*gbps*"}, name))
     return {Direction::kHigherIsBetter, 5, 0, "default: bandwidth"};
   if (unit == "tflop/s" || unit == "/s" ||
-      any_glob({"*_per_second", "*_per_s", "*per_sec", "throughput*", "*_throughput", "*tflops*", "*samples_s", "*tokens_s"}, name))
+      any_glob(
+          {"*_per_second", "*_per_s", "*per_sec", "throughput*", "*_throughput", "*tflops*", "*samples_s", "*tokens_s"},
+          name))
     return {Direction::kHigherIsBetter, 5, 0, "default: throughput"};
-  if (any_glob({"accuracy*", "*_accuracy", "acc", "*_acc", "f1", "*_f1", "*score*", "top1*", "top5*", "bleu*", "map", "auc"}, name))
+  if (any_glob(
+          {"accuracy*", "*_accuracy", "acc", "*_acc", "f1", "*_f1", "*score*", "top1*", "top5*", "bleu*", "map", "auc"},
+          name))
     return {Direction::kHigherIsBetter, 1, 0, "default: accuracy"};
-  if (any_glob({"loss*", "*_loss", "perplexity*", "*_perplexity"}, name)) return {Direction::kLowerIsBetter, 5, 0, "default: loss"};
+  if (any_glob({"loss*", "*_loss", "perplexity*", "*_perplexity"}, name))
+    return {Direction::kLowerIsBetter, 5, 0, "default: loss"};
   if (unit == "s" || unit == "ms" || unit == "us" || unit == "ns" ||
       any_glob({"*_ms", "*_us", "*_ns", "*_s", "*_sec", "*_seconds", "time*", "*_time*", "*latency*"}, name))
     return {Direction::kLowerIsBetter, 10, 0, "default: time"};
   if (unit == "by" || unit == "bytes" || any_glob({"*_bytes", "*memory*", "*_mib", "*_gib"}, name))
     return {Direction::kLowerIsBetter, 10, 0, "default: memory"};
-  if (unit == "j" || any_glob({"*joules*", "*energy*"}, name)) return {Direction::kLowerIsBetter, 10, 0, "default: energy"};
+  if (unit == "j" || any_glob({"*joules*", "*energy*"}, name))
+    return {Direction::kLowerIsBetter, 10, 0, "default: energy"};
   return {Direction::kUnknown, 5, 0, "default: no direction known (shown, not gated)"};
 }
 
@@ -120,7 +126,8 @@ core::Result<Config> parse_config(std::string_view text, std::string_view source
   // The keys on the way to where the parser is, so that a value it cannot hold (1e309 overflows a
   // double) is named by its key.
   std::vector<std::string> path;
-  const nlohmann::json::parser_callback_t track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  const nlohmann::json::parser_callback_t track = [&](int depth, nlohmann::json::parse_event_t event,
+                                                      nlohmann::json& parsed) {
     if (event == nlohmann::json::parse_event_t::key) {
       path.resize(static_cast<std::size_t>(std::max(depth - 1, 0)));
       path.push_back(parsed.is_string() ? parsed.get<std::string>() : parsed.dump());
@@ -133,9 +140,10 @@ core::Result<Config> parse_config(std::string_view text, std::string_view source
     return bad(fmt::format("not valid JSON ({})", e.what()));
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
-    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what.erase(0, close + 2);
-    return bad(fmt::format("{}: {} (a number gpudoc cannot hold)", path.empty() ? std::string("value") : fmt::format("{}", fmt::join(path, ".")),
-                           what));
+    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+      what.erase(0, close + 2);
+    return bad(fmt::format("{}: {} (a number gpudoc cannot hold)",
+                           path.empty() ? std::string("value") : fmt::format("{}", fmt::join(path, ".")), what));
   }
   if (!j.is_object()) return bad("expected a JSON object at the top");
   Config cfg;
@@ -150,7 +158,8 @@ core::Result<Config> parse_config(std::string_view text, std::string_view source
         return bad("alpha: expected a number between 0 and 1 (exclusive)");
       cfg.alpha = value.get<double>();
     } else if (key == "metrics") {
-      if (!value.is_object()) return bad("metrics: expected an object {\"NAME\": {\"direction\": ..., \"threshold_percent\": ...}}");
+      if (!value.is_object())
+        return bad("metrics: expected an object {\"NAME\": {\"direction\": ..., \"threshold_percent\": ...}}");
       for (const auto& [name, spec] : value.items()) {
         if (name.empty()) return bad("metrics: an empty name");
         if (!spec.is_object()) return bad(fmt::format("metrics.{}: expected an object", name));
@@ -171,7 +180,8 @@ core::Result<Config> parse_config(std::string_view text, std::string_view source
               return bad(fmt::format("metrics.{}.min_change: expected a number >= 0, got {}", name, v.dump()));
             m.min_change = v.get<double>();
           } else {
-            return bad(fmt::format("metrics.{}: unknown key '{}' (known: direction, threshold_percent, min_change)", name, field));
+            return bad(fmt::format("metrics.{}: unknown key '{}' (known: direction, threshold_percent, min_change)",
+                                   name, field));
           }
         }
         cfg.metrics.push_back(std::move(m));

@@ -30,18 +30,18 @@ namespace gpudoc::baseline {
 
 // kUnknown: the figure is stored and shown but never gates (no direction is known for it).
 enum class Direction { kLowerIsBetter, kHigherIsBetter, kUnknown };
-[[nodiscard]] const char* to_string(Direction d) noexcept;            // "lower", "higher", "unknown"
+[[nodiscard]] const char* to_string(Direction d) noexcept;  // "lower", "higher", "unknown"
 [[nodiscard]] std::optional<Direction> direction_from_string(std::string_view s) noexcept;
 
 struct Rule {
   Direction direction = Direction::kUnknown;
-  double threshold_percent = 5;   // a change smaller than this (relative to the baseline median) is ok
-  double min_change = 0;          // a change smaller than this, in the figure's unit, is ok (resolution)
-  std::string origin;             // "config: step_ms", "default: *_ms (time)", "benchmark"
+  double threshold_percent = 5;  // a change smaller than this (relative to the baseline median) is ok
+  double min_change = 0;         // a change smaller than this, in the figure's unit, is ok (resolution)
+  std::string origin;            // "config: step_ms", "default: *_ms (time)", "benchmark"
 };
 
 struct MetricOverride {
-  std::string pattern;                        // exact name or a glob with '*'
+  std::string pattern;  // exact name or a glob with '*'
   std::optional<Direction> direction;
   std::optional<double> threshold_percent;
   std::optional<double> min_change;
@@ -54,7 +54,7 @@ struct Config {
   double noise_k = kDefaultNoiseK;
   double alpha = kDefaultAlpha;
   std::vector<MetricOverride> metrics;
-  std::string source = "built-in defaults";   // the file it came from
+  std::string source = "built-in defaults";  // the file it came from
 
   // The rule for a figure: the config's entry (exact name first, then the longest matching glob)
   // over the figure's own direction (a benchmark knows it), over the built-in name defaults.

@@ -21,7 +21,7 @@ std::string_view trim(std::string_view s) {
 std::string excerpt(std::string_view s) {
   constexpr std::size_t kMax = 60;
   if (s.size() <= kMax) return std::string(s);
-  std::size_t cut = kMax;   // not inside a multi-byte character: the note stays valid UTF-8
+  std::size_t cut = kMax;  // not inside a multi-byte character: the note stays valid UTF-8
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
   return std::string(s.substr(0, cut)) + "…";
 }
@@ -44,8 +44,9 @@ void MetricsCollector::add_oversized_stdout_line(std::string_view head, std::siz
   if (head.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
   ++malformed_lines_;
   note("stdout", line_number,
-       fmt::format("a ::gpudoc line of {} bytes, over the {} MiB limit for one line: ignored (print fewer figures per line)",
-                   bytes, kMaxMetricsLineBytes >> 20));
+       fmt::format(
+           "a ::gpudoc line of {} bytes, over the {} MiB limit for one line: ignored (print fewer figures per line)",
+           bytes, kMaxMetricsLineBytes >> 20));
 }
 
 void MetricsCollector::add_file_line(std::string_view line, std::size_t line_number, std::string_view source) {
@@ -79,7 +80,8 @@ void MetricsCollector::add_json(std::string_view json_in, std::size_t line_numbe
     repaired = core::to_valid_utf8(json, &n);
     json = repaired;
     ++invalid_utf8_lines_;
-    note(source, line_number, fmt::format("{} byte sequence{} not valid UTF-8, replaced by U+FFFD", n, n == 1 ? "" : "s"));
+    note(source, line_number,
+         fmt::format("{} byte sequence{} not valid UTF-8, replaced by U+FFFD", n, n == 1 ? "" : "s"));
   }
   nlohmann::json j = nlohmann::json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
@@ -89,7 +91,8 @@ void MetricsCollector::add_json(std::string_view json_in, std::size_t line_numbe
   }
   if (!j.is_object()) {
     ++malformed_lines_;
-    note(source, line_number, fmt::format("expected a JSON object {{\"name\": number, ...}}, line ignored: {}", excerpt(json)));
+    note(source, line_number,
+         fmt::format("expected a JSON object {{\"name\": number, ...}}, line ignored: {}", excerpt(json)));
     return;
   }
   if (j.contains("event")) {

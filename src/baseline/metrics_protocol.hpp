@@ -32,8 +32,8 @@
 namespace gpudoc::baseline {
 
 inline constexpr std::string_view kMetricsPrefix = "::gpudoc ";
-inline constexpr std::size_t kMaxNotes = 20;   // notes kept; the rest are only counted
-inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t{1} << 20;   // 1 MiB
+inline constexpr std::size_t kMaxNotes = 20;                               // notes kept; the rest are only counted
+inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t{1} << 20;  // 1 MiB
 
 struct MetricsNote {
   std::string source;    // "stdout" or the metrics file's name
@@ -56,12 +56,12 @@ class MetricsCollector {
   // Samples per figure name, in the order they arrived.
   [[nodiscard]] const std::map<std::string, std::vector<double>>& figures() const { return figures_; }
   [[nodiscard]] const std::vector<MetricsNote>& notes() const { return notes_; }
-  [[nodiscard]] std::size_t metric_lines() const { return metric_lines_; }     // lines that carried figures
+  [[nodiscard]] std::size_t metric_lines() const { return metric_lines_; }  // lines that carried figures
   [[nodiscard]] std::size_t event_lines() const { return event_lines_; }
   [[nodiscard]] std::size_t malformed_lines() const { return malformed_lines_; }
   [[nodiscard]] std::size_t ignored_values() const { return ignored_values_; }
   [[nodiscard]] std::size_t notes_dropped() const { return notes_dropped_; }
-  [[nodiscard]] std::size_t invalid_utf8_lines() const { return invalid_utf8_lines_; }   // read with bytes replaced
+  [[nodiscard]] std::size_t invalid_utf8_lines() const { return invalid_utf8_lines_; }  // read with bytes replaced
 
  private:
   void add_json(std::string_view json, std::size_t line_number, std::string_view source);

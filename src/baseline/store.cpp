@@ -20,10 +20,13 @@ namespace gpudoc::baseline {
 core::Result<std::string> default_store_path(const std::optional<std::string>& flag) {
   if (flag && !flag->empty()) return *flag;
   if (const char* e = std::getenv("GPUDOC_STORE"); e != nullptr && *e != '\0') return std::string(e);
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') return std::string(x) + "/gpudoc/gpudoc.db";
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.local/share/gpudoc/gpudoc.db";
-  return core::Error(core::ErrorKind::kEnvironment,
-                     "cannot place the baseline store: neither XDG_DATA_HOME nor HOME is set (give --store PATH or GPUDOC_STORE)");
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/')
+    return std::string(x) + "/gpudoc/gpudoc.db";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return std::string(h) + "/.local/share/gpudoc/gpudoc.db";
+  return core::Error(
+      core::ErrorKind::kEnvironment,
+      "cannot place the baseline store: neither XDG_DATA_HOME nor HOME is set (give --store PATH or GPUDOC_STORE)");
 }
 
 namespace {
@@ -32,7 +35,7 @@ namespace {
 core::Error sqlite_error(sqlite3* db, int rc, const std::string& path, const std::string& what) {
   const int primary = rc & 0xff;
   std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  if (detail == "not an error") detail = sqlite3_errstr(rc);   // the connection's last call succeeded: say what rc means
+  if (detail == "not an error") detail = sqlite3_errstr(rc);  // the connection's last call succeeded: say what rc means
   switch (primary) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -41,24 +44,28 @@ core::Error sqlite_error(sqlite3* db, int rc, const std::string& path, const std
                                      "try again when it is done ({})",
                                      path, what, detail));
     case SQLITE_NOTADB:
-      return core::Error(core::ErrorKind::kBadInput,
-                         fmt::format("{}: not a gpudoc store: the file is not an SQLite database ({}); give another --store", path, detail));
+      return core::Error(
+          core::ErrorKind::kBadInput,
+          fmt::format("{}: not a gpudoc store: the file is not an SQLite database ({}); give another --store", path,
+                      detail));
     case SQLITE_CORRUPT:
-      return core::Error(core::ErrorKind::kBadInput,
-                         fmt::format("{}: the store is damaged ({}); {} failed. Keep a copy and run `sqlite3 {} .recover`",
-                                     path, detail, what, path));
+      return core::Error(
+          core::ErrorKind::kBadInput,
+          fmt::format("{}: the store is damaged ({}); {} failed. Keep a copy and run `sqlite3 {} .recover`", path,
+                      detail, what, path));
     case SQLITE_READONLY:
-      return core::Error(core::ErrorKind::kIo, fmt::format("the store {} is read-only: {} failed ({}); record and check write "
-                                                           "to it, list, show and history only read it",
-                                                           path, what, detail));
+      return core::Error(core::ErrorKind::kIo,
+                         fmt::format("the store {} is read-only: {} failed ({}); record and check write "
+                                     "to it, list, show and history only read it",
+                                     path, what, detail));
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
     case SQLITE_IOERR:
     case SQLITE_FULL:
-    case SQLITE_AUTH:
-      return core::Error(core::ErrorKind::kIo, fmt::format("{}: {}: {}", path, what, detail));
+    case SQLITE_AUTH: return core::Error(core::ErrorKind::kIo, fmt::format("{}: {}: {}", path, what, detail));
     default:
-      return core::Error(core::ErrorKind::kInternal, fmt::format("{}: {}: SQLite error {}: {}", path, what, rc, detail));
+      return core::Error(core::ErrorKind::kInternal,
+                         fmt::format("{}: {}: SQLite error {}: {}", path, what, rc, detail));
   }
 }
 
@@ -72,11 +79,15 @@ class Stmt {
   sqlite3_stmt* get() const { return s_; }
   void bind(int i, std::int64_t v) { sqlite3_bind_int64(s_, i, v); }
   void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
-  void bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
   void bind_null(int i) { sqlite3_bind_null(s_, i); }
   std::string text(int col) const {
     const auto* p = sqlite3_column_text(s_, col);
-    return p != nullptr ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(s_, col))) : std::string();
+    return p != nullptr
+               ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(s_, col)))
+               : std::string();
   }
   std::int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
   bool is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
@@ -112,8 +123,10 @@ std::string samples_damage(const std::string& text, const nlohmann::json& sample
 std::string uri_path(const std::string& path) {
   std::string out;
   for (unsigned char c : path) {
-    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) out += fmt::format("%{:02X}", c);
-    else out += static_cast<char>(c);
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f)
+      out += fmt::format("%{:02X}", c);
+    else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -175,7 +188,7 @@ struct Store::Impl {
   std::string path;
   int busy_timeout_ms = 10000;
   bool read_only = false;
-  bool empty = false;   // read-only and no schema yet: nothing stored
+  bool empty = false;  // read-only and no schema yet: nothing stored
   ~Impl() {
     if (db != nullptr) sqlite3_close_v2(db);
   }
@@ -225,10 +238,11 @@ struct Store::Impl {
 
   core::Result<std::int64_t> insert_run(const NewRun& r) {
     Stmt s;
-    if (auto st = prepare(s,
-                          "INSERT INTO runs(baseline, time_unix_ns, role, machine_json, verdict, exit_code, gpudoc_version, "
-                          "details_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                          "adding a run");
+    if (auto st =
+            prepare(s,
+                    "INSERT INTO runs(baseline, time_unix_ns, role, machine_json, verdict, exit_code, gpudoc_version, "
+                    "details_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    "adding a run");
         !st)
       return st.error();
     s.bind(1, r.baseline);
@@ -236,8 +250,10 @@ struct Store::Impl {
     s.bind(3, r.role);
     s.bind(4, dump(to_json(r.machine)));
     s.bind(5, r.verdict);
-    if (r.exit_code) s.bind(6, static_cast<std::int64_t>(*r.exit_code));
-    else s.bind_null(6);
+    if (r.exit_code)
+      s.bind(6, static_cast<std::int64_t>(*r.exit_code));
+    else
+      s.bind_null(6);
     s.bind(7, std::string(core::kVersion));
     s.bind(8, dump(r.details));
     if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return err(rc, "adding a run");
@@ -255,12 +271,17 @@ struct Store::Impl {
       f.bind(2, fig.name);
       f.bind(3, fig.source);
       f.bind(4, fig.unit);
-      if (fig.direction) f.bind(5, std::string(to_string(*fig.direction)));
-      else f.bind_null(5);
-      if (fig.samples.empty()) f.bind_null(6);
-      else f.bind(6, median(fig.samples));
+      if (fig.direction)
+        f.bind(5, std::string(to_string(*fig.direction)));
+      else
+        f.bind_null(5);
+      if (fig.samples.empty())
+        f.bind_null(6);
+      else
+        f.bind(6, median(fig.samples));
       f.bind(7, dump(nlohmann::json(fig.samples)));
-      if (int rc = sqlite3_step(f.get()); rc != SQLITE_DONE) return err(rc, fmt::format("adding figure '{}'", fig.name));
+      if (int rc = sqlite3_step(f.get()); rc != SQLITE_DONE)
+        return err(rc, fmt::format("adding figure '{}'", fig.name));
     }
     return id;
   }
@@ -287,9 +308,10 @@ struct Store::Impl {
                                      "0x{:08x}); give another --store",
                                      path, static_cast<std::uint32_t>(app)));
     if (version == 0 && !s.is_null(2))
-      return core::Error(core::ErrorKind::kBadInput,
-                         fmt::format("{}: not a gpudoc store (an SQLite database with other tables: {}); give another --store",
-                                     path, s.text(2)));
+      return core::Error(
+          core::ErrorKind::kBadInput,
+          fmt::format("{}: not a gpudoc store (an SQLite database with other tables: {}); give another --store", path,
+                      s.text(2)));
     if (version > kSchemaVersion)
       return core::Error(core::ErrorKind::kBadInput,
                          fmt::format("{}: written by a newer gpudoc (store schema {}; this gpudoc knows up to {}); "
@@ -300,8 +322,10 @@ struct Store::Impl {
 
   core::Status migrate(int target) {
     // Already there (the common case): no write lock needed, so opening never waits for a writer.
-    if (auto v = pragma_int("PRAGMA user_version"); !v) return v.error();
-    else if (*v >= target) return {};
+    if (auto v = pragma_int("PRAGMA user_version"); !v)
+      return v.error();
+    else if (*v >= target)
+      return {};
     if (auto st = begin("migrating the schema"); !st) return st;
     auto done = [&](core::Status st) {
       if (!st) rollback();
@@ -314,8 +338,10 @@ struct Store::Impl {
       if (auto st = exec(kMigrations[v], fmt::format("migrating the store to schema {}", v + 1)); !st) return done(st);
     }
     if (*version < target) {
-      if (auto st = exec(fmt::format("PRAGMA user_version = {}", target).c_str(), "setting the schema version"); !st) return done(st);
-      if (auto st = exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str(), "marking the store"); !st) return done(st);
+      if (auto st = exec(fmt::format("PRAGMA user_version = {}", target).c_str(), "setting the schema version"); !st)
+        return done(st);
+      if (auto st = exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str(), "marking the store"); !st)
+        return done(st);
     }
     return commit("migrating the schema");
   }
@@ -337,22 +363,25 @@ bool is_access_error(int e) { return e == EACCES || e == EROFS || e == EPERM; }
 core::Status check_write_access(const std::string& path, bool exists) {
   namespace fs = std::filesystem;
   if (exists && ::access(path.c_str(), W_OK) != 0 && is_access_error(errno))
-    return core::Error(core::ErrorKind::kIo, fmt::format("the store {} is read-only: {}; record and check write to it (list, "
-                                                         "show and history only read it)",
-                                                         path, std::strerror(errno)));
+    return core::Error(core::ErrorKind::kIo,
+                       fmt::format("the store {} is read-only: {}; record and check write to it (list, "
+                                   "show and history only read it)",
+                                   path, std::strerror(errno)));
   std::string dir = fs::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (::access(dir.c_str(), W_OK) != 0 && is_access_error(errno) && !(exists && fs::exists(path + "-wal", ec))) {
     const std::string why = std::strerror(errno);
     if (!exists)
-      return core::Error(core::ErrorKind::kIo, fmt::format("the store {} cannot be created: its folder {} is not writable ({})",
-                                                           path, dir, why));
-    return core::Error(core::ErrorKind::kIo,
-                       fmt::format("the store {} is read-only: its folder {} is not writable ({}), and SQLite keeps its "
-                                   "write-ahead log beside the store; record and check write to it (list, show and history "
-                                   "only read it)",
-                                   path, dir, why));
+      return core::Error(
+          core::ErrorKind::kIo,
+          fmt::format("the store {} cannot be created: its folder {} is not writable ({})", path, dir, why));
+    return core::Error(
+        core::ErrorKind::kIo,
+        fmt::format("the store {} is read-only: its folder {} is not writable ({}), and SQLite keeps its "
+                    "write-ahead log beside the store; record and check write to it (list, show and history "
+                    "only read it)",
+                    path, dir, why));
   }
   return {};
 }
@@ -368,7 +397,8 @@ core::Result<Store> Store::open_read_only(const std::string& path, const OpenOpt
     if (impl->db != nullptr) sqlite3_close_v2(impl->db);
     impl->db = nullptr;
     const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX | extra_flags;
-    if (int rc = sqlite3_open_v2(name.c_str(), &impl->db, flags, nullptr); rc != SQLITE_OK) return impl->err(rc, "opening");
+    if (int rc = sqlite3_open_v2(name.c_str(), &impl->db, flags, nullptr); rc != SQLITE_OK)
+      return impl->err(rc, "opening");
     sqlite3_extended_result_codes(impl->db, 1);
     sqlite3_busy_timeout(impl->db, options.busy_timeout_ms);
     return impl->check_owner();
@@ -391,11 +421,14 @@ core::Result<Store> Store::open(const std::string& path, const OpenOptions& opti
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   if (!exists) {
-    if (!options.create || options.read_only) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: no such store", path));
+    if (!options.create || options.read_only)
+      return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: no such store", path));
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) {
       fs::create_directories(parent, ec);
-      if (ec) return core::Error(core::ErrorKind::kIo, fmt::format("{}: cannot create its directory: {}", path, ec.message()));
+      if (ec)
+        return core::Error(core::ErrorKind::kIo,
+                           fmt::format("{}: cannot create its directory: {}", path, ec.message()));
     }
   } else if (fs::is_directory(path, ec)) {
     return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: is a directory, not a store file", path));
@@ -406,7 +439,8 @@ core::Result<Store> Store::open(const std::string& path, const OpenOptions& opti
   impl->path = path;
   impl->busy_timeout_ms = options.busy_timeout_ms;
   const int flags = SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
-  if (int rc = sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr); rc != SQLITE_OK) return impl->err(rc, "opening");
+  if (int rc = sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr); rc != SQLITE_OK)
+    return impl->err(rc, "opening");
   sqlite3_extended_result_codes(impl->db, 1);
   sqlite3_busy_timeout(impl->db, options.busy_timeout_ms);
   if (sqlite3_db_readonly(impl->db, "main") == 1) return impl->err(SQLITE_READONLY, "opening for writing");
@@ -422,16 +456,19 @@ core::Result<Store> Store::open(const std::string& path, const OpenOptions& opti
     if (rc == SQLITE_OK) rc = sqlite3_step(s.get());
     if (rc == SQLITE_ROW) {
       if (s.text(0) != "wal")
-        return core::Error(core::ErrorKind::kIo, fmt::format("{}: cannot use WAL mode (journal mode stays '{}'): is it on a "
-                                                             "file system without shared memory (NFS)?",
-                                                             path, s.text(0)));
+        return core::Error(core::ErrorKind::kIo,
+                           fmt::format("{}: cannot use WAL mode (journal mode stays '{}'): is it on a "
+                                       "file system without shared memory (NFS)?",
+                                       path, s.text(0)));
       break;
     }
-    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) return impl->err(rc, "switching to WAL mode");
+    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline)
+      return impl->err(rc, "switching to WAL mode");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   // FULL: acknowledged commits survive power loss, not only a killed process (see store.hpp).
-  if (auto st = impl->exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", "setting durability"); !st) return st.error();
+  if (auto st = impl->exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", "setting durability"); !st)
+    return st.error();
   if (auto st = impl->migrate(options.target_schema); !st) return st.error();
   return Store(std::move(impl));
 }
@@ -452,9 +489,10 @@ core::Status Store::check_writable() {
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) problems += (problems.empty() ? "" : "; ") + s.text(0);
   if (rc != SQLITE_DONE) return impl_->err(rc, what);
   if (problems != "ok")
-    return core::Error(core::ErrorKind::kBadInput,
-                       fmt::format("{}: the store is damaged (SQLite quick_check: {}); keep a copy and run `sqlite3 {} .recover`",
-                                   impl_->path, problems.substr(0, 300), impl_->path));
+    return core::Error(
+        core::ErrorKind::kBadInput,
+        fmt::format("{}: the store is damaged (SQLite quick_check: {}); keep a copy and run `sqlite3 {} .recover`",
+                    impl_->path, problems.substr(0, 300), impl_->path));
   return {};
 }
 
@@ -488,12 +526,13 @@ core::Result<std::int64_t> Store::record_baseline(const NewBaseline& b) {
     }
   }
   Stmt s;
-  if (auto st = impl_->prepare(s,
-                               "INSERT INTO baselines(name, kinds, created_unix_ns, updated_unix_ns, spec_json, machine_json) "
-                               "VALUES (?1, ?2, ?3, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET kinds = excluded.kinds, "
-                               "updated_unix_ns = excluded.updated_unix_ns, spec_json = excluded.spec_json, "
-                               "machine_json = excluded.machine_json",
-                               what);
+  if (auto st = impl_->prepare(
+          s,
+          "INSERT INTO baselines(name, kinds, created_unix_ns, updated_unix_ns, spec_json, machine_json) "
+          "VALUES (?1, ?2, ?3, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET kinds = excluded.kinds, "
+          "updated_unix_ns = excluded.updated_unix_ns, spec_json = excluded.spec_json, "
+          "machine_json = excluded.machine_json",
+          what);
       !st) {
     impl_->rollback();
     return st.error();
@@ -545,9 +584,9 @@ core::Result<std::int64_t> Store::add_run(const NewRun& run) {
   return *id;
 }
 
-core::Result<std::int64_t> Store::add_result(const std::string& kind, const std::string& subject, std::int64_t time_unix_ns,
-                                             const MachineContext& machine, const std::string& status,
-                                             const nlohmann::json& payload) {
+core::Result<std::int64_t> Store::add_result(const std::string& kind, const std::string& subject,
+                                             std::int64_t time_unix_ns, const MachineContext& machine,
+                                             const std::string& status, const nlohmann::json& payload) {
   const std::string what = fmt::format("adding a {} result", kind);
   if (auto st = impl_->begin(what); !st) return st.error();
   Stmt s;
@@ -577,10 +616,11 @@ core::Result<std::int64_t> Store::add_result(const std::string& kind, const std:
 core::Result<std::vector<StoredResult>> Store::results_since(const std::string& kind, std::int64_t since_unix_ns) {
   const std::string what = fmt::format("reading {} results", kind);
   Stmt s;
-  if (auto st = impl_->prepare(s,
-                               "SELECT id, kind, subject, time_unix_ns, machine_json, status, payload_json FROM results "
-                               "WHERE kind = ?1 AND time_unix_ns >= ?2 ORDER BY time_unix_ns, id",
-                               what);
+  if (auto st =
+          impl_->prepare(s,
+                         "SELECT id, kind, subject, time_unix_ns, machine_json, status, payload_json FROM results "
+                         "WHERE kind = ?1 AND time_unix_ns >= ?2 ORDER BY time_unix_ns, id",
+                         what);
       !st) {
     return st.error();
   }
@@ -627,7 +667,8 @@ BaselineInfo baseline_from_row(const Stmt& s) {
 core::Result<std::optional<BaselineInfo>> Store::find_baseline(const std::string& name) {
   if (impl_->empty) return std::optional<BaselineInfo>();
   Stmt s;
-  if (auto st = impl_->prepare(s, (std::string(kBaselineColumns) + " WHERE b.name = ?1").c_str(), "reading baselines"); !st)
+  if (auto st = impl_->prepare(s, (std::string(kBaselineColumns) + " WHERE b.name = ?1").c_str(), "reading baselines");
+      !st)
     return st.error();
   s.bind(1, name);
   const int rc = sqlite3_step(s.get());
@@ -639,7 +680,8 @@ core::Result<std::optional<BaselineInfo>> Store::find_baseline(const std::string
 core::Result<std::vector<BaselineInfo>> Store::list_baselines() {
   if (impl_->empty) return std::vector<BaselineInfo>();
   Stmt s;
-  if (auto st = impl_->prepare(s, (std::string(kBaselineColumns) + " ORDER BY b.name").c_str(), "listing baselines"); !st)
+  if (auto st = impl_->prepare(s, (std::string(kBaselineColumns) + " ORDER BY b.name").c_str(), "listing baselines");
+      !st)
     return st.error();
   std::vector<BaselineInfo> out;
   int rc = 0;
@@ -650,10 +692,11 @@ core::Result<std::vector<BaselineInfo>> Store::list_baselines() {
 
 core::Result<StoredRun> Store::load_run(std::int64_t id) {
   Stmt s;
-  if (auto st = impl_->prepare(s,
-                               "SELECT id, baseline, time_unix_ns, role, machine_json, verdict, exit_code, gpudoc_version, "
-                               "details_json FROM runs WHERE id = ?1",
-                               "reading a run");
+  if (auto st =
+          impl_->prepare(s,
+                         "SELECT id, baseline, time_unix_ns, role, machine_json, verdict, exit_code, gpudoc_version, "
+                         "details_json FROM runs WHERE id = ?1",
+                         "reading a run");
       !st)
     return st.error();
   s.bind(1, id);
@@ -673,8 +716,9 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
   r.gpudoc_version = s.text(7);
   r.details = parse_or_null(s.text(8));
   Stmt f;
-  if (auto st = impl_->prepare(f, "SELECT name, source, unit, direction, samples_json FROM figures WHERE run_id = ?1 ORDER BY rowid",
-                               "reading figures");
+  if (auto st = impl_->prepare(
+          f, "SELECT name, source, unit, direction, samples_json FROM figures WHERE run_id = ?1 ORDER BY rowid",
+          "reading figures");
       !st)
     return st.error();
   f.bind(1, id);
@@ -686,7 +730,9 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
     if (!f.is_null(3)) {
       fig.direction = direction_from_string(f.text(3));
       // An unreadable direction would quietly stop the figure from gating.
-      if (!fig.direction) r.damaged.push_back(fmt::format("figure '{}': direction '{}' is not lower, higher or unknown", fig.name, f.text(3)));
+      if (!fig.direction)
+        r.damaged.push_back(
+            fmt::format("figure '{}': direction '{}' is not lower, higher or unknown", fig.name, f.text(3)));
     }
     const std::string text = f.text(4);
     const auto samples = nlohmann::json::parse(text, nullptr, false);
@@ -704,9 +750,11 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
 core::Result<std::vector<StoredRun>> Store::runs_of(const std::string& name, int limit) {
   if (impl_->empty) return std::vector<StoredRun>();
   Stmt s;
-  const std::string sql = limit > 0
-                              ? fmt::format("SELECT id FROM (SELECT id FROM runs WHERE baseline = ?1 ORDER BY id DESC LIMIT {}) ORDER BY id", limit)
-                              : std::string("SELECT id FROM runs WHERE baseline = ?1 ORDER BY id");
+  const std::string sql =
+      limit > 0
+          ? fmt::format(
+                "SELECT id FROM (SELECT id FROM runs WHERE baseline = ?1 ORDER BY id DESC LIMIT {}) ORDER BY id", limit)
+          : std::string("SELECT id FROM runs WHERE baseline = ?1 ORDER BY id");
   if (auto st = impl_->prepare(s, sql.c_str(), "reading runs"); !st) return st.error();
   s.bind(1, name);
   std::vector<std::int64_t> ids;

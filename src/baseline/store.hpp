@@ -54,29 +54,29 @@ namespace gpudoc::baseline {
 inline constexpr int kSchemaVersion = 2;
 // The verdict (status) of a record or check run that gpudoc was asked to stop (SIGINT...).
 inline constexpr const char* kVerdictInterrupted = "interrupted";
-inline constexpr std::int32_t kApplicationId = 0x47504443;   // "GPDC"
+inline constexpr std::int32_t kApplicationId = 0x47504443;  // "GPDC"
 
 // --store, else $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else
 // ~/.local/share/gpudoc/gpudoc.db. Errors: kEnvironment when neither XDG_DATA_HOME nor HOME is set.
 [[nodiscard]] core::Result<std::string> default_store_path(const std::optional<std::string>& flag);
 
 struct NewRun {
-  std::string baseline;                      // the baseline's name
+  std::string baseline;  // the baseline's name
   std::int64_t time_unix_ns = 0;
-  std::string role;                          // "record", "check", "confirm"
+  std::string role;  // "record", "check", "confirm"
   MachineContext machine;
-  std::string verdict;                       // "" for record; "ok", "regression", ... for checks;
-                                             // "interrupted" for either when gpudoc was stopped
+  std::string verdict;  // "" for record; "ok", "regression", ... for checks;
+                        // "interrupted" for either when gpudoc was stopped
   std::optional<int> exit_code;
-  nlohmann::json details = nlohmann::json::object();   // notes, command exit, comparison...
+  nlohmann::json details = nlohmann::json::object();  // notes, command exit, comparison...
   std::vector<Figure> figures;
 };
 
 struct NewBaseline {
   std::string name;
-  std::string kinds;                         // "hardware,probe,workload"
-  nlohmann::json spec = nlohmann::json::object();   // what to run again at check time
-  NewRun run;                                // the golden run (role "record")
+  std::string kinds;                               // "hardware,probe,workload"
+  nlohmann::json spec = nlohmann::json::object();  // what to run again at check time
+  NewRun run;                                      // the golden run (role "record")
 };
 
 struct BaselineInfo {
@@ -88,7 +88,7 @@ struct BaselineInfo {
   MachineContext machine;
   std::int64_t golden_run_id = 0;
   std::int64_t run_count = 0;
-  std::string golden_verdict;                // "interrupted" when the golden run was cut short
+  std::string golden_verdict;  // "interrupted" when the golden run was cut short
   [[nodiscard]] bool golden_interrupted() const { return golden_verdict == kVerdictInterrupted; }
 };
 
@@ -120,9 +120,9 @@ struct StoredResult {
 };
 
 struct OpenOptions {
-  int busy_timeout_ms = 10000;               // how long a writer waits for another
-  int target_schema = kSchemaVersion;        // tests migrate step by step; production: the latest
-  bool create = true;                        // false: a missing file is an error (kBadInput)
+  int busy_timeout_ms = 10000;         // how long a writer waits for another
+  int target_schema = kSchemaVersion;  // tests migrate step by step; production: the latest
+  bool create = true;                  // false: a missing file is an error (kBadInput)
   // Open for reading only: works in a read-only file or folder, never migrates or writes (a store
   // of an older schema is read as it is; one of a newer schema is refused).
   bool read_only = false;
@@ -161,7 +161,8 @@ class Store {
                                                       const std::string& status, const nlohmann::json& payload);
 
   // Generic results of `kind` at or after `since_unix_ns`, oldest first.
-  [[nodiscard]] core::Result<std::vector<StoredResult>> results_since(const std::string& kind, std::int64_t since_unix_ns);
+  [[nodiscard]] core::Result<std::vector<StoredResult>> results_since(const std::string& kind,
+                                                                      std::int64_t since_unix_ns);
 
   [[nodiscard]] core::Result<std::optional<BaselineInfo>> find_baseline(const std::string& name);
   [[nodiscard]] core::Result<std::vector<BaselineInfo>> list_baselines();

@@ -295,7 +295,7 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
 
   spawn.stdout_fd = tap.write_end();
   spawn.new_process_group = true;
-  spawn.stdin_from_null = ::isatty(STDIN_FILENO) != 0;   // outside the terminal's foreground group: no reading it
+  spawn.stdin_from_null = ::isatty(STDIN_FILENO) != 0;  // outside the terminal's foreground group: no reading it
   const auto t0 = SteadyClock::now();
   auto child = core::ChildProcess::spawn(argv, spawn);
   tap.close_write_end();  // the command holds the only write end now: its exit ends the pipe

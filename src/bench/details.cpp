@@ -31,9 +31,10 @@ std::string matrix_text(const BenchResult& r) {
   const std::string columns = m.value("columns", std::string("column"));
   const bool latency = r.unit == "us";
   const bool bidirectional = rows == "gpu";
-  std::string title = fmt::format("{}: {} {}, median per pair, {} rows, {} columns{}\n", r.key, r.unit,
-                                  latency ? "per dependent load" : (bidirectional ? "both directions summed" : "one direction"),
-                                  rows, columns, latency ? "" : datasheet_suffix(r.params, bidirectional));
+  std::string title =
+      fmt::format("{}: {} {}, median per pair, {} rows, {} columns{}\n", r.key, r.unit,
+                  latency ? "per dependent load" : (bidirectional ? "both directions summed" : "one direction"), rows,
+                  columns, latency ? "" : datasheet_suffix(r.params, bidirectional));
   return title + render_pair_matrix(cells, rows, columns, latency ? 2 : 1) + "\n";
 }
 

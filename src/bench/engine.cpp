@@ -21,7 +21,8 @@ Report run_benchmarks(const std::vector<const Benchmark*>& selected, const Conte
   report.mode = options.mode;
   const auto run_start = std::chrono::steady_clock::now();
   auto unix_now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
   };
   for (std::size_t i = 0; i < selected.size(); ++i) {
     const Benchmark& b = *selected[i];

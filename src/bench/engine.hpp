@@ -31,17 +31,17 @@ struct Outcome {
   std::string reason;                         // waiver reason or error message
   std::optional<core::ErrorKind> error_kind;  // kFailed
   double wall_seconds = 0;
-  std::int64_t started_unix_ns = 0;           // wall clock, to match telemetry samples
+  std::int64_t started_unix_ns = 0;  // wall clock, to match telemetry samples
   std::int64_t ended_unix_ns = 0;
-  std::optional<Conditions> conditions;       // what the GPU did meanwhile (attach_conditions)
+  std::optional<Conditions> conditions;  // what the GPU did meanwhile (attach_conditions)
 };
 
 struct Report {
   Context context;
   Mode mode = Mode::kDefault;
   std::vector<Outcome> outcomes;
-  double wall_seconds = 0;                    // the whole run
-  std::optional<Conditions> conditions;       // over the whole run (attach_conditions)
+  double wall_seconds = 0;               // the whole run
+  std::optional<Conditions> conditions;  // over the whole run (attach_conditions)
 };
 
 // Called before each benchmark starts: index (0-based), count, key.

@@ -57,10 +57,11 @@ int ops_per_sample(double seconds_each, double target_seconds, int max_ops) noex
   return static_cast<int>(n);
 }
 
-std::vector<int> gemm_finalists(const std::vector<double>& probe_seconds, const std::vector<int>& always,
-                                int max_count, double margin) {
+std::vector<int> gemm_finalists(const std::vector<double>& probe_seconds, const std::vector<int>& always, int max_count,
+                                double margin) {
   const auto ran = [&](int i) {
-    return i >= 0 && static_cast<std::size_t>(i) < probe_seconds.size() && probe_seconds[static_cast<std::size_t>(i)] > 0;
+    return i >= 0 && static_cast<std::size_t>(i) < probe_seconds.size() &&
+           probe_seconds[static_cast<std::size_t>(i)] > 0;
   };
   std::vector<int> order;
   for (std::size_t i = 0; i < probe_seconds.size(); ++i)

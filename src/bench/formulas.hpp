@@ -53,8 +53,8 @@ enum class GemmType {
 
 // Decoding of the stored bit patterns (host-side reference of the verification).
 [[nodiscard]] float bf16_to_float(std::uint16_t bits) noexcept;
-[[nodiscard]] float fp16_to_float(std::uint16_t bits) noexcept;   // IEEE binary16, subnormals, inf, NaN
-[[nodiscard]] float fp8_e4m3_to_float(std::uint8_t bits) noexcept; // OCP E4M3: no inf, S.1111.111 is NaN
+[[nodiscard]] float fp16_to_float(std::uint16_t bits) noexcept;     // IEEE binary16, subnormals, inf, NaN
+[[nodiscard]] float fp8_e4m3_to_float(std::uint8_t bits) noexcept;  // OCP E4M3: no inf, S.1111.111 is NaN
 
 // The error a sampled output element may show against the double-precision reference:
 //   bound = (input_rel + accumulate_rel) * sum_abs + output_rel * |reference| + 1e-6
@@ -85,8 +85,7 @@ enum class PcieDirection {
 [[nodiscard]] const char* to_string(PcieDirection direction) noexcept;  // "h2d", "d2h", "bidir"
 // Bytes crossing the link in one sample of `transfers` transfers of `bytes` each: bidirectional
 // counts both directions (2 * bytes * transfers), as the figure is their sum.
-[[nodiscard]] std::uint64_t pcie_bytes_per_sample(PcieDirection direction, std::uint64_t bytes,
-                                                  int transfers) noexcept;
+[[nodiscard]] std::uint64_t pcie_bytes_per_sample(PcieDirection direction, std::uint64_t bytes, int transfers) noexcept;
 // GB/s = bytes / seconds / 1e9; 0 when seconds <= 0.
 [[nodiscard]] double gigabytes_per_second(std::uint64_t bytes, double seconds) noexcept;
 

@@ -69,10 +69,11 @@ void add_hbm_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out) {
   out.push_back(std::make_unique<HbmBenchmark>(
       cuda::HbmKernel::kCopy, "hbm.copy",
       "device-to-device copy kernel, 16-byte vectors: GB/s = 2 x buffer bytes / kernel time / 1e9 (read + write)"));
-  out.push_back(std::make_unique<HbmBenchmark>(cuda::HbmKernel::kRead, "hbm.read",
-                                               "read-only kernel (XOR reduction): GB/s = buffer bytes / kernel time / 1e9"));
-  out.push_back(std::make_unique<HbmBenchmark>(cuda::HbmKernel::kWrite, "hbm.write",
-                                               "write-only kernel (index pattern): GB/s = buffer bytes / kernel time / 1e9"));
+  out.push_back(std::make_unique<HbmBenchmark>(
+      cuda::HbmKernel::kRead, "hbm.read", "read-only kernel (XOR reduction): GB/s = buffer bytes / kernel time / 1e9"));
+  out.push_back(
+      std::make_unique<HbmBenchmark>(cuda::HbmKernel::kWrite, "hbm.write",
+                                     "write-only kernel (index pattern): GB/s = buffer bytes / kernel time / 1e9"));
 }
 
 }  // namespace gpudoc::bench

@@ -89,7 +89,8 @@ class LaunchBenchmark final : public Benchmark {
       r.params["host_issue_us"] = us(t->issue_seconds);
       r.params["host_thread_cpu_us"] = cpu_us;
       if (!t->steal_share.empty()) r.params["host_steal_share"] = t->steal_share;
-      if (auto note = host_spread_note(r.samples, cpu_us, t->steal_share, kHostSpreadCv)) r.params["host_spread"] = *note;
+      if (auto note = host_spread_note(r.samples, cpu_us, t->steal_share, kHostSpreadCv))
+        r.params["host_spread"] = *note;
     }
     if (kind_ == cuda::LaunchKind::kThroughput) r.params["launches_per_sample"] = opt.launches;
     if (kind_ == cuda::LaunchKind::kGraphNode) r.params["graph_nodes"] = opt.graph_nodes;

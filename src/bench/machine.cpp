@@ -65,7 +65,9 @@ core::Result<MachineInfo> probe_machine(gpu::Backend& backend, const std::string
         case gpu::Metric::kMemoryClockMhz: m.memory_clock_mhz = s.value; break;
         case gpu::Metric::kPowerWatts: m.power_watts = s.value; break;
         case gpu::Metric::kGpuTemperatureCelsius: m.temperature_celsius = s.value; break;
-        case gpu::Metric::kClockEventReasonsMask: m.clock_event_reasons_mask = static_cast<std::uint64_t>(s.value); break;
+        case gpu::Metric::kClockEventReasonsMask:
+          m.clock_event_reasons_mask = static_cast<std::uint64_t>(s.value);
+          break;
         case gpu::Metric::kPowerLimitWatts: m.power_limit_watts = s.value; break;
         case gpu::Metric::kPcieLinkGeneration: m.pcie_link_generation = static_cast<int>(std::lround(s.value)); break;
         case gpu::Metric::kPcieLinkWidth: m.pcie_link_width = static_cast<int>(std::lround(s.value)); break;
@@ -96,8 +98,9 @@ nlohmann::json to_json(const MachineInfo& m) {
   put(j, "pcie_link_generation_max", m.pcie_link_generation_max);
   put(j, "pcie_link_width_max", m.pcie_link_width_max);
   put(j, "clock_event_reasons_mask", m.clock_event_reasons_mask);
-  j["clock_event_reasons"] =
-      m.clock_event_reasons_mask ? nlohmann::json(gpu::clock_event_reason_names(*m.clock_event_reasons_mask)) : nlohmann::json(nullptr);
+  j["clock_event_reasons"] = m.clock_event_reasons_mask
+                                 ? nlohmann::json(gpu::clock_event_reason_names(*m.clock_event_reasons_mask))
+                                 : nlohmann::json(nullptr);
   return j;
 }
 
@@ -136,9 +139,11 @@ nlohmann::json to_json(const Conditions& c) {
                       {"power_watts", to_json(c.power_watts)},
                       {"temperature_celsius", to_json(c.temperature_celsius)}};
   put(j, "clock_event_reasons_mask", c.clock_event_reasons_mask);
-  j["clock_event_reasons"] =
-      c.clock_event_reasons_mask ? nlohmann::json(gpu::clock_event_reason_names(*c.clock_event_reasons_mask)) : nlohmann::json(nullptr);
-  j["slowdown"] = c.clock_event_reasons_mask ? nlohmann::json(gpu::is_slowdown(*c.clock_event_reasons_mask)) : nlohmann::json(nullptr);
+  j["clock_event_reasons"] = c.clock_event_reasons_mask
+                                 ? nlohmann::json(gpu::clock_event_reason_names(*c.clock_event_reasons_mask))
+                                 : nlohmann::json(nullptr);
+  j["slowdown"] = c.clock_event_reasons_mask ? nlohmann::json(gpu::is_slowdown(*c.clock_event_reasons_mask))
+                                             : nlohmann::json(nullptr);
   return j;
 }
 

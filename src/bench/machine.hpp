@@ -27,22 +27,22 @@ namespace gpudoc::bench {
 struct Report;  // engine.hpp
 
 struct MachineInfo {
-  std::string backend;                        // "nvml"
-  int nvml_index = 0;                         // NVML's index of the benchmarked GPU
-  std::string driver_version;                 // "580.159.03"
-  std::string cuda_driver_version;            // "13.0": the CUDA version the driver supports
+  std::string backend;              // "nvml"
+  int nvml_index = 0;               // NVML's index of the benchmarked GPU
+  std::string driver_version;       // "580.159.03"
+  std::string cuda_driver_version;  // "13.0": the CUDA version the driver supports
   std::string nvml_version;
   std::string pci_bus_id;
-  std::optional<double> sm_clock_mhz;         // current, when probed
+  std::optional<double> sm_clock_mhz;  // current, when probed
   std::optional<double> sm_clock_max_mhz;
   std::optional<double> memory_clock_mhz;
   std::optional<double> memory_clock_max_mhz;
   std::optional<double> power_watts;
-  std::optional<double> power_limit_watts;    // enforced
+  std::optional<double> power_limit_watts;  // enforced
   std::optional<double> power_limit_default_watts;
   std::optional<double> temperature_celsius;
-  std::optional<int> pcie_link_generation;     // current; NVML's reading (a double in telemetry) rounded once here
-  std::optional<int> pcie_link_width;          // current lanes
+  std::optional<int> pcie_link_generation;  // current; NVML's reading (a double in telemetry) rounded once here
+  std::optional<int> pcie_link_width;       // current lanes
   std::optional<int> pcie_link_generation_max;
   std::optional<int> pcie_link_width_max;
   std::optional<std::uint64_t> clock_event_reasons_mask;  // when probed
@@ -62,7 +62,7 @@ struct Spread {
 
 // What the GPU did during a time window, from telemetry samples of one GPU.
 struct Conditions {
-  std::size_t readings = 0;                    // samples of any of the metrics below in the window
+  std::size_t readings = 0;  // samples of any of the metrics below in the window
   std::optional<Spread> sm_clock_mhz;
   std::optional<Spread> memory_clock_mhz;
   std::optional<Spread> power_watts;

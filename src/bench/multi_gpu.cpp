@@ -88,8 +88,8 @@ std::optional<LinkDatasheet> nvlink_datasheet(const std::string& gpu_name) {
   // H200 NVL) use NVLink bridges with other figures and are not listed: better no figure than a
   // wrong one.
   const bool hopper_sxm = gpu_name.find("H200") != std::string::npos && gpu_name.find("NVL") == std::string::npos;
-  const bool h100_sxm = gpu_name.find("H100 80GB HBM3") != std::string::npos ||
-                        gpu_name.find("H100 SXM") != std::string::npos;
+  const bool h100_sxm =
+      gpu_name.find("H100 80GB HBM3") != std::string::npos || gpu_name.find("H100 SXM") != std::string::npos;
   if (!hopper_sxm && !h100_sxm) return std::nullopt;
   LinkDatasheet d;
   d.link = "NVLink 4 (18 links)";

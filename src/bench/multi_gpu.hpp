@@ -58,7 +58,8 @@ struct CollectiveCounts {
   std::size_t recv_elems = 0;  // per rank
   std::size_t bytes = 0;       // S
 };
-[[nodiscard]] CollectiveCounts collective_counts(Collective c, std::size_t size_bytes, int ranks, std::size_t elem_bytes);
+[[nodiscard]] CollectiveCounts collective_counts(Collective c, std::size_t size_bytes, int ranks,
+                                                 std::size_t elem_bytes);
 
 // busbw = algbw · factor (nccl-tests doc/PERFORMANCE.md): all_reduce 2(n−1)/n; all_gather and
 // reduce_scatter (n−1)/n. 0 for n < 1.
@@ -67,10 +68,10 @@ struct CollectiveCounts {
 // ---- The datasheet figure beside which p2p and nccl results are reported -----------------------
 
 struct LinkDatasheet {
-  std::string link;                    // "NVLink 4 (18 links)"
-  double per_direction_gb_per_s = 0;   // 450
-  double bidirectional_gb_per_s = 0;   // 900
-  std::string source;                  // where the figure comes from
+  std::string link;                   // "NVLink 4 (18 links)"
+  double per_direction_gb_per_s = 0;  // 450
+  double bidirectional_gb_per_s = 0;  // 900
+  std::string source;                 // where the figure comes from
 };
 // The NVLink figure for a GPU by its CUDA name; nullopt when gpudoc does not know it.
 [[nodiscard]] std::optional<LinkDatasheet> nvlink_datasheet(const std::string& gpu_name);
@@ -88,8 +89,8 @@ struct LinkDatasheet {
                                              int decimals);
 
 struct CurvePoint {
-  std::size_t bytes = 0;         // S
-  double time_us = 0;            // median time of one collective
+  std::size_t bytes = 0;  // S
+  double time_us = 0;     // median time of one collective
   double algbw_gb_per_s = 0;
   double busbw_gb_per_s = 0;
   bool verified = false;

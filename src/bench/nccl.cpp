@@ -18,7 +18,8 @@ constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
 const char* formula(Collective c) {
   switch (c) {
     case Collective::kAllReduce: return "algbw = S / t, S = count x 4 B; busbw = algbw x 2(n-1)/n";
-    case Collective::kAllGather: return "algbw = S / t, S = n x sendcount x 4 B (the gathered output); busbw = algbw x (n-1)/n";
+    case Collective::kAllGather:
+      return "algbw = S / t, S = n x sendcount x 4 B (the gathered output); busbw = algbw x (n-1)/n";
     case Collective::kReduceScatter:
       return "algbw = S / t, S = n x recvcount x 4 B (the whole input); busbw = algbw x (n-1)/n";
   }
@@ -36,8 +37,9 @@ class NcclBenchmark final : public Benchmark {
     // One GPU: a collective over one rank moves nothing between GPUs; its "bandwidth" would be a
     // device-local copy, already measured by hbm.copy.
     if (ctx.device_count < 2)
-      return fmt::format("waived: needs 2 or more GPUs ({} visible): a collective over one GPU moves no data between GPUs",
-                         ctx.device_count);
+      return fmt::format(
+          "waived: needs 2 or more GPUs ({} visible): a collective over one GPU moves no data between GPUs",
+          ctx.device_count);
     const auto& lib = nccl::shared_nccl_library();
     if (!lib) return "waived: NCCL not available (" + lib.error().message() + ")";
     return std::nullopt;
@@ -98,33 +100,35 @@ class NcclBenchmark final : public Benchmark {
     for (double sec : top.seconds) r.samples.push_back(static_cast<double>(top.bytes) / sec / 1e9 * factor_bus);
     summarize_into(r);
     if (r.verified)
-      r.verify_detail = fmt::format("{} sizes: every output element on every GPU equals the closed-form result",
-                                    t->points.size());
+      r.verify_detail =
+          fmt::format("{} sizes: every output element on every GPU equals the closed-form result", t->points.size());
 
-    r.params = {{"ranks", t->ranks},
-                {"headline", fmt::format("bus bandwidth at {} (the largest size)", format_bytes(top.bytes))},
-                {"headline_bytes", top.bytes},
-                {"formula", formula(kind_)},
-                {"bus_bandwidth_factor", factor_bus},
-                {"datatype", "float32"},
-                {"op", kind_ == Collective::kAllGather ? "none" : "sum"},
-                {"in_place", false},
-                {"size_factor", factor},
-                {"min_bytes", kMinBytes},
-                {"max_bytes", kMaxBytes},
-                {"warmup", opt.warmup},
-                {"iterations_per_sample", opt.iterations},
-                {"repetitions", opt.repetitions},
-                {"timing", "per GPU: CUDA events around the iterations on its stream; sample = slowest GPU / iterations"},
-                {"nccl_version", nccl::version_string(version)},
-                {"nccl_library", lib.value()->path()},
-                {"nccl_init_seconds", t->init_seconds},
-                {"nvls",
-                 {{"NCCL_NVLS_ENABLE", nvls.value},
-                  {"set_by_gpudoc", nvls.set_by_gpudoc},
-                  {"why", "NVLink multicast (NVLS) is forbidden on the shared machines and changes NCCL's algorithm; "
-                          "gpudoc sets NCCL_NVLS_ENABLE=0 unless the user set it"}}},
-                {"curve", std::move(curve)}};
+    r.params = {
+        {"ranks", t->ranks},
+        {"headline", fmt::format("bus bandwidth at {} (the largest size)", format_bytes(top.bytes))},
+        {"headline_bytes", top.bytes},
+        {"formula", formula(kind_)},
+        {"bus_bandwidth_factor", factor_bus},
+        {"datatype", "float32"},
+        {"op", kind_ == Collective::kAllGather ? "none" : "sum"},
+        {"in_place", false},
+        {"size_factor", factor},
+        {"min_bytes", kMinBytes},
+        {"max_bytes", kMaxBytes},
+        {"warmup", opt.warmup},
+        {"iterations_per_sample", opt.iterations},
+        {"repetitions", opt.repetitions},
+        {"timing", "per GPU: CUDA events around the iterations on its stream; sample = slowest GPU / iterations"},
+        {"nccl_version", nccl::version_string(version)},
+        {"nccl_library", lib.value()->path()},
+        {"nccl_init_seconds", t->init_seconds},
+        {"nvls",
+         {{"NCCL_NVLS_ENABLE", nvls.value},
+          {"set_by_gpudoc", nvls.set_by_gpudoc},
+          {"why",
+           "NVLink multicast (NVLS) is forbidden on the shared machines and changes NCCL's algorithm; "
+           "gpudoc sets NCCL_NVLS_ENABLE=0 unless the user set it"}}},
+        {"curve", std::move(curve)}};
     const auto d = ctx.gpu ? nvlink_datasheet(ctx.gpu->name) : std::nullopt;
     if (d) {
       r.params["datasheet"] = {{"link", d->link},

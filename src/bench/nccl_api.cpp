@@ -13,8 +13,9 @@ namespace {
 constexpr core::Need kRequired = core::Need::kRequired;
 constexpr core::Need kOptional = core::Need::kOptional;
 
-constexpr std::string_view kWithoutNccl = "the nccl.* benchmarks need NCCL 2 (install libnccl2, or set "
-                                          "GPUDOC_NCCL_LIBRARY to a libnccl.so.2)";
+constexpr std::string_view kWithoutNccl =
+    "the nccl.* benchmarks need NCCL 2 (install libnccl2, or set "
+    "GPUDOC_NCCL_LIBRARY to a libnccl.so.2)";
 
 }  // namespace
 
@@ -30,8 +31,10 @@ std::vector<std::string> missing_required(const NcclApi& api) {
 
 core::Result<std::unique_ptr<NcclLibrary>> load_nccl_library(const std::string& path) {
   // An explicit path is the only file tried; otherwise $GPUDOC_NCCL_LIBRARY, else the soname.
-  const core::LibrarySpec spec{"NCCL", {path.empty() ? std::string(kNcclLibraryName) : path},
-                               path.empty() ? kNcclLibraryEnv : "", std::string(kWithoutNccl)};
+  const core::LibrarySpec spec{"NCCL",
+                               {path.empty() ? std::string(kNcclLibraryName) : path},
+                               path.empty() ? kNcclLibraryEnv : "",
+                               std::string(kWithoutNccl)};
   auto opened = core::open_library(spec);
   if (!opened) return opened.error();
   std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
@@ -63,11 +66,8 @@ core::Error nccl_error(const NcclApi& api, ncclResult_t rc, std::string_view wha
   switch (rc) {
     case ncclUnhandledCudaError:
     case ncclSystemError:
-    case ncclRemoteError:
-      kind = core::ErrorKind::kEnvironment;
-      break;
-    default:
-      break;
+    case ncclRemoteError: kind = core::ErrorKind::kEnvironment; break;
+    default: break;
   }
   return core::Error(kind, std::move(message));
 }

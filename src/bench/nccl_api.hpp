@@ -68,29 +68,28 @@ static_assert(sizeof(ncclResult_t) == 4 && sizeof(ncclRedOp_t) == 4 && sizeof(nc
 //   X(need, name, return type, (parameters), (argument names))
 // need: kRequired — a library lacking it cannot run the benchmarks (load fails with
 // kEnvironment); kOptional — a missing symbol only loses a nicety (a better error message).
-#define GPUDOC_NCCL_FUNCTIONS(X)                                                                   \
-  X(kRequired, ncclGetVersion, ncclResult_t, (int* version), (version))                          \
-  X(kOptional, ncclGetErrorString, const char*, (ncclResult_t result), (result))                 \
-  X(kOptional, ncclGetLastError, const char*, (ncclComm_t comm), (comm))                         \
-  X(kRequired, ncclCommInitAll, ncclResult_t, (ncclComm_t * comm, int ndev, const int* devlist), \
-    (comm, ndev, devlist))                                                                       \
-  X(kRequired, ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                         \
-  X(kRequired, ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                           \
-  X(kRequired, ncclCommGetAsyncError, ncclResult_t, (ncclComm_t comm, ncclResult_t * asyncError), \
-    (comm, asyncError))                                                                          \
-  X(kRequired, ncclGroupStart, ncclResult_t, (), ())                                             \
-  X(kRequired, ncclGroupEnd, ncclResult_t, (), ())                                               \
-  X(kRequired, ncclAllReduce, ncclResult_t,                                                      \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, count, datatype, op, comm, stream))                                     \
-  X(kRequired, ncclAllGather, ncclResult_t,                                                      \
-    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,            \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, sendcount, datatype, comm, stream))                                     \
-  X(kRequired, ncclReduceScatter, ncclResult_t,                                                  \
-    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,            \
-     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
+#define GPUDOC_NCCL_FUNCTIONS(X)                                                                                       \
+  X(kRequired, ncclGetVersion, ncclResult_t, (int* version), (version))                                                \
+  X(kOptional, ncclGetErrorString, const char*, (ncclResult_t result), (result))                                       \
+  X(kOptional, ncclGetLastError, const char*, (ncclComm_t comm), (comm))                                               \
+  X(kRequired, ncclCommInitAll, ncclResult_t, (ncclComm_t * comm, int ndev, const int* devlist),                       \
+    (comm, ndev, devlist))                                                                                             \
+  X(kRequired, ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                               \
+  X(kRequired, ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                 \
+  X(kRequired, ncclCommGetAsyncError, ncclResult_t, (ncclComm_t comm, ncclResult_t * asyncError), (comm, asyncError))  \
+  X(kRequired, ncclGroupStart, ncclResult_t, (), ())                                                                   \
+  X(kRequired, ncclGroupEnd, ncclResult_t, (), ())                                                                     \
+  X(kRequired, ncclAllReduce, ncclResult_t,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,     \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, count, datatype, op, comm, stream))                                                           \
+  X(kRequired, ncclAllGather, ncclResult_t,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,                 \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, sendcount, datatype, comm, stream))                                                           \
+  X(kRequired, ncclReduceScatter, ncclResult_t,                                                                        \
+    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, \
+     cudaStream_t stream),                                                                                             \
     (sendbuff, recvbuff, recvcount, datatype, op, comm, stream))
 
 // The function table. A null pointer means the loaded library lacks that symbol.
@@ -162,7 +161,7 @@ inline constexpr const char* kNcclLibraryEnv = "GPUDOC_NCCL_LIBRARY";
 // user set it. Returns what was decided, for the result's params. Not thread-safe (setenv); call
 // before any NCCL thread exists.
 struct NvlsSetting {
-  std::string value;         // NCCL_NVLS_ENABLE as NCCL will read it
+  std::string value;           // NCCL_NVLS_ENABLE as NCCL will read it
   bool set_by_gpudoc = false;  // false: the user's own value was kept
 };
 NvlsSetting ensure_nvls_disabled_unless_user_set();

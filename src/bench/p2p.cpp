@@ -50,8 +50,8 @@ class P2pBenchmark final : public Benchmark {
 
     const int n = ctx.device_count;
     const std::vector<GpuPair> pairs = kind_ == P2pKind::kBidirectional ? unordered_pairs(n) : ordered_pairs(n);
-    std::vector<std::vector<std::optional<double>>> matrix(static_cast<std::size_t>(n),
-                                                           std::vector<std::optional<double>>(static_cast<std::size_t>(n)));
+    std::vector<std::vector<std::optional<double>>> matrix(
+        static_cast<std::size_t>(n), std::vector<std::optional<double>>(static_cast<std::size_t>(n)));
     BenchResult r;
     r.key = key_;
     r.unit = kind_ == P2pKind::kLatency ? "us" : "GB/s";
@@ -60,8 +60,8 @@ class P2pBenchmark final : public Benchmark {
     nlohmann::json pair_list = nlohmann::json::array();
     std::size_t measured = 0;
     for (const GpuPair& p : pairs) {
-      const bool peer = has_peer(ctx, p.first, p.second) &&
-                        (kind_ != P2pKind::kBidirectional || has_peer(ctx, p.second, p.first));
+      const bool peer =
+          has_peer(ctx, p.first, p.second) && (kind_ != P2pKind::kBidirectional || has_peer(ctx, p.second, p.first));
       nlohmann::json pj = {{"first", p.first}, {"second", p.second}};
       if (!peer) {
         pj["skipped"] = "no peer access";
@@ -74,8 +74,13 @@ class P2pBenchmark final : public Benchmark {
       matrix[static_cast<std::size_t>(p.first)][static_cast<std::size_t>(p.second)] = s.median;
       if (kind_ == P2pKind::kBidirectional)
         matrix[static_cast<std::size_t>(p.second)][static_cast<std::size_t>(p.first)] = s.median;
-      pj.update({{"median", s.median}, {"min", s.min}, {"max", s.max}, {"cv", s.cv}, {"samples", run->samples},
-                 {"verified", run->verified}, {"verify_detail", run->verify_detail}});
+      pj.update({{"median", s.median},
+                 {"min", s.min},
+                 {"max", s.max},
+                 {"cv", s.cv},
+                 {"samples", run->samples},
+                 {"verified", run->verified},
+                 {"verify_detail", run->verify_detail}});
       pair_list.push_back(std::move(pj));
       r.samples.insert(r.samples.end(), run->samples.begin(), run->samples.end());
       if (!run->verified && r.verified) {
@@ -93,18 +98,20 @@ class P2pBenchmark final : public Benchmark {
       for (const auto& v : row) jr.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
       values.push_back(std::move(jr));
     }
-    r.params = {{"gpus", n},
-                {"repetitions", repetitions},
-                {"headline", "median of every sample of every measured pair (per-pair figures in matrix and pairs)"},
-                {"matrix",
-                 {{"rows", kind_ == P2pKind::kLatency ? "reader" : (kind_ == P2pKind::kBidirectional ? "gpu" : "src")},
-                  {"columns", kind_ == P2pKind::kLatency ? "owner" : (kind_ == P2pKind::kBidirectional ? "gpu" : "dst")},
-                  {"unit", r.unit},
-                  {"values", std::move(values)}}},
-                {"pairs", std::move(pair_list)}};
+    r.params = {
+        {"gpus", n},
+        {"repetitions", repetitions},
+        {"headline", "median of every sample of every measured pair (per-pair figures in matrix and pairs)"},
+        {"matrix",
+         {{"rows", kind_ == P2pKind::kLatency ? "reader" : (kind_ == P2pKind::kBidirectional ? "gpu" : "src")},
+          {"columns", kind_ == P2pKind::kLatency ? "owner" : (kind_ == P2pKind::kBidirectional ? "gpu" : "dst")},
+          {"unit", r.unit},
+          {"values", std::move(values)}}},
+        {"pairs", std::move(pair_list)}};
     if (kind_ == P2pKind::kLatency) {
-      r.params.update({{"method", "one thread on the reader follows a pointer chain in the owner's memory; each load "
-                                  "depends on the previous one and bypasses the reader's caches (ld.global.cv)"},
+      r.params.update({{"method",
+                        "one thread on the reader follows a pointer chain in the owner's memory; each load "
+                        "depends on the previous one and bypasses the reader's caches (ld.global.cv)"},
                        {"buffer_bytes", latency.buffer_bytes},
                        {"stride_bytes", latency.stride_bytes},
                        {"accesses_per_sample", latency.accesses},
@@ -187,8 +194,7 @@ class P2pBenchmark final : public Benchmark {
 
 std::optional<std::string> multi_gpu_waiver(const Context& ctx) {
   if (auto w = gpu_waiver(ctx)) return w;
-  if (ctx.device_count < 2)
-    return fmt::format("waived: needs 2 or more GPUs ({} visible)", ctx.device_count);
+  if (ctx.device_count < 2) return fmt::format("waived: needs 2 or more GPUs ({} visible)", ctx.device_count);
   return std::nullopt;
 }
 

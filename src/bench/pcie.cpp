@@ -27,7 +27,8 @@ class PcieBenchmark final : public Benchmark {
     // About 20 ms per sample at the expected rates (pinned ~55 GB/s, pageable ~20 GB/s); pinned
     // bidirectional ~90 ms (16 per direction): with two streams and two issuing threads its start
     // skew is a larger share of a short sample (CV 4.4% at 4 per direction on an H200).
-    opt.transfers_per_sample = memory_ == cuda::HostMemory::kPinned ? (direction_ == PcieDirection::kBidirectional ? 16 : 4) : 2;
+    opt.transfers_per_sample =
+        memory_ == cuda::HostMemory::kPinned ? (direction_ == PcieDirection::kBidirectional ? 16 : 4) : 2;
     auto t = cuda::run_pcie(direction_, memory_, opt);
     if (!t) return t.error().with_context(key_);
     BenchResult r;
@@ -36,14 +37,11 @@ class PcieBenchmark final : public Benchmark {
     r.higher_is_better = true;
     for (double s : t->seconds) r.samples.push_back(gigabytes_per_second(t->bytes_per_sample, s));
     summarize_into(r);
-    r.params = {{"direction", to_string(direction_)},
-                {"host_memory", cuda::to_string(memory_)},
-                {"bytes_per_transfer", opt.bytes},
-                {"transfers_per_sample", opt.transfers_per_sample},
-                {"bytes_per_sample", t->bytes_per_sample},
-                {"streams", direction_ == PcieDirection::kBidirectional ? 2 : 1},
-                {"warmup_transfers", opt.warmup},
-                {"repetitions", opt.repetitions}};
+    r.params = {
+        {"direction", to_string(direction_)},      {"host_memory", cuda::to_string(memory_)},
+        {"bytes_per_transfer", opt.bytes},         {"transfers_per_sample", opt.transfers_per_sample},
+        {"bytes_per_sample", t->bytes_per_sample}, {"streams", direction_ == PcieDirection::kBidirectional ? 2 : 1},
+        {"warmup_transfers", opt.warmup},          {"repetitions", opt.repetitions}};
     r.verified = t->verified;
     r.verify_detail = t->verify_detail;
     return r;
@@ -69,7 +67,9 @@ void add_pcie_benchmarks(std::vector<std::unique_ptr<Benchmark>>& out) {
         fmt::format("device-to-host cudaMemcpyAsync, {} host memory, 256 MiB: GB/s = bytes / time / 1e9", mem)));
     out.push_back(std::make_unique<PcieBenchmark>(
         PcieDirection::kBidirectional, m,
-        fmt::format("both directions at once on two streams, {} host memory: GB/s = (bytes in + bytes out) / time / 1e9", mem)));
+        fmt::format(
+            "both directions at once on two streams, {} host memory: GB/s = (bytes in + bytes out) / time / 1e9",
+            mem)));
   }
 }
 

@@ -95,10 +95,17 @@ void summarize_into(BenchResult& r) {
 }
 
 nlohmann::json to_json(const BenchResult& r) {
-  return {{"key", r.key},       {"unit", r.unit}, {"higher_is_better", r.higher_is_better},
-          {"median", r.median}, {"min", r.min},   {"max", r.max},
-          {"mean", r.mean},     {"cv", r.cv},     {"samples", r.samples},
-          {"params", r.params}, {"verified", {{"ok", r.verified}, {"detail", r.verify_detail}}}};
+  return {{"key", r.key},
+          {"unit", r.unit},
+          {"higher_is_better", r.higher_is_better},
+          {"median", r.median},
+          {"min", r.min},
+          {"max", r.max},
+          {"mean", r.mean},
+          {"cv", r.cv},
+          {"samples", r.samples},
+          {"params", r.params},
+          {"verified", {{"ok", r.verified}, {"detail", r.verify_detail}}}};
 }
 
 std::optional<std::string> gpu_waiver(const Context& ctx) {
@@ -131,7 +138,8 @@ core::Result<std::vector<const Benchmark*>> Registry::select(const std::vector<s
     bool matched = false;
     for (const auto& b : benchmarks_) {
       const std::string key = b->key();
-      if (key == item || (key.size() > item.size() && key.compare(0, item.size(), item) == 0 && key[item.size()] == '.')) {
+      if (key == item ||
+          (key.size() > item.size() && key.compare(0, item.size(), item) == 0 && key[item.size()] == '.')) {
         add(b.get());
         matched = true;
       }

@@ -38,8 +38,8 @@ struct Context {
   // Every visible GPU, for the benchmarks that use several (p2p.*, nccl.*), whatever `device` is.
   // device_count is 0 when no GPU is usable (then gpu is absent too).
   int device_count = 0;
-  std::vector<cuda::DeviceInfo> gpus;           // by CUDA ordinal; may be shorter if one could not be read
-  std::vector<std::vector<bool>> peer_access;   // [i][j]: GPU i can map GPU j's memory (cudaDeviceCanAccessPeer)
+  std::vector<cuda::DeviceInfo> gpus;          // by CUDA ordinal; may be shorter if one could not be read
+  std::vector<std::vector<bool>> peer_access;  // [i][j]: GPU i can map GPU j's memory (cudaDeviceCanAccessPeer)
 };
 
 // Probes CUDA for `device`. Never fails: what is missing is recorded in the Context.
@@ -56,16 +56,16 @@ struct RunOptions {
 
 struct BenchResult {
   std::string key;
-  std::string unit;               // "GB/s" (1e9 bytes/s), "us", "TFLOP/s"
+  std::string unit;  // "GB/s" (1e9 bytes/s), "us", "TFLOP/s"
   bool higher_is_better = true;
   double median = 0;
   double min = 0;
   double max = 0;
   double mean = 0;
-  double cv = 0;                  // coefficient of variation, a fraction
-  std::vector<double> samples;    // raw, in the unit, in the order measured
+  double cv = 0;                                     // coefficient of variation, a fraction
+  std::vector<double> samples;                       // raw, in the unit, in the order measured
   nlohmann::json params = nlohmann::json::object();  // sizes, launch shape, repetitions...
-  bool verified = false;          // the result was checked outside the timed region
+  bool verified = false;                             // the result was checked outside the timed region
   std::string verify_detail;
 };
 

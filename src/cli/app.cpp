@@ -59,8 +59,10 @@ const std::vector<std::string>& words_after_double_dash() { return after_double_
 
 int report_error(const core::Error& error, bool json) {
   if (json) {
-    nlohmann::json j = {{"error", {{"kind", core::to_string(error.kind())}, {"message", error.message()},
-                                   {"exit_code", core::exit_code(error.kind())}}}};
+    nlohmann::json j = {{"error",
+                         {{"kind", core::to_string(error.kind())},
+                          {"message", error.message()},
+                          {"exit_code", core::exit_code(error.kind())}}}};
     print_json(j);
   }
   std::fputs(fmt::format("gpudoc: error: {}\n", error.message()).c_str(), stderr);

@@ -42,9 +42,8 @@ core::Status write_html(const nlohmann::json& report, const std::string& path) {
 // --from FILE --html PAGE: a saved run as a page; nothing is measured.
 int render_saved(const BenchFlags& f) {
   if (!f.html)
-    return report_error(core::Error(core::ErrorKind::kUsage,
-                                    "--from renders a saved run as a page: give --html FILE too"),
-                        f.json);
+    return report_error(
+        core::Error(core::ErrorKind::kUsage, "--from renders a saved run as a page: give --html FILE too"), f.json);
   if (f.list || f.quick || f.full || !f.only.empty())
     return report_error(core::Error(core::ErrorKind::kUsage,
                                     "--from renders a saved run; --list, --only, --quick and --full are for a new run"),
@@ -73,9 +72,12 @@ int print_list(bool json) {
 int run_bench(const BenchFlags& f, Context& context) {
   if (f.from) return render_saved(f);
   if (f.list) return print_list(f.json);
-  if (f.quick && f.full) return report_error(core::Error(core::ErrorKind::kUsage, "--quick and --full exclude each other"), f.json);
-  auto plan = bench::make_plan(
-      {.only = f.only, .mode = f.quick ? bench::Mode::kQuick : (f.full ? bench::Mode::kFull : bench::Mode::kDefault), .device = f.device});
+  if (f.quick && f.full)
+    return report_error(core::Error(core::ErrorKind::kUsage, "--quick and --full exclude each other"), f.json);
+  auto plan =
+      bench::make_plan({.only = f.only,
+                        .mode = f.quick ? bench::Mode::kQuick : (f.full ? bench::Mode::kFull : bench::Mode::kDefault),
+                        .device = f.device});
   if (!plan) return report_error(plan.error(), f.json);
 
   // The CUDA benchmarks run on a real GPU whatever the backend; the clocks and throttle reasons
@@ -113,7 +115,8 @@ int run_bench(const BenchFlags& f, Context& context) {
 
 void register_bench(CLI::App& app, Action& action, Context& context) {
   auto f = std::make_shared<BenchFlags>();
-  auto* cmd = app.add_subcommand("bench", "Measure the GPU's real memory and PCIe bandwidth, GEMM throughput and launch cost");
+  auto* cmd =
+      app.add_subcommand("bench", "Measure the GPU's real memory and PCIe bandwidth, GEMM throughput and launch cost");
   cmd->description(
       "Measure what the GPU really does, as baselines to compare later runs against.\n\n"
       "Each benchmark warms up, then times N repetitions with CUDA events and reports the median\n"
@@ -142,7 +145,8 @@ void register_bench(CLI::App& app, Action& action, Context& context) {
                   "also write the results as a page that opens offline: the table, every benchmark's samples in "
                   "the order measured, the NCCL size curves, the GPU-pair matrices")
       ->type_name("FILE");
-  cmd->add_option("--from", f->from, "with --html: make the page from a saved `gpudoc bench --json` output, measuring nothing")
+  cmd->add_option("--from", f->from,
+                  "with --html: make the page from a saved `gpudoc bench --json` output, measuring nothing")
       ->type_name("RUN.json");
   cmd->footer(
       "Examples:\n"

@@ -37,14 +37,17 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
                                                 f.traces.front())),
                         f.out.json);
   if (!record_mode && f.traces.empty())
-    return report_error(core::Error(core::ErrorKind::kUsage,
-                                    "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
-                                    "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help"),
-                        f.out.json);
-  if (f.duration_s < 0) return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be positive"), f.out.json);
+    return report_error(
+        core::Error(core::ErrorKind::kUsage,
+                    "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
+                    "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help"),
+        f.out.json);
+  if (f.duration_s < 0)
+    return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be positive"), f.out.json);
   if (!record_mode && (f.duration_s > 0 || !f.output.empty() || f.keep_trace))
-    return report_error(core::Error(core::ErrorKind::kUsage, "--duration, -o and --keep-trace apply to --live and -- CMD only"),
-                        f.out.json);
+    return report_error(
+        core::Error(core::ErrorKind::kUsage, "--duration, -o and --keep-trace apply to --live and -- CMD only"),
+        f.out.json);
 
   if (!record_mode) {
     std::vector<Diagnosed> items;
@@ -89,9 +92,11 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
 
 void add_output_flags(CLI::App& cmd, OutputFlags& out) {
   cmd.add_flag("--json", out.json, "print the diagnosis as one JSON document on stdout: {\"findings\": [...], ...}");
-  cmd.add_option("--html", out.html, "also write one self-contained HTML page (zoomable plots, findings marked) to FILE")
+  cmd.add_option("--html", out.html,
+                 "also write one self-contained HTML page (zoomable plots, findings marked) to FILE")
       ->type_name("FILE");
-  cmd.add_option("--min-severity", out.min_severity, "exit 1 when a finding is at or above this: info, warning, critical")
+  cmd.add_option("--min-severity", out.min_severity,
+                 "exit 1 when a finding is at or above this: info, warning, critical")
       ->capture_default_str();
   cmd.add_option("--window", out.window_s,
                  "analyse long traces in windows of this many seconds, 2 to 1e6 (pattern changes between them are "
@@ -116,12 +121,14 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
       "numbers behind it, a confidence, and next steps. A signal the input lacks (no GPM in an\n"
       "nvidia-smi CSV) is named, and the confidence lowered, rather than guessed.\n\n" +
       findings_help());
-  cmd->add_option("traces", f->traces, "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
+  cmd->add_option("traces", f->traces,
+                  "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
   add_output_flags(*cmd, f->out);
   cmd->add_flag("--live", f->live, "sample the live GPUs for --duration seconds (default 30), then diagnose");
   cmd->add_option("-d,--duration", f->duration_s, "--live: how long to look; -- CMD: stop recording after this long");
   cmd->add_option("-o,--output", f->output, "--live / -- CMD: keep the recorded trace in this file")->type_name("FILE");
-  cmd->add_flag("--keep-trace", f->keep_trace, "--live / -- CMD without -o: keep the temporary trace and print its path");
+  cmd->add_flag("--keep-trace", f->keep_trace,
+                "--live / -- CMD without -o: keep the temporary trace and print its path");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress messages on stderr");
   f->sampler.add_to(*cmd);
   cmd->footer(

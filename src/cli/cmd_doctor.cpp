@@ -41,7 +41,8 @@ int run_replay(const DoctorFlags& f, const std::string& why, const std::string& 
     items.push_back(std::move(*d));
   }
   PrintContext ctx;
-  ctx.banner = fmt::format("REPLAY, not this machine: real H200 traces recorded with gpudoc record ({})", dir->string());
+  ctx.banner =
+      fmt::format("REPLAY, not this machine: real H200 traces recorded with gpudoc record ({})", dir->string());
   ctx.replay = true;
   ctx.extra["replay"] = true;
   ctx.extra["replay_reason"] = full_reason;
@@ -73,7 +74,8 @@ std::string first_clause(std::string why) {
 int run_doctor(const DoctorFlags& f, Context& context) {
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
   if (!(f.duration_s > 0) || f.duration_s > 24 * 3600)
-    return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be between 0 and 86400 seconds"), f.out.json);
+    return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be between 0 and 86400 seconds"),
+                        f.out.json);
   if (f.replay) return run_replay(f, "--replay was given", "--replay was given");
 
   auto live = context.backend.open_gpus();
@@ -99,9 +101,10 @@ int run_doctor(const DoctorFlags& f, Context& context) {
   if (!live->real()) ctx.extra["backend"] = telemetry::describe(*live->spec);
   std::vector<Diagnosed> items;
   items.push_back(std::move(r->diagnosed));
-  ctx.closing = live->real() ? fmt::format("That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live "
-                                           "--duration 120; for one job: gpudoc diagnose -- CMD ARGS...",
-                                           f.duration_s)
+  ctx.closing = live->real() ? fmt::format(
+                                   "That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live "
+                                   "--duration 120; for one job: gpudoc diagnose -- CMD ARGS...",
+                                   f.duration_s)
                              : fmt::format("That was {}, not this machine's GPUs.",
                                            live->replay != nullptr ? "a replayed recording" : "scripted fake GPUs");
   return print_diagnoses(items, f.out, ctx);

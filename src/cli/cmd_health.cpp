@@ -41,8 +41,9 @@ int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
     print_json(view::no_gpu_health_json(results, no_gpu));
   } else {
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fputs(view::render_health_table(results, wall_s, "No GPU checks: " + no_gpu.message() + "\n\n", color()).c_str(),
-               stdout);
+    std::fputs(
+        view::render_health_table(results, wall_s, "No GPU checks: " + no_gpu.message() + "\n\n", color()).c_str(),
+        stdout);
   }
   std::fputs(fmt::format("gpudoc: error: {}\n", no_gpu.message()).c_str(), stderr);
   return core::kExitEnvironment;
@@ -50,7 +51,8 @@ int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
 
 // Keeps the results for `gpudoc report`. A replay's or fake GPUs' results are not this node's
 // history: they are never stored.
-void store_results(const HealthFlags& f, const telemetry::Live& live, const health::NodeReport& node, nlohmann::json& j) {
+void store_results(const HealthFlags& f, const telemetry::Live& live, const health::NodeReport& node,
+                   nlohmann::json& j) {
   if (f.no_store) return;
   if (!live.real())
     return core::log_warn("not stored: the results of the {} backend are not this node's", live.spec->text);
@@ -99,9 +101,11 @@ void register_health(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_option("--gpus", flags->gpus, "GPU indices to check (default: all), e.g. --gpus 0,2")
       ->delimiter(',')
       ->allow_extra_args(false);
-  cmd->add_option("--load-seconds", flags->load_seconds, "how long the load runs (default 5)")->check(CLI::Range(1.0, 120.0));
+  cmd->add_option("--load-seconds", flags->load_seconds, "how long the load runs (default 5)")
+      ->check(CLI::Range(1.0, 120.0));
   cmd->add_flag("--no-store", flags->no_store, "do not record the results in the store (for `gpudoc report`)");
-  cmd->add_option("--store", flags->store, "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
+  cmd->add_option("--store", flags->store,
+                  "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
   cmd->callback([flags, &action, &ctx] { action = [flags, &ctx] { return run_health(*flags, ctx); }; });
 }
 

@@ -27,10 +27,11 @@ int run_record(const RecordFlags& f, Context& ctx) {
   auto duration = parse_duration(f.duration_s);
   if (!duration) return report_error(duration.error(), f.json);
   if (f.output == "-" && !f.command.empty())
-    return report_error(core::Error(core::ErrorKind::kUsage,
-                                    "-o - writes the trace to stdout, where the command's own output would mix into it; "
-                                    "give a file name"),
-                        f.json);
+    return report_error(
+        core::Error(core::ErrorKind::kUsage,
+                    "-o - writes the trace to stdout, where the command's own output would mix into it; "
+                    "give a file name"),
+        f.json);
   auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);
   auto live = ctx.backend.open_gpus();
@@ -45,8 +46,8 @@ int run_record(const RecordFlags& f, Context& ctx) {
   const bool show_progress = !f.quiet && f.command.empty() && isatty(STDERR_FILENO) != 0;
   if (show_progress)
     opt.on_progress = [&](double elapsed, std::uint64_t lines) {
-      std::fprintf(stderr, "\rgpudoc: recording %s: %.0f s, %llu sample lines  (Ctrl-C stops)", f.output.c_str(), elapsed,
-                   static_cast<unsigned long long>(lines));
+      std::fprintf(stderr, "\rgpudoc: recording %s: %.0f s, %llu sample lines  (Ctrl-C stops)", f.output.c_str(),
+                   elapsed, static_cast<unsigned long long>(lines));
     };
   install_stop_handlers();
   if (!f.quiet) {

@@ -31,7 +31,8 @@ struct ReportFlags {
 core::Result<std::int64_t> parse_since(const std::string& s) {
   static const std::regex re(R"(^(\d+)([smhdw])$)");
   std::smatch m;
-  const core::Error bad(core::ErrorKind::kUsage, fmt::format("--since '{}': expected a number and s, m, h, d or w (e.g. 7d)", s));
+  const core::Error bad(core::ErrorKind::kUsage,
+                        fmt::format("--since '{}': expected a number and s, m, h, d or w (e.g. 7d)", s));
   if (!std::regex_match(s, m, re)) return bad;
   std::int64_t n = 0;
   const std::string digits = m[1].str();
@@ -40,7 +41,8 @@ core::Result<std::int64_t> parse_since(const std::string& s) {
   std::int64_t ns = 0;
   if (parsed.ec != std::errc() || __builtin_mul_overflow(n, unit.at(m[2].str()[0]), &ns) ||
       __builtin_mul_overflow(ns, std::int64_t{1'000'000'000}, &ns))
-    return core::Error(core::ErrorKind::kUsage, fmt::format("--since '{}': too long a span (at most about 292 years)", s));
+    return core::Error(core::ErrorKind::kUsage,
+                       fmt::format("--since '{}': too long a span (at most about 292 years)", s));
   return ns;
 }
 
@@ -71,7 +73,8 @@ int run_report(const ReportFlags& f) {
 
 void register_report(CLI::App& app, Action& action) {
   auto f = std::make_shared<ReportFlags>();
-  CLI::App* cmd = app.add_subcommand("report", "History of `gpudoc health` results: clocks, temperatures, power, error counts, findings");
+  CLI::App* cmd = app.add_subcommand(
+      "report", "History of `gpudoc health` results: clocks, temperatures, power, error counts, findings");
   cmd->add_option("--since", f->since, "how far back: 7d (default), 12h, 2w, ...");
   cmd->add_option("--html", f->html, "also write one self-contained HTML page (zoomable plots, opens offline) to FILE")
       ->type_name("FILE");

@@ -30,7 +30,8 @@ struct WatchFlags {
 
 core::Status check_flags(const WatchFlags& f) {
   if (f.interval_ms < 100) return core::Error(core::ErrorKind::kUsage, "--interval must be at least 100 ms");
-  if (!(f.speed > 0) || f.speed > telemetry::kMaxReplaySpeed) return core::Error(core::ErrorKind::kUsage, "--speed must be in (0, 1000]");
+  if (!(f.speed > 0) || f.speed > telemetry::kMaxReplaySpeed)
+    return core::Error(core::ErrorKind::kUsage, "--speed must be in (0, 1000]");
   if (auto d = parse_duration(f.duration_s); !d) return d.error();
   return core::ok_status();
 }
@@ -38,7 +39,8 @@ core::Status check_flags(const WatchFlags& f) {
 // The backend this view reads: a TRACE argument is a replay of it at --speed; otherwise the one
 // chosen for the run. Both are opened by telemetry::BackendSource, so `watch TRACE` and
 // `--backend replay:TRACE watch` show the same thing.
-core::Result<telemetry::Live> open_watched(const WatchFlags& f, Context& ctx, std::unique_ptr<telemetry::BackendSource>& own) {
+core::Result<telemetry::Live> open_watched(const WatchFlags& f, Context& ctx,
+                                           std::unique_ptr<telemetry::BackendSource>& own) {
   if (f.trace.empty()) return ctx.backend.open_gpus();
   if (ctx.backend.spec().origin == "--backend")
     return core::Error(core::ErrorKind::kUsage,
@@ -108,7 +110,8 @@ void register_watch(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_option("trace", f->trace, "a trace recorded by `gpudoc record` to replay instead of the live GPUs");
   cmd->add_option("--speed", f->speed, "with TRACE: replay speed (2 = twice as fast)")->capture_default_str();
   cmd->add_option("--interval", f->interval_ms, "refresh every N milliseconds")->capture_default_str();
-  cmd->add_option("-d,--duration", f->duration_s, "stop after this many seconds (left out: until Ctrl-C or the replay's end)");
+  cmd->add_option("-d,--duration", f->duration_s,
+                  "stop after this many seconds (left out: until Ctrl-C or the replay's end)");
   cmd->add_flag("--once", f->once, "print one frame (after 1.5 s of sampling) and exit");
   cmd->add_flag("--json", f->json, "print each frame as one JSON line of the latest values instead");
   cmd->add_flag("--no-clear", f->no_clear, "print frames one after another instead of redrawing");

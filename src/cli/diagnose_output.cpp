@@ -32,7 +32,6 @@ diagnose::Options options_of(const OutputFlags& f) {
   return o;
 }
 
-
 }  // namespace
 
 core::Status check_output_flags(const OutputFlags& f) {
@@ -63,7 +62,8 @@ core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags
   return d;
 }
 
-core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const OutputFlags& f, bool quiet) {
+core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const OutputFlags& f,
+                                             bool quiet) {
   // Utilization is drained every second (not every 10 s as in a long recording) so that a short
   // look ends with its last seconds in the trace.
   auto defaults = telemetry::SamplerConfig::default_periods();
@@ -93,8 +93,8 @@ core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const 
   const bool progress = !quiet && run.command.empty() && isatty(STDERR_FILENO) != 0;
   if (progress)
     opt.on_progress = [&](double elapsed, std::uint64_t) {
-      std::fprintf(stderr, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", count, count == 1 ? "" : "s",
-                   elapsed, run.duration_s);
+      std::fprintf(stderr, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", count,
+                   count == 1 ? "" : "s", elapsed, run.duration_s);
     };
   install_stop_handlers();
   if (!quiet) {
@@ -103,8 +103,8 @@ core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const 
       std::fprintf(stderr, "gpudoc: sampling %d GPU%s for %.0f s, then diagnosing\n", count, count == 1 ? "" : "s",
                    run.duration_s);
     else
-      std::fprintf(stderr, "gpudoc: recording %d GPU%s while `%s` runs, then diagnosing\n", count, count == 1 ? "" : "s",
-                   fmt::format("{}", fmt::join(run.command, " ")).c_str());
+      std::fprintf(stderr, "gpudoc: recording %d GPU%s while `%s` runs, then diagnosing\n", count,
+                   count == 1 ? "" : "s", fmt::format("{}", fmt::join(run.command, " ")).c_str());
   }
   auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests(), &forward_signal());
   if (progress) std::fputs("\n", stderr);
@@ -135,7 +135,8 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
     auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner});
     if (!page) return report_error(page.error().with_context(fmt::format("--html {}", f.html)), f.json);
     if (auto s = core::write_file(f.html, *page); !s) return report_error(s.error(), f.json);
-    std::fprintf(stderr, "gpudoc: wrote %s (%zu kB; opens offline in any browser)\n", f.html.c_str(), page->size() / 1024);
+    std::fprintf(stderr, "gpudoc: wrote %s (%zu kB; opens offline in any browser)\n", f.html.c_str(),
+                 page->size() / 1024);
   }
 
   if (f.json) {
@@ -168,7 +169,8 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
   std::string text;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) text += "\n" + std::string(80, '-') + "\n\n";
-    text += view::render_diagnosis(items[i].trace, items[i].diagnosis, {.color = color, .width = 80, .banner = ctx.banner});
+    text +=
+        view::render_diagnosis(items[i].trace, items[i].diagnosis, {.color = color, .width = 80, .banner = ctx.banner});
   }
   text += "\n";
   const char* where = ctx.replay ? " in the replayed traces" : "";

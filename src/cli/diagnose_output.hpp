@@ -25,8 +25,8 @@ struct Diagnosed {
 
 struct OutputFlags {
   bool json = false;
-  std::string html;                     // write the page here when not empty
-  std::string min_severity = "warning"; // exit 1 when a finding is at or above it
+  std::string html;                      // write the page here when not empty
+  std::string min_severity = "warning";  // exit 1 when a finding is at or above it
   double window_s = 60;
 };
 
@@ -47,10 +47,10 @@ void add_output_flags(CLI::App& cmd, OutputFlags& out);
                                                     const std::string& source_name = "");
 
 struct LiveRun {
-  double duration_s = 0;                // 0: until the command exits (or Ctrl-C)
-  std::vector<std::string> command;     // record while this runs
-  std::string output;                   // keep the trace here; empty: a temporary file in a private folder
-  bool keep_trace = false;              // keep the temporary file and say where it is
+  double duration_s = 0;                  // 0: until the command exits (or Ctrl-C)
+  std::vector<std::string> command;       // record while this runs
+  std::string output;                     // keep the trace here; empty: a temporary file in a private folder
+  bool keep_trace = false;                // keep the temporary file and say where it is
   bool command_stdout_to_stderr = false;  // --json: stdout carries only gpudoc's document
   SamplerFlags sampler;
 };
@@ -58,7 +58,7 @@ struct LiveRun {
 struct LiveResult {
   Diagnosed diagnosed;
   std::optional<int> command_exit_code;
-  std::string trace_path;               // empty when the temporary trace was removed
+  std::string trace_path;  // empty when the temporary trace was removed
   std::string end_reason;
 };
 
@@ -66,15 +66,15 @@ struct LiveResult {
 // Without run.output the trace is written in a private temporary folder (core::PrivateDir),
 // removed afterwards unless run.keep_trace. Errors: kBadInput (the command cannot run), kIo, the
 // sampler's.
-[[nodiscard]] core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const OutputFlags& f,
-                                                           bool quiet);
+[[nodiscard]] core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run,
+                                                           const OutputFlags& f, bool quiet);
 
 struct PrintContext {
-  std::string banner;                   // text report and page, e.g. the replay notice
-  nlohmann::json extra = nlohmann::json::object();   // added to the JSON document
-  std::string closing;                  // a last line of the text report
-  bool replay = false;                  // recorded traces shown instead of this machine: the
-                                        // verdict line does not promise exit 1
+  std::string banner;                               // text report and page, e.g. the replay notice
+  nlohmann::json extra = nlohmann::json::object();  // added to the JSON document
+  std::string closing;                              // a last line of the text report
+  bool replay = false;                              // recorded traces shown instead of this machine: the
+                                                    // verdict line does not promise exit 1
 };
 
 // Prints the diagnoses (text or JSON on stdout, the page to f.html) and returns the exit code:

@@ -4,9 +4,7 @@
 
 namespace gpudoc::core {
 
-MonoTime SystemClock::now() const {
-  return std::chrono::time_point_cast<Nanos>(std::chrono::steady_clock::now());
-}
+MonoTime SystemClock::now() const { return std::chrono::time_point_cast<Nanos>(std::chrono::steady_clock::now()); }
 
 std::int64_t SystemClock::unix_now_ns() const {
   return std::chrono::duration_cast<Nanos>(std::chrono::system_clock::now().time_since_epoch()).count();

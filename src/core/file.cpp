@@ -18,8 +18,7 @@ Result<std::string> read_file(const std::string& path) {
   std::string content;
   try {
     std::FILE* f = std::fopen(path.c_str(), "rbe");
-    if (f == nullptr)
-      return Error(ErrorKind::kIo, fmt::format("reading {}: {}", path, std::strerror(errno)));
+    if (f == nullptr) return Error(ErrorKind::kIo, fmt::format("reading {}: {}", path, std::strerror(errno)));
     // Read straight into a buffer of the file's size (a 1 h, 8-GPU trace is ~100 MB); then in
     // chunks, since a trace still being recorded grows while we read it.
     struct stat st {};

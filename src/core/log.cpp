@@ -36,8 +36,10 @@ void set_log_level(LogLevel level) { level_ref().store(level); }
 LogLevel log_level() { return level_ref().load(std::memory_order_relaxed); }
 
 void log_line(LogLevel level, std::string_view message) {
-  const char* tag = level == LogLevel::kDebug ? "debug" : level == LogLevel::kInfo ? "info"
-                  : level == LogLevel::kWarn  ? "warning" : "error";
+  const char* tag = level == LogLevel::kDebug  ? "debug"
+                    : level == LogLevel::kInfo ? "info"
+                    : level == LogLevel::kWarn ? "warning"
+                                               : "error";
   std::string line = fmt::format("gpudoc: {}: {}\n", tag, message);
   std::lock_guard<std::mutex> lock(log_mutex());
   std::fwrite(line.data(), 1, line.size(), stderr);

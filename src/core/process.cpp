@@ -35,8 +35,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& extra
 
 }  // namespace
 
-Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
-                                         bool stdout_to_stderr) {
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& extra_env, bool stdout_to_stderr) {
   SpawnOptions o;
   o.extra_env = extra_env;
   o.stdout_to_stderr = stdout_to_stderr;
@@ -65,20 +65,21 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
   if (options.new_process_group) {
     flags |= POSIX_SPAWN_SETPGROUP;
-    posix_spawnattr_setpgroup(&attr, 0);   // 0: a new group whose id is the child's pid
+    posix_spawnattr_setpgroup(&attr, 0);  // 0: a new group whose id is the child's pid
   }
   posix_spawnattr_setflags(&attr, flags);
   pid_t pid = -1;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (options.stdin_from_null) posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (options.stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, STDOUT_FILENO);
-  else if (options.stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  if (options.stdout_fd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, STDOUT_FILENO);
+  else if (options.stdout_to_stderr)
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0)
-    return Error(ErrorKind::kBadInput, fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
+  if (rc != 0) return Error(ErrorKind::kBadInput, fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
   return ChildProcess(pid, options.new_process_group);
 }
 
@@ -94,8 +95,10 @@ void ChildProcess::wait() {
   while (!status_) {
     int st = 0;
     pid_t r = ::waitpid(pid_, &st, 0);
-    if (r == pid_) status_ = st;
-    else if (r < 0 && errno != EINTR) break;
+    if (r == pid_)
+      status_ = st;
+    else if (r < 0 && errno != EINTR)
+      break;
   }
 }
 

@@ -62,8 +62,8 @@ class ChildProcess {
   [[nodiscard]] bool exited() const { return status_.has_value(); }
   // Exit code as a shell reports it: the code, or 128 + signal number. Precondition: exited().
   [[nodiscard]] int exit_code_for_shell() const;
-  [[nodiscard]] std::optional<int> exit_code() const;      // absent when killed by a signal
-  [[nodiscard]] std::optional<int> term_signal() const;    // absent when it exited normally
+  [[nodiscard]] std::optional<int> exit_code() const;    // absent when killed by a signal
+  [[nodiscard]] std::optional<int> term_signal() const;  // absent when it exited normally
 
  private:
   ChildProcess(pid_t pid, bool own_group) : pid_(pid), own_group_(own_group) {}

@@ -6,15 +6,12 @@ int exit_code(ErrorKind kind) noexcept {
   switch (kind) {
     case ErrorKind::kUsage:
     case ErrorKind::kBadInput:
-    case ErrorKind::kIo:
-      return kExitUsage;
+    case ErrorKind::kIo: return kExitUsage;
     case ErrorKind::kEnvironment:
     case ErrorKind::kNotSupported:
     case ErrorKind::kGpuLost:
-    case ErrorKind::kTimeout:
-      return kExitEnvironment;
-    case ErrorKind::kInternal:
-      return kExitInternal;
+    case ErrorKind::kTimeout: return kExitEnvironment;
+    case ErrorKind::kInternal: return kExitInternal;
   }
   return kExitInternal;
 }

@@ -49,9 +49,7 @@ class [[nodiscard]] Error {
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
   // Returns a copy whose message is prefixed with `context` and ": ".
-  [[nodiscard]] Error with_context(const std::string& context) const {
-    return Error(kind_, context + ": " + message_);
-  }
+  [[nodiscard]] Error with_context(const std::string& context) const { return Error(kind_, context + ": " + message_); }
 
  private:
   ErrorKind kind_;
@@ -61,7 +59,7 @@ class [[nodiscard]] Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit on purpose
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }

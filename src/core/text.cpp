@@ -137,9 +137,12 @@ std::string terminal_safe(std::string_view s) {
     }
     const std::string_view seq = s.substr(i, n);
     const std::uint32_t cp = code_point(seq);
-    if (!must_escape(cp)) out.append(seq);
-    else if (cp < 0x80) out += fmt::format("\\x{:02x}", cp);
-    else out += fmt::format("\\u{{{:04x}}}", cp);
+    if (!must_escape(cp))
+      out.append(seq);
+    else if (cp < 0x80)
+      out += fmt::format("\\x{:02x}", cp);
+    else
+      out += fmt::format("\\u{{{:04x}}}", cp);
     i += n;
   }
   return out;

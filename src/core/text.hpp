@@ -18,8 +18,8 @@ namespace gpudoc::core {
 // One block character per value, scaled between lo and hi; an absent value is a space.
 [[nodiscard]] std::string sparkline(std::span<const std::optional<double>> values, double lo, double hi);
 [[nodiscard]] std::string sparkline(std::span<const double> values, double lo, double hi);
-[[nodiscard]] std::string human_bytes(double bytes);          // "1.5 GiB"
-[[nodiscard]] std::string human_duration(double seconds);     // "1h 02m", "3.2 s", "850 ms"
+[[nodiscard]] std::string human_bytes(double bytes);       // "1.5 GiB"
+[[nodiscard]] std::string human_duration(double seconds);  // "1h 02m", "3.2 s", "850 ms"
 // A measured figure with its unit: bytes ("By") as human_bytes, "percent" as "%", no unit for
 // "" and "1", otherwise "95.54 ms"; 4 significant digits. "—" when absent or not finite.
 [[nodiscard]] std::string value_with_unit(std::optional<double> value, std::string_view unit);

@@ -35,7 +35,8 @@ Label classify(const Features& f, const Signals& s) {
     if (gpm && f.tensor.n > 0 && f.dram.n > 0) {
       if (f.dram.mean >= th::kMemoryBoundDramPercent && f.tensor.mean < th::kMemoryBoundTensorMaxPercent)
         return Label::kMemoryBound;
-      if (f.sm.mean < th::kBusyIdleSmRatio * u && f.dram.mean < th::kBusyIdleDramPercent) return Label::kPlateauBusyIdle;
+      if (f.sm.mean < th::kBusyIdleSmRatio * u && f.dram.mean < th::kBusyIdleDramPercent)
+        return Label::kPlateauBusyIdle;
       return Label::kHealthy;
     }
     if (gpm && f.sm.mean < th::kBusyIdleSmRatio * u) return Label::kPlateauBusyIdle;

@@ -15,7 +15,16 @@
 
 namespace gpudoc::diagnose::detail {
 
-enum class Label { kInsufficient, kIdle, kHealthy, kSawtooth, kSawtoothFast, kPlateauLaunch, kPlateauBusyIdle, kMemoryBound };
+enum class Label {
+  kInsufficient,
+  kIdle,
+  kHealthy,
+  kSawtooth,
+  kSawtoothFast,
+  kPlateauLaunch,
+  kPlateauBusyIdle,
+  kMemoryBound
+};
 
 // The catalog id a label reports as ("sawtooth" for both sawtooth labels, ...).
 [[nodiscard]] const char* id_of(Label l);

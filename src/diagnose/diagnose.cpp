@@ -471,7 +471,8 @@ nlohmann::json to_json(const Diagnosis& d) {
   for (const Finding& f : d.findings) fs.push_back(findings::to_json(f));
   j["findings"] = std::move(fs);
   nlohmann::json cs = nlohmann::json::array();
-  for (const PatternChange& c : d.changes) cs.push_back({{"gpu", c.gpu}, {"t_s", c.t_s}, {"from", c.from}, {"to", c.to}});
+  for (const PatternChange& c : d.changes)
+    cs.push_back({{"gpu", c.gpu}, {"t_s", c.t_s}, {"from", c.from}, {"to", c.to}});
   j["changes"] = std::move(cs);
   j["unseen"] = d.unseen;
   j["notes"] = d.notes;

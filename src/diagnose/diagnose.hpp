@@ -26,9 +26,9 @@
 namespace gpudoc::diagnose {
 
 struct Options {
-  double window_s = 60;          // long traces are analysed in windows of this length (at least one
-                                 // grid cell, 0.1 s); <= 0: one window
-  double skip_start_s = -1;      // seconds ignored at the start (start-up); < 0: detected
+  double window_s = 60;      // long traces are analysed in windows of this length (at least one
+                             // grid cell, 0.1 s); <= 0: one window
+  double skip_start_s = -1;  // seconds ignored at the start (start-up); < 0: detected
 };
 
 // The shortest window that can conclude anything: 20 cells of the 0.1 s analysis grid.
@@ -47,8 +47,8 @@ inline constexpr double kMaxSilenceS = 7 * 86400.0;
 
 // What one GPU did over the analysed span, for the report's header line and charts.
 struct GpuSummary {
-  int gpu = 0;                   // position in the trace's GPU list
-  std::string name;              // "NVIDIA H200"
+  int gpu = 0;       // position in the trace's GPU list
+  std::string name;  // "NVIDIA H200"
   double analysed_from_s = 0;
   double analysed_to_s = 0;
   std::optional<double> mean_utilization_percent;
@@ -58,7 +58,7 @@ struct GpuSummary {
   std::optional<double> mean_memory_utilization_percent;
   std::optional<double> mean_power_watts;
   std::optional<double> peak_memory_used_bytes;
-  std::string primary;           // id of the main finding for this GPU ("healthy", "sawtooth", ...)
+  std::string primary;  // id of the main finding for this GPU ("healthy", "sawtooth", ...)
 };
 
 // A change of pattern in a long trace: from `from` to `to` at t_s on one GPU.
@@ -70,15 +70,15 @@ struct PatternChange {
 };
 
 struct Diagnosis {
-  std::string source;                         // file name or "live"
-  std::string input_format;                   // "gpudoc-trace" | "nvidia-smi-csv" | "live"
+  std::string source;        // file name or "live"
+  std::string input_format;  // "gpudoc-trace" | "nvidia-smi-csv" | "live"
   double duration_s = 0;
   std::vector<GpuSummary> gpus;
-  std::vector<findings::Finding> findings;    // most severe first
+  std::vector<findings::Finding> findings;  // most severe first
   std::vector<PatternChange> changes;
-  std::vector<std::string> unseen;            // signals the input lacked ("GPM SM activity", ...)
-  std::vector<std::string> notes;             // how it was analysed ("skipped 5.2 s of start-up ...")
-  std::vector<std::string> warnings;          // what the reader dropped from the input (Trace::warnings)
+  std::vector<std::string> unseen;    // signals the input lacked ("GPM SM activity", ...)
+  std::vector<std::string> notes;     // how it was analysed ("skipped 5.2 s of start-up ...")
+  std::vector<std::string> warnings;  // what the reader dropped from the input (Trace::warnings)
 };
 
 [[nodiscard]] Diagnosis diagnose(const telemetry::Trace& trace, const Options& options);

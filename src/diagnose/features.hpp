@@ -64,12 +64,12 @@ struct StepGrid {
 [[nodiscard]] StepGrid resample_steps(const telemetry::Series& s, double t0, double t1, double dt, double max_hold_s);
 
 struct Levels {
-  std::size_t n = 0;            // finite values
+  std::size_t n = 0;  // finite values
   double mean = 0;
   double sd = 0;
-  double p05 = 0;               // 5th percentile: the trough level
+  double p05 = 0;  // 5th percentile: the trough level
   double p50 = 0;
-  double p95 = 0;               // 95th percentile: the peak level
+  double p95 = 0;  // 95th percentile: the peak level
   double min = 0;
   double max = 0;
 };
@@ -85,7 +85,7 @@ struct Levels {
 [[nodiscard]] std::vector<double> autocorrelation(std::span<const double> v, std::size_t max_lag);
 
 struct AcfPeak {
-  std::size_t lag = 0;          // in cells
+  std::size_t lag = 0;  // in cells
   double value = 0;
 };
 // The first local maximum of acf after it has first fallen below zero (or below half of
@@ -101,8 +101,8 @@ struct AcfPeak {
 [[nodiscard]] double share_at_or_above(std::span<const double> v, double level);
 
 struct Fit {
-  double slope = 0;             // units of v per second
-  double intercept = 0;         // value at t = 0
+  double slope = 0;      // units of v per second
+  double intercept = 0;  // value at t = 0
   double r2 = 0;
   std::size_t n = 0;
 };

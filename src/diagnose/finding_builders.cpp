@@ -28,9 +28,7 @@ void add(Finding& f, std::string name, double value, std::string unit, std::stri
   f.evidence.push_back(Evidence{std::move(name), value, std::move(unit), std::move(how)});
 }
 
-double span_confidence(double span_s) {
-  return span_s < th::kShortSpanS ? th::kShortSpanFactor : 1.0;
-}
+double span_confidence(double span_s) { return span_s < th::kShortSpanS ? th::kShortSpanFactor : 1.0; }
 
 std::string gpu_list(const std::vector<int>& g) {
   std::string s;
@@ -74,7 +72,8 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
   }
   const double lost_s = span * (1 - duty);
   const double lost_share = 1 - duty;
-  Finding out = findings::make_finding("sawtooth", lost_share >= th::kCriticalLostShare ? Severity::kCritical : Severity::kWarning);
+  Finding out = findings::make_finding("sawtooth",
+                                       lost_share >= th::kCriticalLostShare ? Severity::kCritical : Severity::kWarning);
   out.gpus = {g};
   out.window = {f.t0, f.t1};
   double conf = th::kBaseConfidence * span_confidence(span);
@@ -90,9 +89,11 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
                                            share_of(f.power.mean, s.power_floor_w))
                              : std::string("no GPM or power reading can confirm it")),
         pct(duty * 100), lost_s);
-    out.caveats.push_back("below sensor resolution: period and duty cycle cannot be read from the curve; a profiler shows each gap");
+    out.caveats.push_back(
+        "below sensor resolution: period and duty cycle cannot be read from the curve; a profiler shows each gap");
     out.next_steps.insert(out.next_steps.begin(),
-                          "The gaps are shorter than the sensor sees: profile them with `nsys profile -t cuda,nvtx,osrt -o gaps python3 train.py`");
+                          "The gaps are shorter than the sensor sees: profile them with `nsys profile -t "
+                          "cuda,nvtx,osrt -o gaps python3 train.py`");
   } else {
     out.message = fmt::format(
         "GPU {} works in bursts: period {:.2f} s, duty cycle {}, peak {} and trough {} {}, {:.1f} s of GPU time lost",
@@ -101,11 +102,14 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
   }
   out.confidence = conf;
   if (!fast) {
-    add(out, "period_s", f.period_s, "s", fmt::format("autocorrelation peak ({:.2f} s) and mid-level crossings of {}", f.acf_period_s, sig));
+    add(out, "period_s", f.period_s, "s",
+        fmt::format("autocorrelation peak ({:.2f} s) and mid-level crossings of {}", f.acf_period_s, sig));
   }
   add(out, "duty_cycle_percent", duty * 100, "percent",
-      fast ? "mean utilization (busy share of each 200 ms sample)" : fmt::format("(mean - trough) / (peak - trough) of {}", sig));
-  add(out, "peak_percent", peak, "percent", fast ? "assumed full-chip bursts" : fmt::format("95th percentile of {}", sig));
+      fast ? "mean utilization (busy share of each 200 ms sample)"
+           : fmt::format("(mean - trough) / (peak - trough) of {}", sig));
+  add(out, "peak_percent", peak, "percent",
+      fast ? "assumed full-chip bursts" : fmt::format("95th percentile of {}", sig));
   add(out, "trough_percent", trough, "percent", fast ? "assumed idle gaps" : fmt::format("5th percentile of {}", sig));
   add(out, "gpu_time_lost_s", lost_s, "s", "analysed span x (1 - duty cycle)");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
@@ -168,10 +172,11 @@ Finding memory_bound_finding(int g, const Features& f) {
   out.gpus = {g};
   out.window = {f.t0, f.t1};
   out.confidence = th::kBaseConfidence * span_confidence(f.t1 - f.t0) * (gpm ? 1.0 : th::kNoGpmFactor);
-  out.message = gpm ? fmt::format("GPU {} is at the memory-bandwidth roof: utilization {}, DRAM activity {}, tensor activity {}",
-                                  g, pct(busy_level(f)), pct(f.dram.mean), pct(f.tensor.mean))
-                    : fmt::format("GPU {} looks memory-bound: utilization {}, memory utilization {}", g,
-                                  pct(busy_level(f)), pct(f.mutil.mean));
+  out.message =
+      gpm ? fmt::format("GPU {} is at the memory-bandwidth roof: utilization {}, DRAM activity {}, tensor activity {}",
+                        g, pct(busy_level(f)), pct(f.dram.mean), pct(f.tensor.mean))
+          : fmt::format("GPU {} looks memory-bound: utilization {}, memory utilization {}", g, pct(busy_level(f)),
+                        pct(f.mutil.mean));
   if (!gpm) out.caveats.push_back("no GPM in this input: DRAM and tensor activity not seen");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   if (gpm) {
@@ -197,9 +202,9 @@ Finding simple_finding(const char* id, int g, const Features& f) {
       out.confidence *= th::kNoGpmFactor;
       out.caveats.push_back("no GPM in this input: busy time seen, but not how much of the chip works");
     }
-    out.message = fmt::format("GPU {} is saturated: utilization {}{}", g, pct(busy_level(f)),
-                              gpm ? fmt::format(", SM activity {}, tensor activity {}", pct(f.sm.mean), pct(f.tensor.mean))
-                                  : std::string());
+    out.message = fmt::format(
+        "GPU {} is saturated: utilization {}{}", g, pct(busy_level(f)),
+        gpm ? fmt::format(", SM activity {}, tensor activity {}", pct(f.sm.mean), pct(f.tensor.mean)) : std::string());
   }
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   if (gpm) {
@@ -224,7 +229,8 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
   bool gpm = true;
   for (int j : r.stragglers) {
     const Activity& f = fs[static_cast<std::size_t>(j)];
-    if (!has_gpm(f)) gpm = false;
+    if (!has_gpm(f))
+      gpm = false;
     else
       ref = std::max(ref, std::min(100.0, share_of(f.sm_mean, std::max(busy_level(f), 1.0)) * 100));
   }
@@ -259,7 +265,8 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
                      {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
                      {"kind", host ? "host" : "compute"}});
   }
-  Finding out = findings::make_finding("pulse", worst >= th::kCriticalWaitShare ? Severity::kCritical : Severity::kWarning);
+  Finding out =
+      findings::make_finding("pulse", worst >= th::kCriticalWaitShare ? Severity::kCritical : Severity::kWarning);
   std::vector<int> all = r.waiting;
   all.insert(all.end(), r.stragglers.begin(), r.stragglers.end());
   std::sort(all.begin(), all.end());
@@ -280,7 +287,8 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
     add(out, fmt::format("gpu{}_utilization_percent", i), busy_level(f), "percent", "waiting GPU, mean utilization");
     if (has_gpm(f))
       add(out, fmt::format("gpu{}_sm_activity_percent", i), f.sm_mean, "percent", "waiting GPU, GPM SM activity");
-    if (f.has_nvlink) add(out, fmt::format("gpu{}_nvlink_tx_bytes_per_second", i), f.nvlink_tx_mean, "By/s", "GPM NVLink tx, mean");
+    if (f.has_nvlink)
+      add(out, fmt::format("gpu{}_nvlink_tx_bytes_per_second", i), f.nvlink_tx_mean, "By/s", "GPM NVLink tx, mean");
   }
   for (int j : r.stragglers) {
     const Activity& f = fs[static_cast<std::size_t>(j)];
@@ -289,7 +297,8 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
       add(out, fmt::format("gpu{}_sm_activity_percent", j), f.sm_mean, "percent", "straggler, GPM SM activity");
   }
   add(out, "waiting_share", worst, "1",
-      gpm ? "1 - waiting GPU's SM activity / straggler's SM activity per busy time" : "1 - waiting GPU's power / straggler's power");
+      gpm ? "1 - waiting GPU's SM activity / straggler's SM activity per busy time"
+          : "1 - waiting GPU's power / straggler's power");
   out.details = {{"straggler", strag}, {"waiting", waiting}, {"straggler_kind", strag_kind}, {"waiting_share", worst}};
   return out;
 }
@@ -297,7 +306,10 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
 // ---- whole-span findings: staircase, memory growth, throttling -----------------------------
 
 std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0, double t1) {
-  struct Proc { std::string name; telemetry::Series s; };
+  struct Proc {
+    std::string name;
+    telemetry::Series s;
+  };
   std::map<std::uint32_t, Proc> procs;
   for (const telemetry::ProcessPoint& p : gt.processes) {
     if (p.t < t0 || p.t > t1 || !p.sample.sm_utilization_percent) continue;
@@ -340,28 +352,37 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
     const double share = share_of(c.mean, total);
     const double loses = 1 - share;
     worst = std::max(worst, loses);
-    jp.push_back({{"pid", c.pid}, {"name", c.name}, {"mean_utilization_percent", c.mean}, {"gpu_share", share}, {"loses_share", loses}});
+    jp.push_back({{"pid", c.pid},
+                  {"name", c.name},
+                  {"mean_utilization_percent", c.mean},
+                  {"gpu_share", share},
+                  {"loses_share", loses}});
     names += fmt::format("{}pid {} ({}, {} of the GPU's busy time)", names.empty() ? "" : ", ", c.pid,
                          c.name.empty() ? "?" : c.name, pct(share * 100));
-    add(out, fmt::format("pid{}_mean_utilization_percent", c.pid), c.mean, "percent", "per-process SM utilization, mean");
+    add(out, fmt::format("pid{}_mean_utilization_percent", c.pid), c.mean, "percent",
+        "per-process SM utilization, mean");
   }
   if (worst >= th::kCriticalLossShare) out.severity = Severity::kCritical;
   out.gpus = {g};
   out.window = {t0, t1};
   const bool turns = corr && *corr <= th::kTurnsCorrelation;
   out.confidence = th::kBaseConfidence * (corr ? 1.0 : 0.7);
-  out.message = fmt::format("{} processes share GPU {} and {}: {}; each loses up to {} of the GPU to the others",
-                            cs.size(), g, turns ? "take turns (anti-correlated utilization)" : "contend for it", names,
-                            pct(worst * 100));
-  if (corr) add(out, "utilization_correlation", *corr, "1", "Pearson correlation of the two processes' utilization");
-  else out.caveats.push_back("per-process samples too sparse to measure whether they take turns or run at once");
+  out.message =
+      fmt::format("{} processes share GPU {} and {}: {}; each loses up to {} of the GPU to the others", cs.size(), g,
+                  turns ? "take turns (anti-correlated utilization)" : "contend for it", names, pct(worst * 100));
+  if (corr)
+    add(out, "utilization_correlation", *corr, "1", "Pearson correlation of the two processes' utilization");
+  else
+    out.caveats.push_back("per-process samples too sparse to measure whether they take turns or run at once");
   add(out, "max_loses_share", worst, "1", "1 - process's share of the summed per-process utilization");
-  out.details = {{"processes", jp}, {"mode", corr ? (turns ? "turns" : "concurrent") : "unknown"},
+  out.details = {{"processes", jp},
+                 {"mode", corr ? (turns ? "turns" : "concurrent") : "unknown"},
                  {"correlation", corr ? nlohmann::json(*corr) : nlohmann::json(nullptr)}};
   return out;
 }
 
-std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0, double t1) {
+std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0,
+                                     double t1) {
   const telemetry::Series& m = gt.metric(Metric::kMemoryUsedBytes);
   std::vector<double> t, v;
   for (std::size_t i = 0; i < m.t.size(); ++i)
@@ -386,27 +407,35 @@ std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const
     return std::nullopt;
   const double current = v[idx.back()];
   std::optional<double> eta;
-  if (dev && dev->memory_total_bytes) eta = std::max(0.0, (static_cast<double>(*dev->memory_total_bytes) - current) / fit.slope);
-  Finding out = findings::make_finding("memory_growth", eta && *eta < th::kCriticalExhaustionS ? Severity::kCritical : Severity::kWarning);
+  if (dev && dev->memory_total_bytes)
+    eta = std::max(0.0, (static_cast<double>(*dev->memory_total_bytes) - current) / fit.slope);
+  Finding out = findings::make_finding(
+      "memory_growth", eta && *eta < th::kCriticalExhaustionS ? Severity::kCritical : Severity::kWarning);
   out.gpus = {g};
   out.window = {t[idx.front()], t[idx.back()]};
   out.confidence = th::kBaseConfidence * span_confidence(t1 - t0) * std::min(1.0, fit.r2 + 0.05);
-  out.message = fmt::format("GPU {} memory climbs {:.1f} MiB/s without release ({:.2f} GiB -> {:.2f} GiB){}", g,
-                            fit.slope / (1024 * 1024), v[idx.front()] / kGiB, current / kGiB,
-                            eta ? fmt::format("; at this rate it is full in {:.0f} s", *eta) : std::string(": memory total unknown"));
+  out.message = fmt::format(
+      "GPU {} memory climbs {:.1f} MiB/s without release ({:.2f} GiB -> {:.2f} GiB){}", g, fit.slope / (1024 * 1024),
+      v[idx.front()] / kGiB, current / kGiB,
+      eta ? fmt::format("; at this rate it is full in {:.0f} s", *eta) : std::string(": memory total unknown"));
   add(out, "growth_rate_bytes_per_second", fit.slope, "By/s", "least-squares slope of memory_used_bytes");
   add(out, "net_growth_bytes", net, "By", "last - first memory_used_bytes in the span");
   add(out, "released_bytes", down, "By", "sum of the falls");
   add(out, "fit_r2", fit.r2, "1", "how well a straight line fits the climb");
-  if (eta) add(out, "time_to_exhaustion_s", *eta, "s", "(memory total from the header - current) / rate");
-  else out.caveats.push_back("memory total unknown: no time to exhaustion");
-  out.details = {{"rate_bytes_per_second", fit.slope}, {"time_to_exhaustion_s", eta ? nlohmann::json(*eta) : nlohmann::json(nullptr)},
+  if (eta)
+    add(out, "time_to_exhaustion_s", *eta, "s", "(memory total from the header - current) / rate");
+  else
+    out.caveats.push_back("memory total unknown: no time to exhaustion");
+  out.details = {{"rate_bytes_per_second", fit.slope},
+                 {"time_to_exhaustion_s", eta ? nlohmann::json(*eta) : nlohmann::json(nullptr)},
                  {"memory_used_bytes", current},
-                 {"memory_total_bytes", dev && dev->memory_total_bytes ? nlohmann::json(*dev->memory_total_bytes) : nlohmann::json(nullptr)}};
+                 {"memory_total_bytes",
+                  dev && dev->memory_total_bytes ? nlohmann::json(*dev->memory_total_bytes) : nlohmann::json(nullptr)}};
   return out;
 }
 
-std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0, double t1) {
+std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0,
+                                 double t1) {
   const telemetry::Series& m = gt.metric(Metric::kClockEventReasonsMask);
   std::size_t n = 0, slow = 0, serious = 0;
   std::uint64_t seen = 0;
@@ -440,13 +469,15 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   const std::uint64_t reasons = seen & ~std::uint64_t{0x1};
   const Levels clk = levels(gt.metric(Metric::kSmClockMhz).v);
   const double clk_max = dev && dev->sm_clock_max_mhz ? *dev->sm_clock_max_mhz : 0.0;
-  std::string why = serious_share >= th::kThrottleMinShare ? "thermal or hardware slowdown: check cooling and power delivery"
+  std::string why = serious_share >= th::kThrottleMinShare
+                        ? "thermal or hardware slowdown: check cooling and power delivery"
                     : lowered ? "the power limit was lowered below its default"
                               : "the board is at its power limit: expected under heavy load";
-  out.message = fmt::format("GPU {} clocks held down {} of the time by {}{}; {}", g, pct(share * 100),
-                            gpu::clock_event_reason_names(reasons),
-                            clk.n > 0 && clk_max > 0 ? fmt::format(" (SM clock median {:.0f} of {:.0f} MHz)", clk.p50, clk_max) : std::string(),
-                            why);
+  out.message = fmt::format(
+      "GPU {} clocks held down {} of the time by {}{}; {}", g, pct(share * 100), gpu::clock_event_reason_names(reasons),
+      clk.n > 0 && clk_max > 0 ? fmt::format(" (SM clock median {:.0f} of {:.0f} MHz)", clk.p50, clk_max)
+                               : std::string(),
+      why);
   add(out, "throttled_share", share, "1", "share of clock_event_reasons_mask samples with a slowdown reason");
   add(out, "thermal_or_hw_share", serious_share, "1", "share with a reason other than the software power cap");
   if (clk.n > 0) add(out, "sm_clock_median_mhz", clk.p50, "MHz", "median SM clock over the span");
@@ -454,7 +485,8 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   nlohmann::json names = nlohmann::json::array();
   for (const auto& r : gpu::clock_event_reasons())
     if ((reasons & r.bit) && r.is_slowdown) names.push_back(std::string(r.name));
-  out.details = {{"reasons", names}, {"share", share}, {"thermal_or_hw_share", serious_share}, {"power_limit_lowered", lowered}};
+  out.details = {
+      {"reasons", names}, {"share", share}, {"thermal_or_hw_share", serious_share}, {"power_limit_lowered", lowered}};
   return out;
 }
 

@@ -35,7 +35,7 @@ namespace gpudoc::diagnose::detail {
 [[nodiscard]] std::optional<findings::Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0, double t1);
 [[nodiscard]] std::optional<findings::Finding> memory_growth(int g, const telemetry::GpuTrace& gt,
                                                              const gpu::DeviceInfo* dev, double t0, double t1);
-[[nodiscard]] std::optional<findings::Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev,
-                                                         double t0, double t1);
+[[nodiscard]] std::optional<findings::Finding> throttled(int g, const telemetry::GpuTrace& gt,
+                                                         const gpu::DeviceInfo* dev, double t0, double t1);
 
 }  // namespace gpudoc::diagnose::detail

@@ -46,7 +46,8 @@ double onset_of(const telemetry::GpuTrace& g) {
   double base = NAN;
   for (std::size_t i = 0; i < mem.t.size(); ++i) {
     if (!std::isfinite(mem.v[i])) continue;
-    if (std::isnan(base)) base = mem.v[i];
+    if (std::isnan(base))
+      base = mem.v[i];
     else if (mem.v[i] - base >= th::kStartupMemoryRiseBytes) {
       onset = std::min(onset, mem.t[i]);
       break;
@@ -161,7 +162,8 @@ Span analysed_span(const telemetry::Trace& trace, const Options& opt) {
   sp.t1 = last;
   // Tail: stop before the recorded command's exit (teardown frees memory, drops util).
   for (const auto& e : trace.events)
-    if (e.kind == "process_exit" && std::isfinite(e.t) && e.t - th::kTailS > sp.t0) sp.t1 = std::min(sp.t1, e.t - th::kTailS);
+    if (e.kind == "process_exit" && std::isfinite(e.t) && e.t - th::kTailS > sp.t0)
+      sp.t1 = std::min(sp.t1, e.t - th::kTailS);
 
   if (opt.skip_start_s >= 0) {
     sp.t0 = first + opt.skip_start_s;
@@ -171,12 +173,13 @@ Span analysed_span(const telemetry::Trace& trace, const Options& opt) {
   double onset = INFINITY;
   for (const auto& g : trace.gpus) onset = std::min(onset, onset_of(g));
   if (!std::isfinite(onset) || onset - first <= th::kAttachedStartS) {
-    sp.how = std::isfinite(onset) ? "work from the first sample: nothing skipped" : "no start of work seen: nothing skipped";
+    sp.how =
+        std::isfinite(onset) ? "work from the first sample: nothing skipped" : "no start of work seen: nothing skipped";
     return sp;
   }
   sp.t0 = std::min(onset + th::kWarmupS, sp.t1);
-  sp.how = fmt::format("skipped {:.1f} s of start-up (idle until t = {:.1f} s, then {:.1f} s of warm-up)", sp.t0 - first,
-                       onset, th::kWarmupS);
+  sp.how = fmt::format("skipped {:.1f} s of start-up (idle until t = {:.1f} s, then {:.1f} s of warm-up)",
+                       sp.t0 - first, onset, th::kWarmupS);
   return sp;
 }
 

@@ -37,7 +37,7 @@ struct Signals {
   StepGrid util, mutil, sm, tensor, dram, power, nvlink_tx;
   bool has_util = false, has_gpm = false, has_power = false, has_mutil = false;
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
-  double power_floor_w = 0;                        // idle floor: p05 of the whole trace's power
+  double power_floor_w = 0;                       // idle floor: p05 of the whole trace's power
   bool has_power_floor = false;
 };
 [[nodiscard]] Signals make_signals(const telemetry::GpuTrace& g, double t0, double t1);
@@ -51,9 +51,9 @@ struct Signals {
 struct Features {
   double t0 = 0, t1 = 0;
   Levels util, mutil, sm, tensor, dram, power;
-  bool use_util = true;             // the wave signal is util (else GPM SM activity)
+  bool use_util = true;  // the wave signal is util (else GPM SM activity)
   std::optional<AcfPeak> acf;
-  double period_s = 0;              // sawtooth period estimate (0: none)
+  double period_s = 0;  // sawtooth period estimate (0: none)
   double acf_period_s = 0;
   std::size_t mid_crossings = 0;
   double nvlink_tx_mean = 0;

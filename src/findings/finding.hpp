@@ -32,11 +32,11 @@ enum class Severity { kInfo = 0, kWarning = 1, kCritical = 2 };
 
 // One entry of the catalog: what a finding id means and what to do about it in general.
 struct CatalogEntry {
-  std::string_view id;           // stable, snake_case: never renamed (baselines and CI refer to it)
-  std::string_view area;         // "diagnose", "health", "guard"
-  std::string_view title;        // "Sawtooth: the GPU waits for its input"
-  std::string_view meaning;      // one paragraph: what the waveform/check shows and why it matters
-  std::vector<std::string_view> next_steps;   // real commands/settings, general form
+  std::string_view id;                       // stable, snake_case: never renamed (baselines and CI refer to it)
+  std::string_view area;                     // "diagnose", "health", "guard"
+  std::string_view title;                    // "Sawtooth: the GPU waits for its input"
+  std::string_view meaning;                  // one paragraph: what the waveform/check shows and why it matters
+  std::vector<std::string_view> next_steps;  // real commands/settings, general form
 };
 
 // The whole catalog, in a fixed order.
@@ -45,27 +45,27 @@ struct CatalogEntry {
 
 // One number behind a finding: name with unit, value, and how it was obtained.
 struct Evidence {
-  std::string name;              // "period_s", "duty_cycle_percent", "gpu_time_lost_s"
+  std::string name;  // "period_s", "duty_cycle_percent", "gpu_time_lost_s"
   double value = 0;
-  std::string unit;              // "s", "percent", "W", ...
-  std::string how;               // "autocorrelation peak of gpu_utilization_percent, GPU 0"
+  std::string unit;  // "s", "percent", "W", ...
+  std::string how;   // "autocorrelation peak of gpu_utilization_percent, GPU 0"
 };
 
 struct TimeWindow {
-  double start_s = 0;            // seconds since the trace's start
+  double start_s = 0;  // seconds since the trace's start
   double end_s = 0;
 };
 
 struct Finding {
-  std::string id;                // a catalog id
+  std::string id;  // a catalog id
   Severity severity = Severity::kInfo;
-  std::vector<int> gpus;         // positions in the trace's GPU list
+  std::vector<int> gpus;  // positions in the trace's GPU list
   TimeWindow window;
-  double confidence = 1.0;       // 0..1; lowered when signals were missing or the pattern was faint
-  std::string message;           // one sentence with the numbers: what was seen
+  double confidence = 1.0;  // 0..1; lowered when signals were missing or the pattern was faint
+  std::string message;      // one sentence with the numbers: what was seen
   std::vector<Evidence> evidence;
-  std::vector<std::string> next_steps;   // specific to this case (may extend the catalog's)
-  std::vector<std::string> caveats;      // "no GPM in this trace: SM activity not seen"
+  std::vector<std::string> next_steps;                // specific to this case (may extend the catalog's)
+  std::vector<std::string> caveats;                   // "no GPM in this trace: SM activity not seen"
   nlohmann::json details = nlohmann::json::object();  // finding-specific structured data
 };
 

@@ -30,16 +30,16 @@
 namespace gpudoc::gpu {
 
 struct SystemInfo {
-  std::string backend;                     // "nvml", "replay", "fake"
-  std::string driver_version;              // "580.159.03"; empty when unknown
-  std::string cuda_driver_version;         // CUDA version the driver supports: "13.0"; empty when unknown
-  std::string nvml_version;                // empty when unknown
+  std::string backend;              // "nvml", "replay", "fake"
+  std::string driver_version;       // "580.159.03"; empty when unknown
+  std::string cuda_driver_version;  // CUDA version the driver supports: "13.0"; empty when unknown
+  std::string nvml_version;         // empty when unknown
 };
 
 struct MigInstance {
   std::uint32_t gpu_instance_id = 0;
   std::uint32_t compute_instance_id = 0;
-  std::string uuid;                        // "MIG-..."
+  std::string uuid;  // "MIG-..."
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<std::uint32_t> multiprocessor_count;
 };
@@ -47,9 +47,9 @@ struct MigInstance {
 // Facts that do not change while gpudoc runs. Unknown fields are absent.
 struct DeviceInfo {
   int index = 0;
-  std::string name;                        // "NVIDIA H200"
-  std::string uuid;                        // "GPU-…"
-  std::string pci_bus_id;                  // "00000000:18:00.0"
+  std::string name;        // "NVIDIA H200"
+  std::string uuid;        // "GPU-…"
+  std::string pci_bus_id;  // "00000000:18:00.0"
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<double> sm_clock_max_mhz;
   std::optional<double> memory_clock_max_mhz;
@@ -58,7 +58,7 @@ struct DeviceInfo {
   std::optional<double> power_limit_default_watts;
   std::optional<double> temperature_slowdown_celsius;
   std::optional<double> temperature_shutdown_celsius;
-  std::optional<double> temperature_gpu_max_celsius;     // max operating temperature
+  std::optional<double> temperature_gpu_max_celsius;  // max operating temperature
   std::optional<double> temperature_memory_max_celsius;
   std::optional<int> compute_capability_major;
   std::optional<int> compute_capability_minor;
@@ -67,7 +67,7 @@ struct DeviceInfo {
 };
 
 enum class ComputeMode { kDefault, kExclusiveThread, kProhibited, kExclusiveProcess };
-[[nodiscard]] const char* to_string(ComputeMode m) noexcept;   // "default", "exclusive_process", ...
+[[nodiscard]] const char* to_string(ComputeMode m) noexcept;  // "default", "exclusive_process", ...
 
 // One NVLink of a device. Counters are since the driver loaded (NVML's DL error counters).
 struct NvlinkFacts {
@@ -76,11 +76,11 @@ struct NvlinkFacts {
   // The NVLink version as NVIDIA names it: "4.0" on Hopper, "5.0" on Blackwell. Absent when the
   // backend's answer is not a version gpudoc knows; version_code then keeps that raw answer.
   std::optional<std::string> version;
-  std::optional<std::uint32_t> version_code;           // NVML's nvmlNvlinkVersion_t (6 = NVLink 4.0)
-  std::optional<std::uint64_t> replay_errors;          // data-link transmit replays
-  std::optional<std::uint64_t> recovery_errors;        // data-link recoveries (link retrained)
-  std::optional<std::uint64_t> crc_flit_errors;        // receive flow-control-digit CRC errors
-  std::optional<std::uint64_t> crc_data_errors;        // receive data CRC errors
+  std::optional<std::uint32_t> version_code;     // NVML's nvmlNvlinkVersion_t (6 = NVLink 4.0)
+  std::optional<std::uint64_t> replay_errors;    // data-link transmit replays
+  std::optional<std::uint64_t> recovery_errors;  // data-link recoveries (link retrained)
+  std::optional<std::uint64_t> crc_flit_errors;  // receive flow-control-digit CRC errors
+  std::optional<std::uint64_t> crc_data_errors;  // receive data CRC errors
 };
 
 // The slow, configuration-like facts a health check reads once: modes, error counters, limits.
@@ -90,30 +90,30 @@ struct HealthFacts {
   std::optional<bool> persistence_mode;
   std::optional<ComputeMode> compute_mode;
   std::optional<bool> mig_current;
-  std::optional<bool> mig_pending;                     // differs from current until the GPU is reset
+  std::optional<bool> mig_pending;  // differs from current until the GPU is reset
   std::optional<bool> ecc_current;
-  std::optional<bool> ecc_pending;                     // differs from current until the next reboot
-  std::optional<std::uint64_t> ecc_volatile_corrected;      // since the driver loaded
+  std::optional<bool> ecc_pending;                      // differs from current until the next reboot
+  std::optional<std::uint64_t> ecc_volatile_corrected;  // since the driver loaded
   std::optional<std::uint64_t> ecc_volatile_uncorrected;
-  std::optional<std::uint64_t> ecc_aggregate_corrected;     // over the board's life
+  std::optional<std::uint64_t> ecc_aggregate_corrected;  // over the board's life
   std::optional<std::uint64_t> ecc_aggregate_uncorrected;
-  std::optional<std::uint32_t> remapped_rows_corrected;     // rows remapped after correctable errors
-  std::optional<std::uint32_t> remapped_rows_uncorrected;   // ... after uncorrectable errors
-  std::optional<bool> remap_pending;                   // a remap waits for the next GPU reset
-  std::optional<bool> remap_failed;                    // a remap failed: the memory cannot be repaired
-  std::optional<std::uint32_t> retired_pages_single_bit;    // pre-Ampere dynamic page retirement
+  std::optional<std::uint32_t> remapped_rows_corrected;    // rows remapped after correctable errors
+  std::optional<std::uint32_t> remapped_rows_uncorrected;  // ... after uncorrectable errors
+  std::optional<bool> remap_pending;                       // a remap waits for the next GPU reset
+  std::optional<bool> remap_failed;                        // a remap failed: the memory cannot be repaired
+  std::optional<std::uint32_t> retired_pages_single_bit;   // pre-Ampere dynamic page retirement
   std::optional<std::uint32_t> retired_pages_double_bit;
   std::optional<bool> retired_pages_pending;
-  std::optional<double> power_limit_watts;             // the management limit currently set
-  std::optional<double> power_limit_enforced_watts;    // the limit the board enforces (min of all)
+  std::optional<double> power_limit_watts;           // the management limit currently set
+  std::optional<double> power_limit_enforced_watts;  // the limit the board enforces (min of all)
   std::optional<double> power_limit_default_watts;
   std::optional<double> temperature_slowdown_celsius;
   std::optional<double> temperature_shutdown_celsius;
   std::optional<double> temperature_gpu_max_celsius;
   std::optional<double> temperature_memory_max_celsius;
-  std::optional<int> pcie_link_generation_max;         // the most this device *and system* allow
+  std::optional<int> pcie_link_generation_max;  // the most this device *and system* allow
   std::optional<int> pcie_link_width_max;
-  std::vector<NvlinkFacts> nvlinks;                    // only links the device has; empty: no NVLink
+  std::vector<NvlinkFacts> nvlinks;  // only links the device has; empty: no NVLink
 };
 
 // One reading of one metric. time_unix_ns is when the sensor took it: for buffered sensors (the
@@ -128,25 +128,25 @@ struct MetricSample {
 struct ProcessSample {
   std::uint32_t pid = 0;
   std::int64_t time_unix_ns = 0;
-  std::string name;                                      // executable name when readable
+  std::string name;  // executable name when readable
   std::optional<double> sm_utilization_percent;
   std::optional<double> memory_utilization_percent;
   std::optional<std::uint64_t> memory_used_bytes;
-  std::optional<std::uint32_t> gpu_instance_id;          // MIG
-  std::optional<std::uint32_t> compute_instance_id;      // MIG
+  std::optional<std::uint32_t> gpu_instance_id;      // MIG
+  std::optional<std::uint32_t> compute_instance_id;  // MIG
 };
 
 struct GroupReading {
   std::vector<MetricSample> metrics;
-  std::vector<ProcessSample> processes;                  // kProcesses only
+  std::vector<ProcessSample> processes;  // kProcesses only
 };
 
 // An asynchronous device event (XID error etc.).
 struct DeviceEvent {
   int gpu = 0;
   std::int64_t time_unix_ns = 0;
-  std::string kind;                                      // "xid"
-  std::uint64_t code = 0;                                // the XID number for kind "xid"
+  std::string kind;        // "xid"
+  std::uint64_t code = 0;  // the XID number for kind "xid"
 };
 
 class Backend {

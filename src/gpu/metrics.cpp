@@ -15,7 +15,7 @@ constexpr std::array<MetricInfo, kMetricCount> kMetricInfos = {{
 }};
 
 constexpr std::array<GroupInfo, kMetricGroupCount> kGroupInfos = {{
-#define GPUDOC_X(id, name, period, min_period, why)                                            \
+#define GPUDOC_X(id, name, period, min_period, why) \
   {MetricGroup::id, name, std::chrono::milliseconds(period), std::chrono::milliseconds(min_period), why},
     GPUDOC_METRIC_GROUPS(GPUDOC_X)
 #undef GPUDOC_X
@@ -117,11 +117,13 @@ core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_peri
   long ms = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
   if (ec != std::errc() || end != value.data() + value.size() || value.empty() || ms < 0)
-    return core::Error(core::ErrorKind::kUsage, fmt::format("{}: '{}' is not a whole number of milliseconds", text, value));
+    return core::Error(core::ErrorKind::kUsage,
+                       fmt::format("{}: '{}' is not a whole number of milliseconds", text, value));
   const GroupInfo& gi = info(*g);
   if (ms != 0 && ms < gi.min_period.count())
-    return core::Error(core::ErrorKind::kUsage, fmt::format("{}: {} ms is faster than the sensor allows (minimum {} ms: {})",
-                                                            text, ms, gi.min_period.count(), gi.why));
+    return core::Error(core::ErrorKind::kUsage,
+                       fmt::format("{}: {} ms is faster than the sensor allows (minimum {} ms: {})", text, ms,
+                                   gi.min_period.count(), gi.why));
   return std::pair{*g, std::chrono::milliseconds(ms)};
 }
 
@@ -129,7 +131,8 @@ std::string describe_groups() {
   std::string out;
   for (MetricGroup g : all_groups()) {
     const auto& gi = info(g);
-    out += fmt::format("  {:<12} {:>6} ms (min {} ms): {}\n", gi.name, gi.default_period.count(), gi.min_period.count(), gi.why);
+    out += fmt::format("  {:<12} {:>6} ms (min {} ms): {}\n", gi.name, gi.default_period.count(), gi.min_period.count(),
+                       gi.why);
   }
   return out;
 }

@@ -22,13 +22,13 @@ namespace gpudoc::gpu {
 
 // Groups: one backend read each, on one period.
 //   X(id, name, default period ms, minimum period ms, why this period)
-#define GPUDOC_METRIC_GROUPS(X)                                                                      \
-  X(kUtilization, "utilization", 10000, 200,                                                         \
-    "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~5 ms of CPU a read") \
-  X(kFast, "fast", 100, 100, "power, clocks, temperature, throttle reasons: the sensors update ~100 ms")\
-  X(kGpm, "gpm", 200, 100, "GPU Performance Monitoring: two samples must be >= 100 ms apart")         \
-  X(kSlow, "slow", 1000, 100, "memory used and temperature, PCIe link, power limit: change slowly")   \
-  X(kEnergy, "energy", 30000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")      \
+#define GPUDOC_METRIC_GROUPS(X)                                                                          \
+  X(kUtilization, "utilization", 10000, 200,                                                             \
+    "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~5 ms of CPU a read")     \
+  X(kFast, "fast", 100, 100, "power, clocks, temperature, throttle reasons: the sensors update ~100 ms") \
+  X(kGpm, "gpm", 200, 100, "GPU Performance Monitoring: two samples must be >= 100 ms apart")            \
+  X(kSlow, "slow", 1000, 100, "memory used and temperature, PCIe link, power limit: change slowly")      \
+  X(kEnergy, "energy", 30000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")         \
   X(kProcesses, "processes", 10000, 200, "per-process samples (buffered, 200 ms) and memory: ~4 ms of CPU a read")
 
 enum class MetricGroup : std::uint8_t {
@@ -53,36 +53,34 @@ struct GroupInfo {
 
 // Device-level metrics. Per-process figures are not metrics: see ProcessSample in backend.hpp.
 //   X(id, name, unit, group, description)
-#define GPUDOC_METRICS(X)                                                                            \
-  X(kGpuUtilizationPercent, "gpu_utilization_percent", "percent", kUtilization,                      \
-    "share of the sample period during which any kernel was running")                                \
-  X(kMemoryUtilizationPercent, "memory_utilization_percent", "percent", kUtilization,                \
-    "share of the sample period during which device memory was being read or written")              \
-  X(kPowerWatts, "power_watts", "W", kFast, "board power draw")                                      \
-  X(kSmClockMhz, "sm_clock_mhz", "MHz", kFast, "current SM clock")                                   \
-  X(kMemoryClockMhz, "memory_clock_mhz", "MHz", kFast, "current memory clock")                       \
-  X(kGpuTemperatureCelsius, "gpu_temperature_celsius", "Cel", kFast, "GPU core temperature")         \
-  X(kClockEventReasonsMask, "clock_event_reasons_mask", "bitmask", kFast,                            \
-    "active clock-event (throttle) reasons, NVML's nvmlClocksEventReason bits")                      \
-  X(kMemoryUsedBytes, "memory_used_bytes", "By", kSlow, "device memory in use")                      \
-  X(kGpmSmActivityPercent, "gpm_sm_activity_percent", "percent", kGpm,                               \
-    "share of SMs busy, averaged over time (GPM SM_UTIL)")                                           \
-  X(kGpmSmOccupancyPercent, "gpm_sm_occupancy_percent", "percent", kGpm,                             \
-    "resident warps over the maximum (GPM SM_OCCUPANCY)")                                            \
-  X(kGpmTensorActivityPercent, "gpm_tensor_activity_percent", "percent", kGpm,                       \
-    "tensor-core pipe activity (GPM ANY_TENSOR_UTIL)")                                               \
-  X(kGpmDramActivityPercent, "gpm_dram_activity_percent", "percent", kGpm,                           \
-    "DRAM bandwidth used over the peak (GPM DRAM_BW_UTIL)")                                          \
-  X(kGpmPcieRxBytesPerSecond, "gpm_pcie_rx_bytes_per_second", "By/s", kGpm, "PCIe bytes received")   \
-  X(kGpmPcieTxBytesPerSecond, "gpm_pcie_tx_bytes_per_second", "By/s", kGpm, "PCIe bytes sent")       \
-  X(kGpmNvlinkRxBytesPerSecond, "gpm_nvlink_rx_bytes_per_second", "By/s", kGpm,                      \
-    "NVLink bytes received, all links")                                                              \
-  X(kGpmNvlinkTxBytesPerSecond, "gpm_nvlink_tx_bytes_per_second", "By/s", kGpm,                      \
-    "NVLink bytes sent, all links")                                                                  \
-  X(kMemoryTemperatureCelsius, "memory_temperature_celsius", "Cel", kSlow, "HBM temperature")        \
-  X(kPcieLinkGeneration, "pcie_link_generation", "1", kSlow, "current PCIe link generation")         \
-  X(kPcieLinkWidth, "pcie_link_width", "1", kSlow, "current PCIe link width (lanes)")                \
-  X(kPowerLimitWatts, "power_limit_watts", "W", kSlow, "enforced power limit")                       \
+#define GPUDOC_METRICS(X)                                                                                           \
+  X(kGpuUtilizationPercent, "gpu_utilization_percent", "percent", kUtilization,                                     \
+    "share of the sample period during which any kernel was running")                                               \
+  X(kMemoryUtilizationPercent, "memory_utilization_percent", "percent", kUtilization,                               \
+    "share of the sample period during which device memory was being read or written")                              \
+  X(kPowerWatts, "power_watts", "W", kFast, "board power draw")                                                     \
+  X(kSmClockMhz, "sm_clock_mhz", "MHz", kFast, "current SM clock")                                                  \
+  X(kMemoryClockMhz, "memory_clock_mhz", "MHz", kFast, "current memory clock")                                      \
+  X(kGpuTemperatureCelsius, "gpu_temperature_celsius", "Cel", kFast, "GPU core temperature")                        \
+  X(kClockEventReasonsMask, "clock_event_reasons_mask", "bitmask", kFast,                                           \
+    "active clock-event (throttle) reasons, NVML's nvmlClocksEventReason bits")                                     \
+  X(kMemoryUsedBytes, "memory_used_bytes", "By", kSlow, "device memory in use")                                     \
+  X(kGpmSmActivityPercent, "gpm_sm_activity_percent", "percent", kGpm,                                              \
+    "share of SMs busy, averaged over time (GPM SM_UTIL)")                                                          \
+  X(kGpmSmOccupancyPercent, "gpm_sm_occupancy_percent", "percent", kGpm,                                            \
+    "resident warps over the maximum (GPM SM_OCCUPANCY)")                                                           \
+  X(kGpmTensorActivityPercent, "gpm_tensor_activity_percent", "percent", kGpm,                                      \
+    "tensor-core pipe activity (GPM ANY_TENSOR_UTIL)")                                                              \
+  X(kGpmDramActivityPercent, "gpm_dram_activity_percent", "percent", kGpm,                                          \
+    "DRAM bandwidth used over the peak (GPM DRAM_BW_UTIL)")                                                         \
+  X(kGpmPcieRxBytesPerSecond, "gpm_pcie_rx_bytes_per_second", "By/s", kGpm, "PCIe bytes received")                  \
+  X(kGpmPcieTxBytesPerSecond, "gpm_pcie_tx_bytes_per_second", "By/s", kGpm, "PCIe bytes sent")                      \
+  X(kGpmNvlinkRxBytesPerSecond, "gpm_nvlink_rx_bytes_per_second", "By/s", kGpm, "NVLink bytes received, all links") \
+  X(kGpmNvlinkTxBytesPerSecond, "gpm_nvlink_tx_bytes_per_second", "By/s", kGpm, "NVLink bytes sent, all links")     \
+  X(kMemoryTemperatureCelsius, "memory_temperature_celsius", "Cel", kSlow, "HBM temperature")                       \
+  X(kPcieLinkGeneration, "pcie_link_generation", "1", kSlow, "current PCIe link generation")                        \
+  X(kPcieLinkWidth, "pcie_link_width", "1", kSlow, "current PCIe link width (lanes)")                               \
+  X(kPowerLimitWatts, "power_limit_watts", "W", kSlow, "enforced power limit")                                      \
   X(kEnergyJoules, "energy_joules", "J", kEnergy, "energy counter since the driver loaded")
 
 enum class Metric : std::uint8_t {
@@ -126,8 +124,8 @@ using MetricSet = std::bitset<kMetricCount>;
 // NVML's clock-event reason bits (nvmlClocksEventReason*), named for output.
 struct ClockEventReason {
   std::uint64_t bit;
-  std::string_view name;         // "sw_power_cap"
-  bool is_slowdown;              // true when it means the clocks are held down (not GPU idle / app setting)
+  std::string_view name;  // "sw_power_cap"
+  bool is_slowdown;       // true when it means the clocks are held down (not GPU idle / app setting)
 };
 [[nodiscard]] const std::array<ClockEventReason, 9>& clock_event_reasons();
 // True when a bit in mask means the clocks are held down (power cap, thermal, HW slowdown).

@@ -52,7 +52,8 @@ CheckResult check_compute_mode(int g, const gpu::HealthFacts& f) {
   if (!f.compute_mode) return make("compute_mode", g, Status::kSkip, kId, "not reported by the driver");
   const std::string mode = gpu::to_string(*f.compute_mode);
   switch (*f.compute_mode) {
-    case gpu::ComputeMode::kDefault: return make("compute_mode", g, Status::kPass, kId, "default (several processes may share)");
+    case gpu::ComputeMode::kDefault:
+      return make("compute_mode", g, Status::kPass, kId, "default (several processes may share)");
     case gpu::ComputeMode::kExclusiveProcess:
       return make("compute_mode", g, Status::kInfo, kId,
                   "exclusive_process: one process at a time; a second job on this GPU fails to create a context",
@@ -91,22 +92,25 @@ CheckResult check_ecc(int g, const gpu::HealthFacts& f) {
   constexpr const char* kId = "health_ecc";
   if (!f.ecc_current && !f.ecc_volatile_uncorrected && !f.ecc_aggregate_uncorrected)
     return make("ecc", g, Status::kSkip, kId, "ECC not supported on this GPU");
-  const std::string counts = fmt::format(
-      "volatile corrected {} uncorrected {}, aggregate corrected {} uncorrected {}", fmt_opt_u(f.ecc_volatile_corrected),
-      fmt_opt_u(f.ecc_volatile_uncorrected), fmt_opt_u(f.ecc_aggregate_corrected), fmt_opt_u(f.ecc_aggregate_uncorrected));
+  const std::string counts = fmt::format("volatile corrected {} uncorrected {}, aggregate corrected {} uncorrected {}",
+                                         fmt_opt_u(f.ecc_volatile_corrected), fmt_opt_u(f.ecc_volatile_uncorrected),
+                                         fmt_opt_u(f.ecc_aggregate_corrected), fmt_opt_u(f.ecc_aggregate_uncorrected));
   const std::string mode = f.ecc_current ? (*f.ecc_current ? "ECC on" : "ECC off") : "ECC mode n/a";
   CheckResult r;
   if (f.ecc_volatile_uncorrected.value_or(0) > 0) {
-    r = make("ecc", g, Status::kFail, kId, fmt::format("{}; {}: uncorrectable memory errors since the driver loaded", mode, counts),
+    r = make("ecc", g, Status::kFail, kId,
+             fmt::format("{}; {}: uncorrectable memory errors since the driver loaded", mode, counts),
              findings::next_step(kId, 0));
   } else if (f.ecc_current && !*f.ecc_current) {
     r = make("ecc", g, Status::kWarn, kId, fmt::format("{}: memory errors go undetected; {}", mode, counts),
              findings::next_step(kId, 1));
   } else if (f.ecc_pending && f.ecc_current && *f.ecc_pending != *f.ecc_current) {
-    r = make("ecc", g, Status::kWarn, kId, fmt::format("{}, a change is pending until the next reboot; {}", mode, counts),
+    r = make("ecc", g, Status::kWarn, kId,
+             fmt::format("{}, a change is pending until the next reboot; {}", mode, counts),
              findings::next_step(kId, 2));
   } else if (f.ecc_aggregate_uncorrected.value_or(0) > 0) {
-    r = make("ecc", g, Status::kWarn, kId, fmt::format("{}; {}: uncorrectable errors in this board's history", mode, counts),
+    r = make("ecc", g, Status::kWarn, kId,
+             fmt::format("{}; {}: uncorrectable errors in this board's history", mode, counts),
              findings::next_step(kId, 3));
   } else {
     r = make("ecc", g, Status::kPass, kId, fmt::format("{}; {}", mode, counts));
@@ -125,9 +129,10 @@ CheckResult check_remap(int g, const gpu::HealthFacts& f) {
   constexpr const char* kId = "health_row_remapping";
   if (!f.remap_pending && !f.remap_failed && !f.remapped_rows_uncorrected)
     return make("row_remapping", g, Status::kSkip, kId, "not supported (GPUs before Ampere retire pages instead)");
-  const std::string ev = fmt::format("remapped rows: {} after correctable, {} after uncorrectable errors; pending {}, failed {}",
-                                     f.remapped_rows_corrected.value_or(0), f.remapped_rows_uncorrected.value_or(0),
-                                     f.remap_pending.value_or(false) ? "yes" : "no", f.remap_failed.value_or(false) ? "yes" : "no");
+  const std::string ev =
+      fmt::format("remapped rows: {} after correctable, {} after uncorrectable errors; pending {}, failed {}",
+                  f.remapped_rows_corrected.value_or(0), f.remapped_rows_uncorrected.value_or(0),
+                  f.remap_pending.value_or(false) ? "yes" : "no", f.remap_failed.value_or(false) ? "yes" : "no");
   CheckResult r;
   if (f.remap_failed.value_or(false)) {
     r = make("row_remapping", g, Status::kFail, kId, ev + ": the memory could not be repaired",
@@ -136,8 +141,7 @@ CheckResult check_remap(int g, const gpu::HealthFacts& f) {
     r = make("row_remapping", g, Status::kFail, kId, ev + ": a remap waits for a GPU reset",
              findings::next_step(kId, 1));
   } else if (f.remapped_rows_uncorrected.value_or(0) > 0) {
-    r = make("row_remapping", g, Status::kWarn, kId, ev,
-             findings::next_step(kId, 2));
+    r = make("row_remapping", g, Status::kWarn, kId, ev, findings::next_step(kId, 2));
   } else {
     r = make("row_remapping", g, Status::kPass, kId, ev);
   }
@@ -171,8 +175,9 @@ CheckResult check_retired(int g, const gpu::HealthFacts& f) {
 CheckResult check_temperature(int g, const gpu::HealthFacts& f, const LoadTelemetry& load) {
   constexpr const char* kId = "health_temperature";
   if (!f.temperature_slowdown_celsius && !f.temperature_shutdown_celsius && !f.temperature_gpu_max_celsius)
-    return make("temperature", g, Status::kSkip, kId,
-                "the driver reports no temperature thresholds for this GPU: not judged (gpudoc never uses fixed degrees)");
+    return make(
+        "temperature", g, Status::kSkip, kId,
+        "the driver reports no temperature thresholds for this GPU: not judged (gpudoc never uses fixed degrees)");
   std::optional<double> hot;
   std::optional<double> hot_mem;
   for (const LoadSample* s : settled(load)) {
@@ -230,9 +235,10 @@ CheckResult check_power(int g, const gpu::HealthFacts& f, const LoadTelemetry& l
 CheckResult check_clocks(int g, const gpu::DeviceInfo& info, const LoadTelemetry& load) {
   constexpr const char* kId = "health_clocks";
   if (!load.ran)
-    return make("clocks", g, Status::kSkip, kId,
-                fmt::format("no load ran ({}): idle clocks say nothing", load.why_not.empty() ? "skipped" : load.why_not),
-                load.why_not == "--no-load" ? "" : findings::next_step(kId, 2));
+    return make(
+        "clocks", g, Status::kSkip, kId,
+        fmt::format("no load ran ({}): idle clocks say nothing", load.why_not.empty() ? "skipped" : load.why_not),
+        load.why_not == "--no-load" ? "" : findings::next_step(kId, 2));
   if (!info.sm_clock_max_mhz) return make("clocks", g, Status::kSkip, kId, "the driver reports no maximum SM clock");
   std::vector<double> clocks;
   std::uint64_t reasons = 0;
@@ -248,8 +254,9 @@ CheckResult check_clocks(int g, const gpu::DeviceInfo& info, const LoadTelemetry
   std::uint64_t slow = 0;
   for (const auto& r : gpu::clock_event_reasons())
     if (r.is_slowdown && (reasons & r.bit) != 0) slow |= r.bit;
-  std::string ev = fmt::format("median SM clock {:.0f} MHz of max {:.0f} MHz ({:.1f} %) over {} samples under load; reasons: {}",
-                               med, max, 100.0 * ratio, clocks.size(), gpu::clock_event_reason_names(slow));
+  std::string ev =
+      fmt::format("median SM clock {:.0f} MHz of max {:.0f} MHz ({:.1f} %) over {} samples under load; reasons: {}",
+                  med, max, 100.0 * ratio, clocks.size(), gpu::clock_event_reason_names(slow));
   constexpr std::uint64_t kPowerCap = 0x4;
   CheckResult r;
   if (ratio >= 1.0 - kClockTolerance) {
@@ -270,9 +277,11 @@ CheckResult check_clocks(int g, const gpu::DeviceInfo& info, const LoadTelemetry
 
 CheckResult check_pcie(int g, const gpu::HealthFacts& f, const gpu::DeviceInfo& info, const LoadTelemetry& load) {
   constexpr const char* kId = "health_pcie_link";
-  const std::optional<int> max_gen = f.pcie_link_generation_max ? f.pcie_link_generation_max : info.pcie_link_generation_max;
+  const std::optional<int> max_gen =
+      f.pcie_link_generation_max ? f.pcie_link_generation_max : info.pcie_link_generation_max;
   const std::optional<int> max_width = f.pcie_link_width_max ? f.pcie_link_width_max : info.pcie_link_width_max;
-  if (!max_gen && !max_width) return make("pcie_link", g, Status::kSkip, kId, "the driver reports no maximum PCIe link");
+  if (!max_gen && !max_width)
+    return make("pcie_link", g, Status::kSkip, kId, "the driver reports no maximum PCIe link");
   std::optional<int> gen;
   std::optional<int> width;
   for (const LoadSample* s : settled(load)) {
@@ -308,7 +317,7 @@ CheckResult check_nvlink(int g, const gpu::HealthFacts& f) {
   std::uint64_t crc = 0;
   std::uint64_t replay = 0;
   std::uint64_t recovery = 0;
-  std::set<std::string> versions;   // "4.0", or the backend's raw code when it names no version
+  std::set<std::string> versions;  // "4.0", or the backend's raw code when it names no version
   std::optional<double> version_number;
   std::vector<int> down;
   for (const gpu::NvlinkFacts& l : f.nvlinks) {
@@ -329,16 +338,15 @@ CheckResult check_nvlink(int g, const gpu::HealthFacts& f) {
     replay += l.replay_errors.value_or(0);
     recovery += l.recovery_errors.value_or(0);
   }
-  std::string ev = fmt::format("{} of {} links active (NVLink {}); errors since driver load: CRC {}, replay {}, recovery {}",
-                               active, f.nvlinks.size(), versions.empty() ? "?" : fmt::format("{}", fmt::join(versions, "/")),
-                               crc, replay, recovery);
+  std::string ev = fmt::format(
+      "{} of {} links active (NVLink {}); errors since driver load: CRC {}, replay {}, recovery {}", active,
+      f.nvlinks.size(), versions.empty() ? "?" : fmt::format("{}", fmt::join(versions, "/")), crc, replay, recovery);
   CheckResult r;
   if (!down.empty()) {
     r = make("nvlink", g, Status::kWarn, kId, ev + fmt::format("; down: {}", fmt::join(down, ",")),
              findings::next_step(kId, 0));
   } else if (crc + replay + recovery > 0) {
-    r = make("nvlink", g, Status::kWarn, kId, ev,
-             findings::next_step(kId, 1));
+    r = make("nvlink", g, Status::kWarn, kId, ev, findings::next_step(kId, 1));
   } else {
     r = make("nvlink", g, Status::kPass, kId, ev);
   }
@@ -372,11 +380,15 @@ Status worst(const std::vector<CheckResult>& results) {
 }
 
 nlohmann::json to_json(const CheckResult& r) {
-  nlohmann::json j = {{"check", r.check}, {"status", to_string(r.status)}, {"finding_id", r.finding_id},
-                      {"evidence", r.evidence}, {"next_step", r.next_step}};
+  nlohmann::json j = {{"check", r.check},
+                      {"status", to_string(r.status)},
+                      {"finding_id", r.finding_id},
+                      {"evidence", r.evidence},
+                      {"next_step", r.next_step}};
   j["gpu"] = r.gpu ? nlohmann::json(*r.gpu) : nlohmann::json(nullptr);
   nlohmann::json values = nlohmann::json::array();
-  for (const auto& e : r.values) values.push_back({{"name", e.name}, {"value", e.value}, {"unit", e.unit}, {"how", e.how}});
+  for (const auto& e : r.values)
+    values.push_back({{"name", e.name}, {"value", e.value}, {"unit", e.unit}, {"how", e.how}});
   j["values"] = std::move(values);
   return j;
 }
@@ -463,8 +475,10 @@ std::vector<CheckResult> check_versions(const VersionFacts& v) {
   std::vector<std::string> too_new_major;
   std::vector<std::string> too_new_minor;
   for (const auto& [what, mm] : runtimes) {
-    if (mm.major > driver->major) too_new_major.push_back(what);
-    else if (mm.major == driver->major && mm.minor > driver->minor) too_new_minor.push_back(what);
+    if (mm.major > driver->major)
+      too_new_major.push_back(what);
+    else if (mm.major == driver->major && mm.minor > driver->minor)
+      too_new_minor.push_back(what);
   }
   CheckResult r;
   if (!too_new_major.empty()) {
@@ -515,7 +529,8 @@ std::vector<int> parse_cpulist(std::string_view s) {
     int b = 0;
     const auto dash = part.find('-');
     if (dash == std::string_view::npos) {
-      if (std::from_chars(part.data(), part.data() + part.size(), a).ec == std::errc() && !part.empty()) out.push_back(a);
+      if (std::from_chars(part.data(), part.data() + part.size(), a).ec == std::errc() && !part.empty())
+        out.push_back(a);
     } else if (std::from_chars(part.data(), part.data() + dash, a).ec == std::errc() &&
                std::from_chars(part.data() + dash + 1, part.data() + part.size(), b).ec == std::errc() && a <= b &&
                b - a < 65536) {
@@ -554,15 +569,18 @@ std::vector<CheckResult> check_host(const HostFacts& h) {
   // NUMA.
   for (const GpuNuma& g : h.gpus) {
     if (!g.numa_node) {
-      out.push_back(make("numa", g.gpu, Status::kSkip, "health_numa", fmt::format("NUMA node of {} unreadable", g.pci_bus_id)));
+      out.push_back(
+          make("numa", g.gpu, Status::kSkip, "health_numa", fmt::format("NUMA node of {} unreadable", g.pci_bus_id)));
       continue;
     }
     if (*g.numa_node < 0) {
-      out.push_back(make("numa", g.gpu, Status::kPass, "health_numa", "the platform reports one memory domain (no NUMA node)"));
+      out.push_back(
+          make("numa", g.gpu, Status::kPass, "health_numa", "the platform reports one memory domain (no NUMA node)"));
       continue;
     }
     if (h.allowed_cpus.empty() || g.node_cpus.empty()) {
-      out.push_back(make("numa", g.gpu, Status::kSkip, "health_numa", fmt::format("NUMA node {}; CPU lists unreadable", *g.numa_node)));
+      out.push_back(make("numa", g.gpu, Status::kSkip, "health_numa",
+                         fmt::format("NUMA node {}; CPU lists unreadable", *g.numa_node)));
       continue;
     }
     const std::set<int> node(g.node_cpus.begin(), g.node_cpus.end());
@@ -596,7 +614,8 @@ std::vector<CheckResult> check_host(const HostFacts& h) {
                          findings::next_step("health_sysctl", 0, {{"name", std::string(a.name)}}));
     double value = 0;
     const std::string& sv = it->second;
-    if (std::from_chars(sv.data(), sv.data() + sv.size(), value).ec == std::errc()) add(r, std::string(a.name), value, "");
+    if (std::from_chars(sv.data(), sv.data() + sv.size(), value).ec == std::errc())
+      add(r, std::string(a.name), value, "");
     out.push_back(std::move(r));
   }
   return out;

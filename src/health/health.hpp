@@ -32,16 +32,16 @@ namespace gpudoc::health {
 // Ordered by how bad: the worst status of a list is its max. kSkip: could not be checked
 // (unsupported, unreadable) — never counted as a pass. kInfo: advice only.
 enum class Status { kSkip = 0, kPass = 1, kInfo = 2, kWarn = 3, kFail = 4 };
-[[nodiscard]] const char* to_string(Status s) noexcept;   // "skip", "pass", "info", "warn", "fail"
+[[nodiscard]] const char* to_string(Status s) noexcept;  // "skip", "pass", "info", "warn", "fail"
 
 struct CheckResult {
-  std::string check;                 // "ecc", "pcie_link", ... (short, for the table)
-  std::optional<int> gpu;            // absent for host-wide checks
+  std::string check;       // "ecc", "pcie_link", ... (short, for the table)
+  std::optional<int> gpu;  // absent for host-wide checks
   Status status = Status::kPass;
-  std::string finding_id;            // a catalog id of area "health"
-  std::string evidence;              // one line with the numbers
-  std::string next_step;             // what to do; empty on pass
-  std::vector<findings::Evidence> values;   // the numbers behind it (stored, plotted by report)
+  std::string finding_id;                  // a catalog id of area "health"
+  std::string evidence;                    // one line with the numbers
+  std::string next_step;                   // what to do; empty on pass
+  std::vector<findings::Evidence> values;  // the numbers behind it (stored, plotted by report)
 };
 
 [[nodiscard]] bool any_failed(const std::vector<CheckResult>& results);
@@ -50,7 +50,7 @@ struct CheckResult {
 
 // ---- What the GPU did while gpudoc's own short load ran (or idle, when it did not) --------------
 struct LoadSample {
-  double t_s = 0;                            // seconds since the load started
+  double t_s = 0;  // seconds since the load started
   std::optional<double> sm_clock_mhz;
   std::optional<std::uint64_t> clock_event_reasons;
   std::optional<double> temperature_celsius;
@@ -61,19 +61,19 @@ struct LoadSample {
 };
 
 struct LoadTelemetry {
-  bool ran = false;                          // the load ran on this GPU
-  std::string why_not;                       // "--no-load", "built without CUDA", the CUDA error
-  double warmup_s = 1.0;                     // samples before this are ignored (clocks ramp up)
-  std::vector<LoadSample> samples;           // during the load, or idle readings without one
+  bool ran = false;                 // the load ran on this GPU
+  std::string why_not;              // "--no-load", "built without CUDA", the CUDA error
+  double warmup_s = 1.0;            // samples before this are ignored (clocks ramp up)
+  std::vector<LoadSample> samples;  // during the load, or idle readings without one
 };
 
 // Everything check_gpu needs about one GPU.
 struct GpuInput {
   int gpu = 0;
   gpu::DeviceInfo info;
-  std::optional<gpu::HealthFacts> facts;     // absent: the backend could not read them
-  std::string facts_error;                   // why they are absent
-  std::optional<core::Error> lost;           // kGpuLost seen anywhere during the check
+  std::optional<gpu::HealthFacts> facts;  // absent: the backend could not read them
+  std::string facts_error;                // why they are absent
+  std::optional<core::Error> lost;        // kGpuLost seen anywhere during the check
   LoadTelemetry load;
 };
 
@@ -100,10 +100,10 @@ enum class XidClass { kApplication, kResetGpu, kReboot, kInformational, kUnknown
 inline constexpr std::uint64_t kXidRecoveryActionChanged = 154;
 
 struct XidEvent {
-  std::optional<int> gpu;                    // absent when its PCI address matches no GPU
+  std::optional<int> gpu;  // absent when its PCI address matches no GPU
   std::uint64_t xid = 0;
-  std::string source;                        // "nvml" (while gpudoc ran) or "kernel_log"
-  std::string text;                          // the kernel log line, when from there
+  std::string source;  // "nvml" (while gpudoc ran) or "kernel_log"
+  std::string text;    // the kernel log line, when from there
 };
 // classify_xid, except that an XID 154 with its log line is classed by the action the line names
 // ("... to 0x2 (Node Reboot Required)" -> kReboot, "GPU Reset Required"/"Drain and Reset" ->
@@ -117,27 +117,27 @@ struct XidEvent {
 
 struct XidInput {
   std::vector<XidEvent> events;
-  bool nvml_events_watched = false;          // the NVML event API was armed while gpudoc ran
+  bool nvml_events_watched = false;  // the NVML event API was armed while gpudoc ran
   bool kernel_log_read = false;
-  std::string kernel_log_why_not;            // "dmesg: Operation not permitted"
+  std::string kernel_log_why_not;  // "dmesg: Operation not permitted"
 };
 // One result per GPU with XIDs (the worst class decides), or one pass for the node.
 [[nodiscard]] std::vector<CheckResult> check_xids(const XidInput& in, int gpu_count);
 
 // ---- Versions -------------------------------------------------------------------------------------
 struct LibraryVersion {
-  std::string name;                          // "cudart", "cublas", "cudnn", "nccl"
-  std::string path;                          // the file found
-  std::string version;                       // "12.4.127"; empty when only the soname major is known
+  std::string name;     // "cudart", "cublas", "cudnn", "nccl"
+  std::string path;     // the file found
+  std::string version;  // "12.4.127"; empty when only the soname major is known
 };
 struct VersionFacts {
-  std::string driver_version;                // "580.159.03"
-  std::string cuda_driver_version;           // CUDA the driver supports: "13.0"
+  std::string driver_version;       // "580.159.03"
+  std::string cuda_driver_version;  // CUDA the driver supports: "13.0"
   std::vector<LibraryVersion> libraries;
   std::optional<std::string> torch_version;
-  std::optional<std::string> torch_cuda_version;  // torch.version.cuda: "12.8"
-  std::optional<std::string> torch_cudnn_version; // "91002"
-  std::string torch_why_not;                 // "python3 not found", "no torch", "timed out"
+  std::optional<std::string> torch_cuda_version;   // torch.version.cuda: "12.8"
+  std::optional<std::string> torch_cudnn_version;  // "91002"
+  std::string torch_why_not;                       // "python3 not found", "no torch", "timed out"
 };
 // Fails when a CUDA runtime (a library's or torch's) has a newer major version than the driver
 // supports; warns on a newer minor of the same major (minor version compatibility: runs, but PTX
@@ -148,14 +148,14 @@ struct VersionFacts {
 struct GpuNuma {
   int gpu = 0;
   std::string pci_bus_id;
-  std::optional<int> numa_node;              // absent: unreadable; -1: the platform reports none
-  std::vector<int> node_cpus;                // the node's cpulist
+  std::optional<int> numa_node;  // absent: unreadable; -1: the platform reports none
+  std::vector<int> node_cpus;    // the node's cpulist
 };
 struct HostFacts {
-  std::map<std::string, int> governors;      // governor -> CPU count; empty: no cpufreq
-  std::vector<int> allowed_cpus;             // sched_getaffinity; empty: unknown
+  std::map<std::string, int> governors;  // governor -> CPU count; empty: no cpufreq
+  std::vector<int> allowed_cpus;         // sched_getaffinity; empty: unknown
   std::vector<GpuNuma> gpus;
-  std::map<std::string, std::string> sysctls;   // "vm.swappiness" -> "60"; only the readable ones
+  std::map<std::string, std::string> sysctls;  // "vm.swappiness" -> "60"; only the readable ones
 };
 // cpu_governor (warn when not every CPU runs "performance"), numa (warn when a GPU's node has
 // none of the CPUs this process may run on), sysctl (info: the value and what it affects).

@@ -47,11 +47,12 @@ std::optional<std::string> SystemHostReader::real_path(const std::string& path) 
   return std::string(buf.data());
 }
 
-std::optional<CommandOutput> SystemHostReader::run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+std::optional<CommandOutput> SystemHostReader::run(const std::vector<std::string>& argv,
+                                                   std::chrono::milliseconds timeout) {
   if (argv.empty()) return std::nullopt;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  int err[2];   // closes on exec: a byte means exec failed
+  int err[2];  // closes on exec: a byte means exec failed
   if (::pipe2(err, O_CLOEXEC) != 0) {
     ::close(fds[0]);
     ::close(fds[1]);
@@ -81,7 +82,8 @@ std::optional<CommandOutput> SystemHostReader::run(const std::vector<std::string
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::array<char, 4096> buf{};
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       out.timed_out = true;
       ::kill(pid, SIGKILL);
@@ -138,8 +140,8 @@ std::string basename_of(const std::string& path) {
 }
 
 struct LibSpec {
-  const char* name;       // "cudart"
-  const char* prefix;     // "libcudart.so."
+  const char* name;    // "cudart"
+  const char* prefix;  // "libcudart.so."
 };
 constexpr std::array<LibSpec, 4> kLibs = {{
     {"cudart", "libcudart.so."},
@@ -153,7 +155,7 @@ constexpr std::array<LibSpec, 4> kLibs = {{
 std::string sysfs_bus_id(const std::string& nvml_bus_id) {
   std::string b = nvml_bus_id;
   std::transform(b.begin(), b.end(), b.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (b.size() > 4 && b.find(':') == 8) b = b.substr(4);   // NVML's 8-digit domain -> sysfs's 4
+  if (b.size() > 4 && b.find(':') == 8) b = b.substr(4);  // NVML's 8-digit domain -> sysfs's 4
   return b;
 }
 
@@ -180,7 +182,8 @@ HostFacts collect_host(HostReader& host, const std::vector<std::pair<int, std::s
   }
   for (const SysctlAdvice& a : sysctl_advice()) {
     auto v = host.read_file(std::string(a.path));
-    if (!v && a.name == "kernel.sched_migration_cost_ns") v = host.read_file("/sys/kernel/debug/sched/migration_cost_ns");
+    if (!v && a.name == "kernel.sched_migration_cost_ns")
+      v = host.read_file("/sys/kernel/debug/sched/migration_cost_ns");
     if (v) h.sysctls[std::string(a.name)] = trim(*v);
   }
   return h;
@@ -211,7 +214,8 @@ void collect_torch(HostReader& host, VersionFacts& out) {
   }
   out.torch_version = j.value("torch", "");
   if (j.contains("cuda") && j["cuda"].is_string()) out.torch_cuda_version = j["cuda"].get<std::string>();
-  if (j.contains("cudnn") && j["cudnn"].is_number_integer()) out.torch_cudnn_version = std::to_string(j["cudnn"].get<long>());
+  if (j.contains("cudnn") && j["cudnn"].is_number_integer())
+    out.torch_cudnn_version = std::to_string(j["cudnn"].get<long>());
 }
 
 VersionFacts collect_versions(HostReader& host, const gpu::SystemInfo& system, bool with_torch) {
@@ -225,7 +229,8 @@ VersionFacts collect_versions(HostReader& host, const gpu::SystemInfo& system, b
     if (r) {
       std::istringstream in(r->out);
       for (std::string line; std::getline(in, line);)
-        if (auto arrow = line.find("=> "); arrow != std::string::npos) candidates.push_back(trim(line.substr(arrow + 3)));
+        if (auto arrow = line.find("=> "); arrow != std::string::npos)
+          candidates.push_back(trim(line.substr(arrow + 3)));
     }
   } else {
     std::istringstream in(r->out);
@@ -244,7 +249,7 @@ VersionFacts collect_versions(HostReader& host, const gpu::SystemInfo& system, b
     for (const auto& spec : kLibs)
       for (const auto& f : host.glob(fmt::format("{}/{}*", d, spec.prefix))) candidates.push_back(f);
 
-  std::set<std::string> seen;   // resolved files
+  std::set<std::string> seen;  // resolved files
   for (const auto& spec : kLibs) {
     for (const auto& c : candidates) {
       const std::string base = basename_of(c);

@@ -19,8 +19,8 @@
 namespace gpudoc::health {
 
 struct CommandOutput {
-  int exit_code = -1;                  // -1: killed (timeout) or could not start
-  std::string out;                     // stdout (stderr is discarded)
+  int exit_code = -1;  // -1: killed (timeout) or could not start
+  std::string out;     // stdout (stderr is discarded)
   bool timed_out = false;
 };
 

@@ -23,7 +23,7 @@ namespace {
 struct XidEntry {
   std::uint64_t xid;
   XidClass cls;
-  std::string_view catalog_action;   // the catalog's immediate action, verbatim
+  std::string_view catalog_action;  // the catalog's immediate action, verbatim
   std::string_view description;
 };
 
@@ -138,7 +138,7 @@ XidClass classify_xid_event(const XidEvent& e) {
   if (action.find("reboot") != std::string_view::npos) return XidClass::kReboot;
   if (action.find("reset") != std::string_view::npos) return XidClass::kResetGpu;
   if (action.find("none") != std::string_view::npos) return XidClass::kInformational;
-  return XidClass::kUnknown;   // Drain P2P, or an action newer than this table
+  return XidClass::kUnknown;  // Drain P2P, or an action newer than this table
 }
 
 std::vector<XidEvent> parse_kernel_log_xids(std::string_view log, const std::vector<std::string>& bus_ids) {
@@ -168,7 +168,7 @@ std::vector<XidEvent> parse_kernel_log_xids(std::string_view log, const std::vec
     const std::string want = lower(std::string(addr));
     for (std::size_t i = 0; i < bus_ids.size(); ++i) {
       std::string b = lower(bus_ids[i]);
-      if (b.size() > 4 && b.find(':') == 8) b = b.substr(4);   // 8-digit domain -> 4
+      if (b.size() > 4 && b.find(':') == 8) b = b.substr(4);  // 8-digit domain -> 4
       if (const auto dot = b.rfind('.'); dot != std::string::npos) b = b.substr(0, dot);
       if (b == want) ev.gpu = static_cast<int>(i);
     }
@@ -178,7 +178,7 @@ std::vector<XidEvent> parse_kernel_log_xids(std::string_view log, const std::vec
 }
 
 std::vector<CheckResult> check_xids(const XidInput& in, int gpu_count) {
-  std::map<int, std::vector<const XidEvent*>> by_gpu;   // -1: no GPU matched
+  std::map<int, std::vector<const XidEvent*>> by_gpu;  // -1: no GPU matched
   for (const XidEvent& e : in.events) by_gpu[e.gpu.value_or(-1)].push_back(&e);
   std::vector<std::string> sources;
   if (in.nvml_events_watched) sources.push_back("NVML events while gpudoc ran");

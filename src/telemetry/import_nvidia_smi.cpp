@@ -26,19 +26,19 @@ namespace {
 using gpu::Metric;
 
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
-constexpr double kMaxMiB = 1.0e12;             // far above any device; keeps bytes in uint64
-constexpr double kMinT = -1.0;                 // as the trace reader
-constexpr std::int64_t kMaxUnixSeconds = 4'000'000'000;   // year 2096, as the trace reader
+constexpr double kMaxMiB = 1.0e12;                       // far above any device; keeps bytes in uint64
+constexpr double kMinT = -1.0;                           // as the trace reader
+constexpr std::int64_t kMaxUnixSeconds = 4'000'000'000;  // year 2096, as the trace reader
 
 enum class ColumnKind { kIgnored, kTimestamp, kIndex, kUuid, kName, kPciBusId, kMetric, kMemoryTotal, kSmClockMax };
 
 struct Column {
-  std::string text;                 // as in the header, trimmed: "power.draw [W]"
+  std::string text;  // as in the header, trimmed: "power.draw [W]"
   ColumnKind kind = ColumnKind::kIgnored;
-  Metric metric = Metric::kPowerWatts;   // kMetric only
-  std::string unit;                 // the value suffix nvidia-smi prints: "W", "%", "MiB", "MHz"
-  bool hex = false;                 // clocks_event_reasons.active
-  double scale = 1.0;               // MiB -> bytes
+  Metric metric = Metric::kPowerWatts;  // kMetric only
+  std::string unit;                     // the value suffix nvidia-smi prints: "W", "%", "MiB", "MHz"
+  bool hex = false;                     // clocks_event_reasons.active
+  double scale = 1.0;                   // MiB -> bytes
 };
 
 std::string_view trim(std::string_view s) {
@@ -115,22 +115,32 @@ Column classify(std::string_view cell) {
     c.metric = m;
     c.unit = std::string(unit);
   };
-  if (key == "timestamp") c.kind = ColumnKind::kTimestamp;
-  else if (key == "index") c.kind = ColumnKind::kIndex;
-  else if (key == "uuid") c.kind = ColumnKind::kUuid;
-  else if (key == "name" || key == "gpu_name") c.kind = ColumnKind::kName;
-  else if (key == "pci.bus_id" || key == "gpu_bus_id") c.kind = ColumnKind::kPciBusId;
-  else if (key == "utilization.gpu") metric(Metric::kGpuUtilizationPercent, "%");
-  else if (key == "utilization.memory") metric(Metric::kMemoryUtilizationPercent, "%");
+  if (key == "timestamp")
+    c.kind = ColumnKind::kTimestamp;
+  else if (key == "index")
+    c.kind = ColumnKind::kIndex;
+  else if (key == "uuid")
+    c.kind = ColumnKind::kUuid;
+  else if (key == "name" || key == "gpu_name")
+    c.kind = ColumnKind::kName;
+  else if (key == "pci.bus_id" || key == "gpu_bus_id")
+    c.kind = ColumnKind::kPciBusId;
+  else if (key == "utilization.gpu")
+    metric(Metric::kGpuUtilizationPercent, "%");
+  else if (key == "utilization.memory")
+    metric(Metric::kMemoryUtilizationPercent, "%");
   else if (key == "memory.used") {
     metric(Metric::kMemoryUsedBytes, "MiB");
     c.scale = kBytesPerMiB;
   } else if (key == "memory.total") {
     c.kind = ColumnKind::kMemoryTotal;
     c.unit = "MiB";
-  } else if (key == "power.draw" || key == "power.draw.instant") metric(Metric::kPowerWatts, "W");
-  else if (key == "temperature.gpu") metric(Metric::kGpuTemperatureCelsius, "C");
-  else if (key == "clocks.sm" || key == "clocks.current.sm") metric(Metric::kSmClockMhz, "MHz");
+  } else if (key == "power.draw" || key == "power.draw.instant")
+    metric(Metric::kPowerWatts, "W");
+  else if (key == "temperature.gpu")
+    metric(Metric::kGpuTemperatureCelsius, "C");
+  else if (key == "clocks.sm" || key == "clocks.current.sm")
+    metric(Metric::kSmClockMhz, "MHz");
   else if (key == "clocks.max.sm" || key == "clocks.max.sm_clock") {
     c.kind = ColumnKind::kSmClockMax;
     c.unit = "MHz";
@@ -189,7 +199,8 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
 std::optional<std::int64_t> parse_timestamp_ns(std::string_view v) {
   if (v.size() < 19 || v[4] != '/' || v[7] != '/' || v[10] != ' ' || v[13] != ':' || v[16] != ':') return std::nullopt;
   auto year = parse_digits(v.substr(0, 4)), month = parse_digits(v.substr(5, 2)), day = parse_digits(v.substr(8, 2));
-  auto hour = parse_digits(v.substr(11, 2)), minute = parse_digits(v.substr(14, 2)), second = parse_digits(v.substr(17, 2));
+  auto hour = parse_digits(v.substr(11, 2)), minute = parse_digits(v.substr(14, 2)),
+       second = parse_digits(v.substr(17, 2));
   if (!year || !month || !day || !hour || !minute || !second) return std::nullopt;
   if (*year < 1970 || *month < 1 || *month > 12 || *day < 1 || *hour > 23 || *minute > 59 || *second > 59)
     return std::nullopt;
@@ -214,9 +225,9 @@ std::optional<std::int64_t> parse_timestamp_ns(std::string_view v) {
 struct GpuRows {
   gpu::DeviceInfo info;
   GpuTrace trace;
-  std::vector<double> row_t;          // every accepted row's t, for the period estimate
+  std::vector<double> row_t;  // every accepted row's t, for the period estimate
   std::optional<double> last_t;
-  std::optional<long long> index;     // the index column's value
+  std::optional<long long> index;  // the index column's value
 };
 
 // Rows skipped for one reason: how many, and the first few lines, for the warning.
@@ -257,7 +268,7 @@ class Importer {
         header_line = std::string(line);
         continue;
       }
-      if (line == header_line) continue;   // logs appended from several runs repeat the header
+      if (line == header_line) continue;  // logs appended from several runs repeat the header
       auto cells = split_cells(line);
       if (cells.size() != columns_.size()) {
         if (!lines.terminated()) {
@@ -271,7 +282,8 @@ class Importer {
       }
       if (auto s = read_row(cells); !s) return s.error();
     }
-    if (!have_header) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty file (not an nvidia-smi CSV)", name_));
+    if (!have_header)
+      return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty file (not an nvidia-smi CSV)", name_));
     if (rows_ == 0) return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: no data rows", name_));
     return finish();
   }
@@ -305,7 +317,8 @@ class Importer {
       }
       columns_.push_back(std::move(c));
     }
-    if (!known) return bad("no known nvidia-smi column in the header (expected e.g. \"timestamp, index, power.draw [W]\")");
+    if (!known)
+      return bad("no known nvidia-smi column in the header (expected e.g. \"timestamp, index, power.draw [W]\")");
     if (!timestamp_col_) return bad("no timestamp column: the rows cannot be placed in time");
     return core::ok_status();
   }
@@ -351,8 +364,7 @@ class Importer {
       switch (c.kind) {
         case ColumnKind::kIgnored:
         case ColumnKind::kTimestamp:
-        case ColumnKind::kIndex:
-          break;
+        case ColumnKind::kIndex: break;
         case ColumnKind::kUuid:
           if (!is_absent(v) && gpu.info.uuid.empty()) gpu.info.uuid = utf8(v);
           break;
@@ -386,7 +398,7 @@ class Importer {
     if (!start_ns_) start_ns_ = *ns;
     const double t = static_cast<double>(*ns - *start_ns_) / 1e9;
     ++rows_;
-    if (t > kMaxTraceSeconds) {   // the trace format's limit (3.2 years after the first row)
+    if (t > kMaxTraceSeconds) {  // the trace format's limit (3.2 years after the first row)
       too_late_.add(line_no_);
       return core::ok_status();
     }
@@ -435,23 +447,21 @@ class Importer {
       for (const auto& c : columns_) present = present || (c.kind == ColumnKind::kMetric && c.metric == m);
       if (!present) continue;
       const auto& mi = gpu::info(m);
-      h.metrics.push_back(MetricColumn{std::string(mi.name), std::string(mi.unit),
-                                       std::string(gpu::info(mi.group).name), period});
+      h.metrics.push_back(
+          MetricColumn{std::string(mi.name), std::string(mi.unit), std::string(gpu::info(mi.group).name), period});
     }
     // GPUs in index order when the index column is there, else in order of first appearance.
     std::vector<std::size_t> order(gpus_.size());
     for (std::size_t g = 0; g < order.size(); ++g) order[g] = g;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return gpus_[a].info.index < gpus_[b].info.index;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return gpus_[a].info.index < gpus_[b].info.index; });
     for (std::size_t g : order) {
       h.gpus.push_back(std::move(gpus_[g].info));
       trace.gpus.push_back(std::move(gpus_[g].trace));
     }
     h.extra["source"] = "nvidia-smi CSV";
     h.extra["source_file"] = utf8(name_);
-    h.extra["timestamps"] =
-        "nvidia-smi prints the logging machine's local time without a zone; it was read as UTC";
+    h.extra["timestamps"] = "nvidia-smi prints the logging machine's local time without a zone; it was read as UTC";
     if (backwards_.count > 0) {
       notes_.push_back(fmt::format("{} rows skipped: their time went backwards (clock change?)", backwards_.count));
       warnings_.push_back(fmt::format("{}: {} row{} skipped, {} time went backwards (clock change?): {}", utf8(name_),

@@ -61,7 +61,7 @@ struct Recording {
   TraceWriter& writer;
   std::int64_t start_ns;
   core::Status write_status;
-  std::set<int> lost;                            // GPUs lost and not recovered
+  std::set<int> lost;  // GPUs lost and not recovered
 
   void consume(std::vector<SamplerRecord>&& records) {
     for (auto& r : records) {
@@ -72,7 +72,8 @@ struct Recording {
         case SamplerRecord::Kind::kEvent: {
           if (r.event_kind == "gpu_lost") lost.insert(r.gpu);
           if (r.event_kind == "gpu_recovered") lost.erase(r.gpu);
-          write_status = writer.write_event(Event{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields});
+          write_status =
+              writer.write_event(Event{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields});
           break;
         }
       }
@@ -107,7 +108,8 @@ void record_child_end(core::ChildProcess& child, double t, Recording& rec, Recor
     if (auto s = child.term_signal()) f["signal"] = *s;
     rec.write(Event{t, "process_exit", std::nullopt, f});
   } else {
-    rec.write(Event{t, "annotation", std::nullopt, {{"text", "recording stopped while the command was still running"}}});
+    rec.write(
+        Event{t, "annotation", std::nullopt, {{"text", "recording stopped while the command was still running"}}});
   }
 }
 

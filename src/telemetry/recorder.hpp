@@ -27,10 +27,10 @@
 namespace gpudoc::telemetry {
 
 struct RecordOptions {
-  std::string output_path;                      // "-" writes to stdout
-  std::optional<core::Nanos> duration;          // stop after this long (with a command: whichever first)
-  std::vector<std::string> command;             // run this and record while it runs
-  bool command_stdout_to_stderr = false;        // the command's stdout goes to stderr (gpudoc prints a document)
+  std::string output_path;                // "-" writes to stdout
+  std::optional<core::Nanos> duration;    // stop after this long (with a command: whichever first)
+  std::vector<std::string> command;       // run this and record while it runs
+  bool command_stdout_to_stderr = false;  // the command's stdout goes to stderr (gpudoc prints a document)
   SamplerConfig sampler;
   core::Nanos flush_interval = std::chrono::milliseconds(500);
   // How often the recording loop wakes, in wall time, to see whether it should stop (command exit,
@@ -48,8 +48,8 @@ struct RecordResult {
   double duration_s = 0;
   std::uint64_t sample_lines = 0;
   std::uint64_t dropped_records = 0;
-  std::string end_reason;                       // duration, command_exited, interrupted, all_gpus_lost, replay_ended
-  std::optional<int> command_exit_code;         // as a shell reports it (128 + N for signal N)
+  std::string end_reason;                // duration, command_exited, interrupted, all_gpus_lost, replay_ended
+  std::optional<int> command_exit_code;  // as a shell reports it (128 + N for signal N)
   std::vector<GpuStats> gpus;
   std::size_t gpu_count = 0;
 };
@@ -57,7 +57,8 @@ struct RecordResult {
 // Builds the trace header from the backend: system, every sampled GPU, the metric columns that
 // at least one GPU supports, with their periods. Errors: the backend's.
 [[nodiscard]] core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock,
-                                                     const SamplerConfig& config, const std::vector<std::string>& command);
+                                                    const SamplerConfig& config,
+                                                    const std::vector<std::string>& command);
 
 // Records until the command exits, the duration passes, a replayed backend has played to its end
 // (without a command), or a stop is requested: signal handlers
@@ -67,6 +68,7 @@ struct RecordResult {
 // sent to gpudoc alone by kill(1), not one the terminal already sent to the whole group).
 // Errors: kBadInput (cannot run the command), kIo (cannot write the file), the sampler's.
 [[nodiscard]] core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
-                                                const std::atomic<int>& stop_requests, std::atomic<int>* stop_forward = nullptr);
+                                                const std::atomic<int>& stop_requests,
+                                                std::atomic<int>* stop_forward = nullptr);
 
 }  // namespace gpudoc::telemetry

@@ -207,9 +207,9 @@ core::Result<std::vector<DeviceEvent>> ReplayBackend::wait_events(core::Nanos ti
 core::Result<std::unique_ptr<ReplayBackend>> open_replay_backend(telemetry::Trace trace, core::Clock& clock,
                                                                  ReplayOptions options) {
   if (!std::isfinite(options.speed) || options.speed < 0)
-    return core::Error(core::ErrorKind::kUsage,
-                       fmt::format("replay speed must be 0 (as fast as possible) or a positive factor, not {}",
-                                   options.speed));
+    return core::Error(
+        core::ErrorKind::kUsage,
+        fmt::format("replay speed must be 0 (as fast as possible) or a positive factor, not {}", options.speed));
   return std::make_unique<ReplayBackend>(std::move(trace), clock, options);
 }
 

@@ -99,12 +99,12 @@ class ReplayBackend final : public gpu::Backend {
   core::Clock& clock_;
   ReplayOptions options_;
   core::MonoTime opened_;
-  std::int64_t stamp_origin_unix_ns_;                                // what t = 0 is stamped as
+  std::int64_t stamp_origin_unix_ns_;                                    // what t = 0 is stamped as
   std::vector<std::array<std::size_t, gpu::kMetricCount>> metric_next_;  // per GPU: next index per metric
-  std::vector<std::size_t> process_next_;                           // per GPU
-  std::vector<telemetry::Event> xids_;                              // xid events with gpu and code
+  std::vector<std::size_t> process_next_;                                // per GPU
+  std::vector<telemetry::Event> xids_;                                   // xid events with gpu and code
   std::size_t xid_next_ = 0;
-  double furthest_t_ = -1.0;                                        // speed 0: latest t returned
+  double furthest_t_ = -1.0;  // speed 0: latest t returned
   mutable std::mutex mu_;
 };
 

@@ -40,10 +40,10 @@ struct Sampler::GpuState {
   int gpu = 0;
   std::size_t slot = 0;
   std::array<MonoTime, gpu::kMetricGroupCount> next_due{};
-  std::atomic<std::int64_t> call_started_ns{0};   // monotonic ns of the call in flight, 0 = none
+  std::atomic<std::int64_t> call_started_ns{0};  // monotonic ns of the call in flight, 0 = none
   std::atomic<int> call_group{-1};
   std::atomic<bool> unresponsive{false};
-  std::atomic<bool> abandoned{false};               // stop() gave up waiting for a hung call
+  std::atomic<bool> abandoned{false};  // stop() gave up waiting for a hung call
   bool lost = false;
   MonoTime lost_retry_at{};
   mutable std::mutex stats_mu;
@@ -63,8 +63,8 @@ core::Status Sampler::resolve_gpus() {
   } else {
     for (int g : config_.gpus) {
       if (g < 0 || g >= *count)
-        return core::Error(core::ErrorKind::kBadInput,
-                           fmt::format("GPU {} does not exist (this machine has {} GPU{})", g, *count, *count == 1 ? "" : "s"));
+        return core::Error(core::ErrorKind::kBadInput, fmt::format("GPU {} does not exist (this machine has {} GPU{})",
+                                                                   g, *count, *count == 1 ? "" : "s"));
       gpus_.push_back(g);
     }
   }
@@ -293,8 +293,8 @@ void Sampler::push(SamplerRecord&& r) {
 std::vector<SamplerRecord> Sampler::drain(Nanos timeout) {
   std::unique_lock lk(queue_mu_);
   queue_cv_.wait_for(lk, timeout, [this] {
-    return queue_.size() >= config_.queue_capacity / 2 || (!queue_.empty() && queue_.back().kind == SamplerRecord::Kind::kEvent) ||
-           !running_.load();
+    return queue_.size() >= config_.queue_capacity / 2 ||
+           (!queue_.empty() && queue_.back().kind == SamplerRecord::Kind::kEvent) || !running_.load();
   });
   std::vector<SamplerRecord> out;
   out.reserve(queue_.size());
@@ -307,9 +307,7 @@ std::vector<SamplerRecord> Sampler::drain(Nanos timeout) {
 
 void Sampler::stop() {
   if (!started_ || !running_.exchange(false)) return;
-  {
-    std::lock_guard lk(stop_mu_);
-  }
+  { std::lock_guard lk(stop_mu_); }
   stop_cv_.notify_all();
   queue_cv_.notify_all();
   // GPU threads are first in threads_, in the order of states_.

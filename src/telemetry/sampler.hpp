@@ -38,11 +38,11 @@ namespace gpudoc::telemetry {
 struct SamplerConfig {
   // Period of each group; a group with period 0 is not read. Defaults: the catalog's.
   std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods = default_periods();
-  std::vector<int> gpus;                       // empty: every GPU the backend has
+  std::vector<int> gpus;  // empty: every GPU the backend has
   core::Nanos hang_timeout = std::chrono::seconds(2);
-  core::Nanos lost_retry = std::chrono::seconds(5);    // how often a lost GPU is tried again
-  std::size_t queue_capacity = 1 << 16;        // records held before the oldest are dropped
-  bool read_events = true;                     // poll the backend's XID events
+  core::Nanos lost_retry = std::chrono::seconds(5);  // how often a lost GPU is tried again
+  std::size_t queue_capacity = 1 << 16;              // records held before the oldest are dropped
+  bool read_events = true;                           // poll the backend's XID events
   // While a GPU's last process read saw two or more processes, its processes group is read at
   // this period instead (when shorter): NVML keeps only the newest per-process sample, so turns
   // taken by co-located processes (contention) are only visible when read this often. One
@@ -57,25 +57,25 @@ struct SamplerRecord {
   enum class Kind { kSamples, kProcesses, kEvent };
   Kind kind = Kind::kSamples;
   int gpu = -1;
-  std::vector<gpu::MetricSample> samples;      // kSamples
-  std::vector<gpu::ProcessSample> processes;   // kProcesses
-  std::int64_t time_unix_ns = 0;               // kProcesses and kEvent: when
-  std::string event_kind;                      // kEvent: gpu_lost, gpu_unresponsive, gpu_recovered, xid
+  std::vector<gpu::MetricSample> samples;     // kSamples
+  std::vector<gpu::ProcessSample> processes;  // kProcesses
+  std::int64_t time_unix_ns = 0;              // kProcesses and kEvent: when
+  std::string event_kind;                     // kEvent: gpu_lost, gpu_unresponsive, gpu_recovered, xid
   nlohmann::json event_fields = nlohmann::json::object();
 };
 
 struct GpuStats {
-  std::uint64_t reads = 0;                      // backend calls made
-  std::uint64_t samples = 0;                    // metric samples produced
-  std::uint64_t errors = 0;                     // failed reads (not counting lost)
-  bool contended = false;                       // last process read saw >= 2 processes
+  std::uint64_t reads = 0;    // backend calls made
+  std::uint64_t samples = 0;  // metric samples produced
+  std::uint64_t errors = 0;   // failed reads (not counting lost)
+  bool contended = false;     // last process read saw >= 2 processes
   bool lost = false;
   bool unresponsive = false;
-  std::array<bool, gpu::kMetricGroupCount> group_disabled{};   // answered NOT_SUPPORTED
+  std::array<bool, gpu::kMetricGroupCount> group_disabled{};  // answered NOT_SUPPORTED
 };
 
 struct SamplerStats {
-  std::vector<GpuStats> gpus;                   // index = position in the config's GPU list
+  std::vector<GpuStats> gpus;  // index = position in the config's GPU list
   std::uint64_t dropped_records = 0;
 };
 

@@ -37,38 +37,38 @@ namespace gpudoc::telemetry {
 inline constexpr int kTraceFormatVersion = 1;
 
 struct MetricColumn {
-  std::string name;        // gpu::MetricInfo::name
+  std::string name;  // gpu::MetricInfo::name
   std::string unit;
-  std::string group;       // gpu::GroupInfo::name
-  std::int64_t period_ms = 0;   // how often gpudoc read it in this recording
+  std::string group;           // gpu::GroupInfo::name
+  std::int64_t period_ms = 0;  // how often gpudoc read it in this recording
 };
 
 struct TraceHeader {
   int version = kTraceFormatVersion;
   std::string gpudoc_version;
   std::string host;
-  std::int64_t start_unix_ns = 0;          // t = 0 in the records
-  gpu::SystemInfo system;                  // backend, driver, CUDA, NVML versions
-  std::vector<gpu::DeviceInfo> gpus;       // index = position
-  std::vector<MetricColumn> metrics;       // what was recorded, with periods
-  std::vector<std::string> command;        // `record -- CMD ARGS...`, empty otherwise
-  nlohmann::json extra = nlohmann::json::object();   // unknown header keys, kept for round-trips
+  std::int64_t start_unix_ns = 0;                   // t = 0 in the records
+  gpu::SystemInfo system;                           // backend, driver, CUDA, NVML versions
+  std::vector<gpu::DeviceInfo> gpus;                // index = position
+  std::vector<MetricColumn> metrics;                // what was recorded, with periods
+  std::vector<std::string> command;                 // `record -- CMD ARGS...`, empty otherwise
+  nlohmann::json extra = nlohmann::json::object();  // unknown header keys, kept for round-trips
 };
 
 // An event: process_start, process_exit, xid, step, finding, annotation, gpu_lost,
 // gpu_unresponsive, gpu_recovered, sampler_overrun, ... Readers accept kinds they do not know.
 struct Event {
-  double t = 0;                            // seconds since start
+  double t = 0;  // seconds since start
   std::string kind;
-  std::optional<int> gpu;                  // read: position in header.gpus; written: see TraceWriter
-  nlohmann::json fields = nlohmann::json::object();   // every other key of the line
+  std::optional<int> gpu;                            // read: position in header.gpus; written: see TraceWriter
+  nlohmann::json fields = nlohmann::json::object();  // every other key of the line
 };
 
-struct TraceSummary {                       // the "end" line
+struct TraceSummary {  // the "end" line
   double t = 0;
   std::uint64_t sample_lines = 0;
-  std::uint64_t dropped_records = 0;        // records the sampler had to drop (bounded memory)
-  std::string reason;                       // "duration", "command_exited", "interrupted", ...
+  std::uint64_t dropped_records = 0;  // records the sampler had to drop (bounded memory)
+  std::string reason;                 // "duration", "command_exited", "interrupted", ...
 };
 
 // A time series: t in seconds since start, values in the metric's unit. Sorted by t.
@@ -93,10 +93,10 @@ struct GpuTrace {
 
 struct Trace {
   TraceHeader header;
-  std::vector<GpuTrace> gpus;              // same order as header.gpus
+  std::vector<GpuTrace> gpus;  // same order as header.gpus
   std::vector<Event> events;
-  std::optional<TraceSummary> end;         // absent when the recording did not close cleanly
-  double duration_s = 0;                   // last t seen
+  std::optional<TraceSummary> end;  // absent when the recording did not close cleanly
+  double duration_s = 0;            // last t seen
   // The first and last time of any sample, of every metric, kept or not (ReadOptions). Set by the
   // reader and the importer; absent in a Trace built otherwise, or without samples.
   std::optional<double> first_sample_s, last_sample_s;

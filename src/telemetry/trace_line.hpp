@@ -25,10 +25,10 @@ enum class FlatKind : std::uint8_t { kNumber, kString, kTrue, kFalse, kNull, kNe
 
 struct FlatValue {
   FlatKind kind = FlatKind::kNull;
-  double number = 0;            // kNumber: the value, always finite
-  bool exact_u64 = false;       // kNumber: the literal is a non-negative integer that fits below
-  std::uint64_t u64 = 0;        //   ... exactly (byte counts above 2^53 stay exact)
-  std::string_view text;        // kString: the string's content (the parser never needs to unescape)
+  double number = 0;       // kNumber: the value, always finite
+  bool exact_u64 = false;  // kNumber: the literal is a non-negative integer that fits below
+  std::uint64_t u64 = 0;   //   ... exactly (byte counts above 2^53 stay exact)
+  std::string_view text;   // kString: the string's content (the parser never needs to unescape)
 };
 
 struct FlatField {

@@ -79,15 +79,9 @@ FlatValue flat_of(const json& j) {
       v.kind = FlatKind::kString;
       v.text = j.get_ref<const std::string&>();
       break;
-    case json::value_t::boolean:
-      v.kind = j.get<bool>() ? FlatKind::kTrue : FlatKind::kFalse;
-      break;
-    case json::value_t::null:
-      v.kind = FlatKind::kNull;
-      break;
-    default:
-      v.kind = FlatKind::kNested;
-      break;
+    case json::value_t::boolean: v.kind = j.get<bool>() ? FlatKind::kTrue : FlatKind::kFalse; break;
+    case json::value_t::null: v.kind = FlatKind::kNull; break;
+    default: v.kind = FlatKind::kNested; break;
   }
   return v;
 }
@@ -149,7 +143,9 @@ const std::vector<KnownKind>& known_kinds() {
       {"step", false, {}},
       {"finding",
        false,
-       {{"id", FieldType::kString, true}, {"severity", FieldType::kString, true}, {"message", FieldType::kString, true}}},
+       {{"id", FieldType::kString, true},
+        {"severity", FieldType::kString, true},
+        {"message", FieldType::kString, true}}},
       {"annotation", false, {{"text", FieldType::kString, true}}},
       {"gpu_lost", true, {{"message", FieldType::kString, false}}},
       {"gpu_unresponsive",
@@ -229,7 +225,8 @@ class Reader {
       return core::Error(core::ErrorKind::kBadInput,
                          fmt::format("{}: truncated at line {}: the recording was cut off", name_, line_no_));
     }
-    if (line_no_ == 1) return bad(fmt::format("not a gpudoc trace: the first line is not JSON ({})", json_error_detail(line)));
+    if (line_no_ == 1)
+      return bad(fmt::format("not a gpudoc trace: the first line is not JSON ({})", json_error_detail(line)));
     return bad(fmt::format("not valid JSON: {}", json_error_detail(line)));
   }
 
@@ -266,8 +263,8 @@ class Reader {
     if (type == "event") return parse_event(std::move(j));
     if (type == "end") return parse_end(j);
     if (type == "header") return bad("a second header (only line 1 is a header)");
-    return bad(fmt::format("unknown record type {} (this gpudoc reads header, sample, process, event, end)",
-                           quote_key(type)));
+    return bad(
+        fmt::format("unknown record type {} (this gpudoc reads header, sample, process, event, end)", quote_key(type)));
   }
 
   // ---- header --------------------------------------------------------------------------------
@@ -304,16 +301,26 @@ class Reader {
       const json& val = it.value();
       core::Status st;
       if (key == "type" || key == "format" || key == "version" || key == "start_unix_ns") continue;
-      if (key == "gpudoc_version") st = get_string(val, key, h.gpudoc_version);
-      else if (key == "host") st = get_string(val, key, h.host);
-      else if (key == "backend") st = get_string(val, key, h.system.backend);
-      else if (key == "driver_version") st = get_string(val, key, h.system.driver_version);
-      else if (key == "cuda_driver_version") st = get_string(val, key, h.system.cuda_driver_version);
-      else if (key == "nvml_version") st = get_string(val, key, h.system.nvml_version);
-      else if (key == "command") st = parse_command(val);
-      else if (key == "gpus") st = parse_gpus(val);
-      else if (key == "metrics") st = parse_metrics(val);
-      else h.extra[key] = val;
+      if (key == "gpudoc_version")
+        st = get_string(val, key, h.gpudoc_version);
+      else if (key == "host")
+        st = get_string(val, key, h.host);
+      else if (key == "backend")
+        st = get_string(val, key, h.system.backend);
+      else if (key == "driver_version")
+        st = get_string(val, key, h.system.driver_version);
+      else if (key == "cuda_driver_version")
+        st = get_string(val, key, h.system.cuda_driver_version);
+      else if (key == "nvml_version")
+        st = get_string(val, key, h.system.nvml_version);
+      else if (key == "command")
+        st = parse_command(val);
+      else if (key == "gpus")
+        st = parse_gpus(val);
+      else if (key == "metrics")
+        st = parse_metrics(val);
+      else
+        h.extra[key] = val;
       if (!st) return st;
     }
     if (!j.contains("gpus")) return bad("\"gpus\" is missing");
@@ -488,8 +495,10 @@ class Reader {
     const FlatValue* t = nullptr;
     const FlatValue* g = nullptr;
     for (const auto& f : fields_) {
-      if (f.key == "t") t = &f.value;
-      else if (f.key == "gpu") g = &f.value;
+      if (f.key == "t")
+        t = &f.value;
+      else if (f.key == "gpu")
+        g = &f.value;
     }
     double tv = 0;
     std::size_t gi = 0;
@@ -501,9 +510,10 @@ class Reader {
       if (f.key == "type" || f.key == "t" || f.key == "gpu") continue;
       auto it = metric_keys_.find(f.key);
       if (it == metric_keys_.end())
-        return bad(fmt::format("unknown metric {} in a sample (neither in the header's \"metrics\" nor in this "
-                               "gpudoc's catalog)",
-                               quote_key(f.key)));
+        return bad(
+            fmt::format("unknown metric {} in a sample (neither in the header's \"metrics\" nor in this "
+                        "gpudoc's catalog)",
+                        quote_key(f.key)));
       auto v = number_of(f.value);
       if (!v) return bad(fmt::format("{} must be a number", quote_key(f.key)));
       if (it->second >= 0) visitor_.sample(gi, static_cast<gpu::Metric>(it->second), tv, *v);
@@ -519,8 +529,10 @@ class Reader {
     for (const auto& f : fields_) {
       const std::string_view k = f.key;
       const FlatValue& v = f.value;
-      if (k == "t") t = &v;
-      else if (k == "gpu") g = &v;
+      if (k == "t")
+        t = &v;
+      else if (k == "gpu")
+        g = &v;
       else if (k == "pid") {
         auto u = u64_of(v);
         if (!u || *u > std::numeric_limits<std::uint32_t>::max()) return bad("\"pid\" must be a process id");

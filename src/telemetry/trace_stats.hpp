@@ -43,7 +43,7 @@ struct GpuTraceStats {
 struct TraceStats {
   InputFormat format = InputFormat::kGpudocTrace;
   TraceHeader header;
-  std::vector<GpuTraceStats> gpus;                 // same order as header.gpus
+  std::vector<GpuTraceStats> gpus;            // same order as header.gpus
   std::map<std::string, std::size_t> events;  // kind -> count
   std::optional<TraceSummary> end;
   double duration_s = 0;

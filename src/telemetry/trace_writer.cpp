@@ -79,8 +79,10 @@ template <class J>
 void put_opt(J& j, const char* key, const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) return;  // never NaN or Inf in a trace
   // Whole values as integers ("sm_clock_max_mhz":1980), as in sample lines.
-  if (std::fabs(*v) < 9.0e15 && std::trunc(*v) == *v) j[key] = static_cast<std::int64_t>(*v);
-  else j[key] = *v;
+  if (std::fabs(*v) < 9.0e15 && std::trunc(*v) == *v)
+    j[key] = static_cast<std::int64_t>(*v);
+  else
+    j[key] = *v;
 }
 template <class J, class T>
 void put_opt(J& j, const char* key, const std::optional<T>& v) {
@@ -92,10 +94,10 @@ void put_str(J& j, const char* key, const std::string& v) {
 }
 
 bool is_known_header_key(const std::string& k) {
-  static constexpr std::string_view kKeys[] = {"type",           "format",         "version",  "gpudoc_version",
-                                               "host",           "start_unix_ns",  "backend",  "driver_version",
-                                               "cuda_driver_version", "nvml_version", "command", "gpus",
-                                               "metrics"};
+  static constexpr std::string_view kKeys[] = {
+      "type",          "format",  "version",        "gpudoc_version",      "host",
+      "start_unix_ns", "backend", "driver_version", "cuda_driver_version", "nvml_version",
+      "command",       "gpus",    "metrics"};
   for (auto key : kKeys)
     if (key == k) return true;
   return false;
@@ -171,17 +173,17 @@ core::Error bug(const std::string& message) { return core::Error(core::ErrorKind
 struct TraceWriter::Impl {
   std::FILE* file = nullptr;
   bool owns_file = false;
-  std::string path;                 // for messages; "<stream>" for wrap()
+  std::string path;  // for messages; "<stream>" for wrap()
   std::int64_t start_unix_ns = 0;
   std::size_t gpu_count = 0;
   // Callers name GPUs by their backend index (DeviceInfo::index); the file by position in the
   // header's list. They differ when a subset is recorded (`record --gpus 2,3`).
-  std::vector<std::pair<int, int>> slot_of_index;   // (index, position), sorted; empty = identity
+  std::vector<std::pair<int, int>> slot_of_index;  // (index, position), sorted; empty = identity
   std::string buf;
   std::uint64_t sample_lines = 0;
-  std::int64_t last_t_us = 0;       // the latest t written, for an end line written by the destructor
+  std::int64_t last_t_us = 0;  // the latest t written, for an end line written by the destructor
   bool closed = false;
-  std::optional<core::Error> failed;   // the first I/O error; every later call returns it
+  std::optional<core::Error> failed;  // the first I/O error; every later call returns it
   core::Status close_status;
 
   Impl() = default;
@@ -255,7 +257,8 @@ struct TraceWriter::Impl {
     std::sort(slot_of_index.begin(), slot_of_index.end());
     bool identity = true;
     bool distinct = true;
-    for (std::size_t i = 0; i < header.gpus.size(); ++i) identity = identity && header.gpus[i].index == static_cast<int>(i);
+    for (std::size_t i = 0; i < header.gpus.size(); ++i)
+      identity = identity && header.gpus[i].index == static_cast<int>(i);
     for (std::size_t i = 1; i < slot_of_index.size(); ++i)
       distinct = distinct && slot_of_index[i - 1].first != slot_of_index[i].first;
     // Indices that do not identify a GPU (a hand-made header) leave the caller's numbers as positions.

@@ -182,13 +182,15 @@ std::string render_baseline_history_html(const BaselineHistory& h, const WebAsse
     if (!f.rule.empty()) line += " · rule: " + f.rule;
     page += "<p class=\"muted\">" + html_escape(line) + "</p>\n";
     page += fmt::format("<div class=\"plots\" id=\"plot-{}\"></div>\n", fi);
-    page += "<details><summary>values</summary><table class=\"runs\"><tr><th>run</th><th>time</th><th>role</th>"
-            "<th>median</th><th>verdict</th></tr>\n";
+    page +=
+        "<details><summary>values</summary><table class=\"runs\"><tr><th>run</th><th>time</th><th>role</th>"
+        "<th>median</th><th>verdict</th></tr>\n";
     for (std::size_t i = 0; i < h.runs.size(); ++i) {
       const auto& r = h.runs[i];
       const std::optional<double> v = i < f.values.size() ? f.values[i] : std::nullopt;
       page += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>{}</tr>\n", r.id,
-                          r.golden ? "*" : "", core::utc_seconds_text(r.time_unix_ns), html_escape(r.role), html_escape(core::value_with_unit(v, f.unit)),
+                          r.golden ? "*" : "", core::utc_seconds_text(r.time_unix_ns), html_escape(r.role),
+                          html_escape(core::value_with_unit(v, f.unit)),
                           verdict_cell(i < f.verdicts.size() ? f.verdicts[i] : std::string()));
     }
     page += "</table></details>\n</section>\n";

@@ -24,19 +24,19 @@ namespace gpudoc::view {
 struct BaselineHistoryRun {
   std::int64_t id = 0;
   std::int64_t time_unix_ns = 0;
-  std::string role;      // "record", "check", "confirm"
-  std::string verdict;   // the run's overall verdict ("ok", "regression", ...); "" for a record
-  bool golden = false;   // the run the baseline compares against now
+  std::string role;     // "record", "check", "confirm"
+  std::string verdict;  // the run's overall verdict ("ok", "regression", ...); "" for a record
+  bool golden = false;  // the run the baseline compares against now
 };
 
 struct BaselineHistoryFigure {
   std::string name;
-  std::string unit;                       // "ms", "GB/s", "By", "percent", "" when unknown
-  std::string direction;                  // "lower", "higher", "unknown" (not gated)
-  std::optional<double> baseline_value;   // the golden run's median; absent when it lacks the figure
-  std::optional<double> bound_value;      // where a regression starts, in the figure's unit; absent: not gated
-  double bound_percent = 0;               // max(threshold, noise_k x noise), of the baseline value
-  std::string rule;                       // where the rule came from ("default: *_ms (time)")
+  std::string unit;                      // "ms", "GB/s", "By", "percent", "" when unknown
+  std::string direction;                 // "lower", "higher", "unknown" (not gated)
+  std::optional<double> baseline_value;  // the golden run's median; absent when it lacks the figure
+  std::optional<double> bound_value;     // where a regression starts, in the figure's unit; absent: not gated
+  double bound_percent = 0;              // max(threshold, noise_k x noise), of the baseline value
+  std::string rule;                      // where the rule came from ("default: *_ms (time)")
   // Per run, aligned with BaselineHistory::runs: the run's median (absent when the run lacks
   // the figure) and, for checks, this figure's verdict ("ok", "improved", "regression",
   // "missing", "new", "info"; "" for records, confirmations and checks that did not judge it).

@@ -74,7 +74,8 @@ std::string machine_text(const json& report) {
     std::string g = fmt::format("GPU {} {}", num(m, "device").value_or(0), str(gpu, "name"));
     if (!str(gpu, "uuid").empty()) g += " (" + str(gpu, "uuid") + ")";
     parts.push_back(g);
-    if (!str(gpu, "compute_capability").empty()) parts.push_back("compute capability " + str(gpu, "compute_capability"));
+    if (!str(gpu, "compute_capability").empty())
+      parts.push_back("compute capability " + str(gpu, "compute_capability"));
     if (const auto sms = num(gpu, "sm_count")) parts.push_back(fmt::format("{:.0f} SMs", *sms));
     if (const auto mem = num(gpu, "memory_bytes")) parts.push_back(fmt::format("{:.1f} GiB", *mem / 1073741824.0));
   }
@@ -145,14 +146,16 @@ std::string table_html(const std::vector<Entry>& es) {
       }
       std::string note = str(params, "note");
       if (!str(params, "host_spread").empty()) note += (note.empty() ? "" : "; ") + str(params, "host_spread");
-      if (!str(params, "algo_origin").empty()) note += (note.empty() ? "" : "; ") + ("kernel: " + str(params, "algo_origin"));
-      row += fmt::format("<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}–{}</td><td class=\"num{}\">{}</td>"
-                         "<td>{}</td>",
-                         figure(num(r, "median")), html_escape(str(r, "unit")), figure(num(r, "min")), figure(num(r, "max")),
-                         wide ? " wide" : "", cv ? fmt::format("{:.2f} %", *cv * 100) : "—",
-                         !verified ? std::string("—")
-                                   : fmt::format("<span title=\"{}\">{}</span>", html_escape(verify_detail),
-                                                 *verified ? "yes" : "<b class=\"bad\">NO</b>"));
+      if (!str(params, "algo_origin").empty())
+        note += (note.empty() ? "" : "; ") + ("kernel: " + str(params, "algo_origin"));
+      row += fmt::format(
+          "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}–{}</td><td class=\"num{}\">{}</td>"
+          "<td>{}</td>",
+          figure(num(r, "median")), html_escape(str(r, "unit")), figure(num(r, "min")), figure(num(r, "max")),
+          wide ? " wide" : "", cv ? fmt::format("{:.2f} %", *cv * 100) : "—",
+          !verified ? std::string("—")
+                    : fmt::format("<span title=\"{}\">{}</span>", html_escape(verify_detail),
+                                  *verified ? "yes" : "<b class=\"bad\">NO</b>"));
       const json& c = e.conditions != nullptr ? *e.conditions : empty_object();
       const auto sm = num(obj(c, "sm_clock_mhz"), "median");
       row += fmt::format("<td class=\"num\">{}</td><td>{}</td><td>{}</td>", sm ? fmt::format("{:.0f}", *sm) : "",
@@ -171,8 +174,9 @@ std::string matrix_html(const std::string& key, const json& matrix) {
   const auto it = matrix.find("values");
   if (it == matrix.end() || !it->is_array()) return {};
   const std::string rows = str(matrix, "rows"), cols = str(matrix, "columns"), unit = str(matrix, "unit");
-  std::string t = fmt::format("<h3><code>{}</code>: {} per pair, {} rows, {} columns</h3>\n<table class=\"matrix\"><tr><th></th>",
-                              html_escape(key), html_escape(unit), html_escape(rows), html_escape(cols));
+  std::string t =
+      fmt::format("<h3><code>{}</code>: {} per pair, {} rows, {} columns</h3>\n<table class=\"matrix\"><tr><th></th>",
+                  html_escape(key), html_escape(unit), html_escape(rows), html_escape(cols));
   const std::size_t n = it->size();
   for (std::size_t c = 0; c < n; ++c) t += fmt::format("<th>{} {}</th>", html_escape(cols), c);
   t += "</tr>\n";
@@ -297,8 +301,12 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
     const json& r = *e.result;
     const json& params = obj(r, "params");
     if (const auto v = numbers(r, "samples"); v && v->size() >= 2) {
-      json s = {{"i", i}, {"key", e.key}, {"unit", str(r, "unit")}, {"values", *v},
-                {"median", num(r, "median").value_or(0)}, {"cv", num(r, "cv").value_or(0)}};
+      json s = {{"i", i},
+                {"key", e.key},
+                {"unit", str(r, "unit")},
+                {"values", *v},
+                {"median", num(r, "median").value_or(0)},
+                {"cv", num(r, "cv").value_or(0)}};
       if (const auto cpu = numbers(params, "host_thread_cpu_us"); cpu && cpu->size() == v->size()) s["host_cpu"] = *cpu;
       samples.push_back(std::move(s));
       sample_divs += fmt::format("<div id=\"samples-{}\"></div>\n", i);
@@ -312,21 +320,25 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
         bytes.push_back(*b);
         bus.push_back(*bb);
         alg.push_back(*ab);
-        rows += fmt::format("<tr><td class=\"num\">{:.0f}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                            "<td class=\"num\">{}</td></tr>\n",
-                            *b, figure(num(p, "time_us")), figure(*ab), figure(*bb));
+        rows += fmt::format(
+            "<tr><td class=\"num\">{:.0f}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+            "<td class=\"num\">{}</td></tr>\n",
+            *b, figure(num(p, "time_us")), figure(*ab), figure(*bb));
       }
       if (!bytes.empty()) {
         curves.push_back({{"i", i}, {"key", e.key}, {"bytes", bytes}, {"busbw", bus}, {"algbw", alg}});
         curve_divs += fmt::format(
             "<div><div id=\"curve-{}\"></div><details><summary><code>{}</code> values{}</summary><table><tr><th>bytes"
             "</th><th>time µs</th><th>algbw GB/s</th><th>busbw GB/s</th></tr>\n{}</table></details></div>\n",
-            i, html_escape(e.key), str(params, "formula").empty() ? "" : " (" + html_escape(str(params, "formula")) + ")", rows);
+            i, html_escape(e.key),
+            str(params, "formula").empty() ? "" : " (" + html_escape(str(params, "formula")) + ")", rows);
       }
     }
-    if (const auto it = params.find("matrix"); it != params.end() && it->is_object()) matrices += matrix_html(e.key, *it);
+    if (const auto it = params.find("matrix"); it != params.end() && it->is_object())
+      matrices += matrix_html(e.key, *it);
   }
-  if (!curve_divs.empty()) page += "<h2>NCCL collectives by message size</h2>\n<div class=\"plots\">\n" + curve_divs + "</div>\n";
+  if (!curve_divs.empty())
+    page += "<h2>NCCL collectives by message size</h2>\n<div class=\"plots\">\n" + curve_divs + "</div>\n";
   if (!matrices.empty()) page += "<h2>GPU pairs</h2>\n" + matrices;
   if (!sample_divs.empty()) page += "<h2>Samples</h2>\n<div class=\"plots\">\n" + sample_divs + "</div>\n";
   if (es.empty()) page += "<p>No results in this report.</p>\n";

@@ -18,8 +18,8 @@ using gpu::Metric;
 struct Curve {
   Metric metric;
   const char* key;
-  double scale;   // multiply values by this (bytes -> GiB)
-  double round;   // keep this many decimals' worth: value rounded to 1/round
+  double scale;  // multiply values by this (bytes -> GiB)
+  double round;  // keep this many decimals' worth: value rounded to 1/round
 };
 constexpr Curve kCurves[] = {
     {Metric::kGpuUtilizationPercent, "gpu_utilization_percent", 1, 10},
@@ -78,8 +78,11 @@ nlohmann::json page_data(std::span<const HtmlReport> reports, std::size_t bucket
         const auto& f = d.findings[fi];
         bool here = f.gpus.empty() || std::find(f.gpus.begin(), f.gpus.end(), static_cast<int>(pos)) != f.gpus.end();
         if (here)
-          windows.push_back({{"start", f.window.start_s}, {"end", f.window.end_s}, {"id", f.id},
-                             {"severity", findings::to_string(f.severity)}, {"finding", fi}});
+          windows.push_back({{"start", f.window.start_s},
+                             {"end", f.window.end_s},
+                             {"id", f.id},
+                             {"severity", findings::to_string(f.severity)},
+                             {"finding", fi}});
       }
       const auto& dev = t.header.gpus[pos];
       gpus.push_back({{"label", fmt::format("{} · {}", gpu_label(t, static_cast<int>(pos)), dev.name)},
@@ -225,13 +228,15 @@ std::string render_findings(const telemetry::Trace& t, const diagnose::Diagnosis
     out += fmt::format(
         "<p class=\"muted\">{} · {:.1f}–{:.1f} s · confidence {:.0f} % "
         "<button class=\"zoom\" data-trace=\"{}\" data-start=\"{}\" data-end=\"{}\">show on the plots</button></p>\n",
-        html_escape(gpus_label(t, f.gpus)), f.window.start_s, f.window.end_s, f.confidence * 100, ti, f.window.start_s, f.window.end_s);
+        html_escape(gpus_label(t, f.gpus)), f.window.start_s, f.window.end_s, f.confidence * 100, ti, f.window.start_s,
+        f.window.end_s);
     if (!f.message.empty()) out += "<p>" + html_escape(f.message) + "</p>\n";
     if (!f.evidence.empty()) {
       out += "<table class=\"evidence\"><tr><th>evidence</th><th>value</th><th>how it was measured</th></tr>\n";
       for (const auto& e : f.evidence)
-        out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td></tr>\n", html_escape(e.name),
-                           html_escape(format_evidence_value(e.value, e.unit)), html_escape(e.how));
+        out +=
+            fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td></tr>\n", html_escape(e.name),
+                        html_escape(format_evidence_value(e.value, e.unit)), html_escape(e.how));
       out += "</table>\n";
     }
     if (!f.caveats.empty()) {
@@ -245,7 +250,8 @@ std::string render_findings(const telemetry::Trace& t, const diagnose::Diagnosis
       out += "</ol>\n";
     }
     if (entry != nullptr && !entry->meaning.empty())
-      out += "<details><summary>What this finding means</summary><p>" + html_escape(entry->meaning) + "</p></details>\n";
+      out +=
+          "<details><summary>What this finding means</summary><p>" + html_escape(entry->meaning) + "</p></details>\n";
     out += "</article>\n";
   }
   return out;
@@ -281,7 +287,10 @@ telemetry::Series downsample_min_max(const telemetry::Series& s, std::size_t buc
     bool any = false;
     for (; i < s.size() && (s.t[i] < end || b + 1 == buckets); ++i) {
       if (!std::isfinite(s.v[i])) continue;
-      if (!any) { lo = hi = i; any = true; }
+      if (!any) {
+        lo = hi = i;
+        any = true;
+      }
       if (s.v[i] < s.v[lo]) lo = i;
       if (s.v[i] > s.v[hi]) hi = i;
     }
@@ -303,9 +312,10 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
   std::string page;
   page.reserve(1 << 20);
   page += html_page_start(title, assets, kCss);
-  page += fmt::format("<p class=\"hint\">gpudoc {}. Drag on a plot to zoom in, double-click to zoom out; the plots of one "
-                      "trace move together. Shaded: where a finding holds.</p>\n",
-                      core::kVersion);
+  page += fmt::format(
+      "<p class=\"hint\">gpudoc {}. Drag on a plot to zoom in, double-click to zoom out; the plots of one "
+      "trace move together. Shaded: where a finding holds.</p>\n",
+      core::kVersion);
   if (!o.banner.empty()) page += "<p class=\"banner\">" + html_escape(o.banner) + "</p>\n";
 
   for (std::size_t ti = 0; ti < reports.size(); ++ti) {
@@ -313,8 +323,8 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
     const auto& d = *reports[ti].diagnosis;
     page += fmt::format("<section class=\"trace\" id=\"trace-{}\">\n", ti);
     page += "<h2>" + html_escape(d.source.empty() ? "trace" : d.source) + "</h2>\n";
-    std::string meta = fmt::format("{} · {} GPU{} · {:.1f} s", d.input_format.empty() ? "trace" : d.input_format, d.gpus.size(),
-                                   d.gpus.size() == 1 ? "" : "s", d.duration_s);
+    std::string meta = fmt::format("{} · {} GPU{} · {:.1f} s", d.input_format.empty() ? "trace" : d.input_format,
+                                   d.gpus.size(), d.gpus.size() == 1 ? "" : "s", d.duration_s);
     if (!t.header.host.empty()) meta = "host " + t.header.host + " · " + meta;
     page += "<p class=\"muted\">" + html_escape(meta) + "</p>\n";
     if (!t.header.command.empty()) {
@@ -326,14 +336,17 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
     if (d.findings.empty()) page += "<span class=\"muted\">no findings</span>";
     for (std::size_t fi = 0; fi < d.findings.size(); ++fi) {
       const auto& f = d.findings[fi];
-      page += fmt::format("<a class=\"chip sev-{}\" href=\"#finding-{}-{}\">{} · {}</a>", findings::to_string(f.severity), ti, fi,
-                          html_escape(f.id), html_escape(gpus_label(t, f.gpus)));
+      page +=
+          fmt::format("<a class=\"chip sev-{}\" href=\"#finding-{}-{}\">{} · {}</a>", findings::to_string(f.severity),
+                      ti, fi, html_escape(f.id), html_escape(gpus_label(t, f.gpus)));
     }
     page += "</div>\n";
     for (const auto& g : d.gpus) {
       if (g.gpu < 0 || static_cast<std::size_t>(g.gpu) >= t.gpus.size()) continue;
-      page += fmt::format("<div class=\"gpu\"><h3>{} · {}</h3><p class=\"muted\">{}</p><div class=\"plots\" id=\"plots-{}-{}\"></div></div>\n",
-                          html_escape(gpu_label(t, g.gpu)), html_escape(g.name), html_escape(means_line(g)), ti, g.gpu);
+      page += fmt::format(
+          "<div class=\"gpu\"><h3>{} · {}</h3><p class=\"muted\">{}</p><div class=\"plots\" "
+          "id=\"plots-{}-{}\"></div></div>\n",
+          html_escape(gpu_label(t, g.gpu)), html_escape(g.name), html_escape(means_line(g)), ti, g.gpu);
     }
     page += "<h3>Findings, most severe first</h3>\n";
     if (d.findings.empty()) page += "<p>No findings: nothing in this trace matched a known pattern.</p>\n";
@@ -341,13 +354,15 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
     if (!d.changes.empty()) {
       page += "<h3>Pattern changes</h3><ul>";
       for (const auto& c : d.changes)
-        page += fmt::format("<li>{} at {:.1f} s: {} → {}</li>", html_escape(gpu_label(t, c.gpu)), c.t_s, html_escape(c.from), html_escape(c.to));
+        page += fmt::format("<li>{} at {:.1f} s: {} → {}</li>", html_escape(gpu_label(t, c.gpu)), c.t_s,
+                            html_escape(c.from), html_escape(c.to));
       page += "</ul>\n";
     }
     if (!d.unseen.empty()) {
       std::string u;
       for (const auto& s : d.unseen) u += (u.empty() ? "" : ", ") + s;
-      page += "<p class=\"muted\">Could not see: " + html_escape(u) + " (not in this input; confidence is lowered where they matter).</p>\n";
+      page += "<p class=\"muted\">Could not see: " + html_escape(u) +
+              " (not in this input; confidence is lowered where they matter).</p>\n";
     }
     page += "</section>\n";
   }

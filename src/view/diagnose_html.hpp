@@ -37,7 +37,8 @@ struct HtmlOptions {
 };
 
 // Errors: kEnvironment when this build has no web assets (the message says how to install them).
-[[nodiscard]] core::Result<std::string> render_diagnose_html(std::span<const HtmlReport> reports, const HtmlOptions& options);
+[[nodiscard]] core::Result<std::string> render_diagnose_html(std::span<const HtmlReport> reports,
+                                                             const HtmlOptions& options);
 // The same with the given assets (tests).
 [[nodiscard]] std::string render_diagnose_html(std::span<const HtmlReport> reports, const HtmlOptions& options,
                                                const WebAssets& assets);

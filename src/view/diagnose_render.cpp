@@ -13,8 +13,8 @@ namespace {
 
 using findings::Severity;
 using gpu::Metric;
-constexpr std::size_t kLabel = 10;    // " util    " column before a chart
-constexpr std::size_t kValue = 22;    // value text after a chart: "mean 1572 max 1980 MHz"
+constexpr std::size_t kLabel = 10;  // " util    " column before a chart
+constexpr std::size_t kValue = 22;  // value text after a chart: "mean 1572 max 1980 MHz"
 
 struct Style {
   bool on = false;
@@ -82,14 +82,17 @@ std::string format_evidence_value(double value, const std::string& unit) {
   if (unit == "By") return core::human_bytes(value);
   if (unit == "By/s") return core::human_bytes(value) + "/s";
   double a = std::fabs(value);
-  std::string num = a >= 100 ? fmt::format("{:.0f}", value) : a >= 10 ? fmt::format("{:.1f}", value) : fmt::format("{:.2f}", value);
+  std::string num = a >= 100  ? fmt::format("{:.0f}", value)
+                    : a >= 10 ? fmt::format("{:.1f}", value)
+                              : fmt::format("{:.2f}", value);
   if (unit.empty() || unit == "1" || unit == "count") return num;
   if (unit == "percent") return num + " %";
   if (unit == "Cel") return num + " °C";
   return num + " " + unit;
 }
 
-std::vector<std::optional<double>> bucket_means(const telemetry::Series& s, double from_s, double to_s, std::size_t columns) {
+std::vector<std::optional<double>> bucket_means(const telemetry::Series& s, double from_s, double to_s,
+                                                std::size_t columns) {
   std::vector<std::optional<double>> out(columns);
   if (columns == 0 || !(to_s > from_s)) return out;
   std::vector<double> sum(columns, 0.0);

@@ -18,9 +18,9 @@
 namespace gpudoc::view {
 
 struct DiagnoseRenderOptions {
-  bool color = false;          // ANSI colours (only for a terminal)
-  std::size_t width = 80;      // columns; charts and headers fit in it
-  std::string banner{};        // a line under the title, e.g. "REPLAY of a recorded trace, not this machine"
+  bool color = false;      // ANSI colours (only for a terminal)
+  std::size_t width = 80;  // columns; charts and headers fit in it
+  std::string banner{};    // a line under the title, e.g. "REPLAY of a recorded trace, not this machine"
 };
 
 // The charts draw the trace's curves; the text comes from the diagnosis (findings are rendered,

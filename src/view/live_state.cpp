@@ -6,7 +6,8 @@
 
 namespace gpudoc::view {
 
-LiveState::LiveState(std::vector<gpu::DeviceInfo> gpus, std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods,
+LiveState::LiveState(std::vector<gpu::DeviceInfo> gpus,
+                     std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods,
                      std::chrono::milliseconds bucket, std::size_t width)
     : periods_(periods), bucket_ns_(std::chrono::duration_cast<core::Nanos>(bucket).count()), width_(width) {
   for (auto& d : gpus) {
@@ -35,15 +36,17 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
       }
       if (!r.samples.empty() && g.status == "unresponsive") g.status.clear();
       break;
-    case telemetry::SamplerRecord::Kind::kProcesses:
-      g.processes = r.processes;
-      break;
+    case telemetry::SamplerRecord::Kind::kProcesses: g.processes = r.processes; break;
     case telemetry::SamplerRecord::Kind::kEvent:
-      if (r.event_kind == "gpu_lost") g.status = "lost";
-      else if (r.event_kind == "gpu_unresponsive") g.status = "unresponsive";
-      else if (r.event_kind == "gpu_recovered") g.status.clear();
-      events_.push_back(fmt::format("GPU {}: {}{}", r.gpu, r.event_kind,
-                                    r.event_fields.contains("code") ? fmt::format(" {}", r.event_fields["code"].dump()) : ""));
+      if (r.event_kind == "gpu_lost")
+        g.status = "lost";
+      else if (r.event_kind == "gpu_unresponsive")
+        g.status = "unresponsive";
+      else if (r.event_kind == "gpu_recovered")
+        g.status.clear();
+      events_.push_back(
+          fmt::format("GPU {}: {}{}", r.gpu, r.event_kind,
+                      r.event_fields.contains("code") ? fmt::format(" {}", r.event_fields["code"].dump()) : ""));
       while (events_.size() > 5) events_.pop_front();
       break;
   }

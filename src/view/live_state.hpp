@@ -28,8 +28,7 @@ struct Latest {
 class LiveState {
  public:
   // bucket: history resolution; width: buckets kept per metric.
-  LiveState(std::vector<gpu::DeviceInfo> gpus,
-            std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods,
+  LiveState(std::vector<gpu::DeviceInfo> gpus, std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods,
             std::chrono::milliseconds bucket = std::chrono::milliseconds(500), std::size_t width = 32);
 
   void add(const telemetry::SamplerRecord& record);
@@ -45,7 +44,9 @@ class LiveState {
   // Share of each bucket during which a slowdown reason (power cap, thermal, HW slowdown) was
   // active, 0..1, from the clock-event reasons; absent where none was read.
   [[nodiscard]] std::vector<std::optional<double>> slowdown_history(std::size_t slot) const;
-  [[nodiscard]] const std::vector<gpu::ProcessSample>& processes(std::size_t slot) const { return gpus_[slot].processes; }
+  [[nodiscard]] const std::vector<gpu::ProcessSample>& processes(std::size_t slot) const {
+    return gpus_[slot].processes;
+  }
   // "lost", "unresponsive", or empty.
   [[nodiscard]] const std::string& status(std::size_t slot) const { return gpus_[slot].status; }
   [[nodiscard]] std::int64_t now_unix_ns() const { return now_ns_; }
@@ -58,7 +59,7 @@ class LiveState {
   };
   struct PerMetric {
     std::optional<Latest> latest;
-    std::deque<std::pair<std::int64_t, Bucket>> buckets;   // bucket index -> sum
+    std::deque<std::pair<std::int64_t, Bucket>> buckets;  // bucket index -> sum
   };
   struct Gpu {
     gpu::DeviceInfo info;

@@ -114,9 +114,9 @@ std::string facts_text(const std::string& path, const telemetry::TraceStats& t) 
     facts.push_back({"  command", fmt::format("{}", fmt::join(words, " "))});
   }
   facts.push_back({"  start", iso8601_utc(h.start_unix_ns)});
-  facts.push_back({"  duration", t.duration_s >= 60 ? fmt::format("{} ({:.1f} s)", core::human_duration(t.duration_s),
-                                                                    t.duration_s)
-                                                    : core::human_duration(t.duration_s)});
+  facts.push_back({"  duration", t.duration_s >= 60
+                                     ? fmt::format("{} ({:.1f} s)", core::human_duration(t.duration_s), t.duration_s)
+                                     : core::human_duration(t.duration_s)});
   if (t.end)
     facts.push_back({"  end", fmt::format("clean ({}); {} sample lines, {} records dropped", safe(t.end->reason),
                                           t.end->sample_lines, t.end->dropped_records)});

@@ -51,7 +51,8 @@ std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
 
   for (std::size_t i = 0; i < s.gpu_count(); ++i) {
     const auto& d = s.device(i);
-    std::string status = s.status(i).empty() ? "" : fmt::format("  [{}]", s.status(i) == "lost" ? "LOST" : "NOT RESPONDING");
+    std::string status =
+        s.status(i).empty() ? "" : fmt::format("  [{}]", s.status(i) == "lost" ? "LOST" : "NOT RESPONDING");
     add(fmt::format("GPU {} {} · {}{}", d.index, d.name, d.pci_bus_id, status));
 
     auto util = s.latest(i, Metric::kGpuUtilizationPercent);
@@ -75,14 +76,17 @@ std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
 
     auto temp = s.latest(i, Metric::kGpuTemperatureCelsius);
     auto mtemp = s.latest(i, Metric::kMemoryTemperatureCelsius);
-    std::string slowdown = d.temperature_slowdown_celsius ? fmt::format(" slowdown {:.0f}", *d.temperature_slowdown_celsius) : "";
-    add(spark_line("temp", s.history(i, Metric::kGpuTemperatureCelsius), 20, d.temperature_slowdown_celsius.value_or(90.0),
+    std::string slowdown =
+        d.temperature_slowdown_celsius ? fmt::format(" slowdown {:.0f}", *d.temperature_slowdown_celsius) : "";
+    add(spark_line("temp", s.history(i, Metric::kGpuTemperatureCelsius), 20,
+                   d.temperature_slowdown_celsius.value_or(90.0),
                    fmt::format("{:>6}  HBM {}{}", num(temp, "{:.0f}", " °C"), num(mtemp, "{:.0f}", " °C"), slowdown)));
 
     auto used = s.latest(i, Metric::kMemoryUsedBytes);
     double total = d.memory_total_bytes ? static_cast<double>(*d.memory_total_bytes) : 0.0;
-    add(spark_line("memory", s.history(i, Metric::kMemoryUsedBytes), 0, total > 0 ? total : 1.0,
-                   fmt::format("{} / {}", used ? core::human_bytes(*used) : "—", total > 0 ? core::human_bytes(total) : "?")));
+    add(spark_line(
+        "memory", s.history(i, Metric::kMemoryUsedBytes), 0, total > 0 ? total : 1.0,
+        fmt::format("{} / {}", used ? core::human_bytes(*used) : "—", total > 0 ? core::human_bytes(total) : "?")));
 
     auto smclk = s.latest(i, Metric::kSmClockMhz);
     auto memclk = s.latest(i, Metric::kMemoryClockMhz);
@@ -120,7 +124,8 @@ std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
                       core::fit(ps.name.empty() ? "?" : ps.name, 16), num(ps.sm_utilization_percent, "{:.0f}", " %"),
                       ps.memory_used_bytes ? core::human_bytes(static_cast<double>(*ps.memory_used_bytes)) : "—"));
     }
-    if (sorted.size() > o.max_processes) add(fmt::format(" {}… {} more", core::fit("", kLabel - 1), sorted.size() - o.max_processes));
+    if (sorted.size() > o.max_processes)
+      add(fmt::format(" {}… {} more", core::fit("", kLabel - 1), sorted.size() - o.max_processes));
   }
   for (const auto& e : s.recent_events()) add("! " + e);
   return out;

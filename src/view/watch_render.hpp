@@ -14,9 +14,9 @@
 namespace gpudoc::view {
 
 struct WatchRenderOptions {
-  std::string title;      // first line, left
-  std::string banner;     // a line under the title, e.g. "REPLAY of run.jsonl — not live"
-  std::string clock;      // first line, right (e.g. "12:03:04" or "t=12.3 s")
+  std::string title;   // first line, left
+  std::string banner;  // a line under the title, e.g. "REPLAY of run.jsonl — not live"
+  std::string clock;   // first line, right (e.g. "12:03:04" or "t=12.3 s")
   std::size_t width = 80;
   std::size_t max_processes = 3;
 };

@@ -32,9 +32,9 @@
 namespace {
 
 using namespace gpudoc;  // NOLINT: a test program
-using telemetry::Trace;
 using fuzz::check_round_trip;
 using fuzz::fail;
+using telemetry::Trace;
 
 // Strict JSON serialisation throws on invalid UTF-8; the trace reader's strings never hold any.
 bool valid_utf8(const std::string& s) {
@@ -58,7 +58,8 @@ void check_well_formed(const Trace& t) {
     const auto& d = h.gpus[g];
     FUZZ_CHECK(d.index >= 0 && static_cast<std::size_t>(d.index) < telemetry::kMaxGpus);
     if (g > 0) FUZZ_CHECK(h.gpus[g - 1].index < d.index, "GPU indices must be distinct and ascending");
-    FUZZ_CHECK(valid_utf8(d.name) && valid_utf8(d.uuid) && valid_utf8(d.pci_bus_id), d.name + " " + d.uuid + " " + d.pci_bus_id);
+    FUZZ_CHECK(valid_utf8(d.name) && valid_utf8(d.uuid) && valid_utf8(d.pci_bus_id),
+               d.name + " " + d.uuid + " " + d.pci_bus_id);
     if (d.sm_clock_max_mhz) FUZZ_CHECK(std::isfinite(*d.sm_clock_max_mhz));
   }
   // The header lists exactly the metrics that can have samples, each once.
@@ -98,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!t.ok()) {
     FUZZ_CHECK(t.error().kind() == core::ErrorKind::kBadInput, t.error().message());
     FUZZ_CHECK(t.error().message().rfind("fuzz.csv", 0) == 0, t.error().message());
-    FUZZ_CHECK(valid_utf8(t.error().message()), t.error().message());   // --json prints it
+    FUZZ_CHECK(valid_utf8(t.error().message()), t.error().message());  // --json prints it
     return 0;
   }
   check_well_formed(*t);

@@ -98,9 +98,8 @@ inline void check_round_trip(const Trace& a) {
     const auto& x = ha.gpus[i];
     const auto& y = hb.gpus[i];
     FUZZ_CHECK(x.index == y.index && x.name == y.name && x.uuid == y.uuid && x.pci_bus_id == y.pci_bus_id &&
-               x.memory_total_bytes == y.memory_total_bytes &&
-               x.sm_clock_max_mhz == y.sm_clock_max_mhz && x.mig_enabled == y.mig_enabled &&
-               x.compute_capability_major == y.compute_capability_major &&
+               x.memory_total_bytes == y.memory_total_bytes && x.sm_clock_max_mhz == y.sm_clock_max_mhz &&
+               x.mig_enabled == y.mig_enabled && x.compute_capability_major == y.compute_capability_major &&
                x.mig_instances.size() == y.mig_instances.size());
   }
   for (std::size_t g = 0; g < a.gpus.size(); ++g) {
@@ -114,7 +113,8 @@ inline void check_round_trip(const Trace& a) {
     const auto& pb = b.gpus[g].processes;
     FUZZ_CHECK(pa.size() == pb.size());
     for (std::size_t i = 0; i < pa.size(); ++i) {
-      FUZZ_CHECK(near(pa[i].t, pb[i].t) && pa[i].sample.pid == pb[i].sample.pid && pa[i].sample.name == pb[i].sample.name &&
+      FUZZ_CHECK(near(pa[i].t, pb[i].t) && pa[i].sample.pid == pb[i].sample.pid &&
+                 pa[i].sample.name == pb[i].sample.name &&
                  pa[i].sample.memory_used_bytes == pb[i].sample.memory_used_bytes &&
                  pa[i].sample.sm_utilization_percent == pb[i].sample.sm_utilization_percent);
     }
@@ -127,8 +127,10 @@ inline void check_round_trip(const Trace& a) {
     FUZZ_CHECK(x.fields == y.fields, x.fields.dump() + " vs " + y.fields.dump());
   }
   FUZZ_CHECK(b.end.has_value());
-  if (a.end) FUZZ_CHECK(a.end->reason == b.end->reason && a.end->dropped_records == b.end->dropped_records);
-  else FUZZ_CHECK(b.end->reason == "destroyed");
+  if (a.end)
+    FUZZ_CHECK(a.end->reason == b.end->reason && a.end->dropped_records == b.end->dropped_records);
+  else
+    FUZZ_CHECK(b.end->reason == "destroyed");
 }
 
 }  // namespace gpudoc::fuzz

@@ -28,9 +28,9 @@
 namespace {
 
 using namespace gpudoc;  // NOLINT: a test program
-using telemetry::Trace;
 using fuzz::check_round_trip;
 using fuzz::fail;
+using telemetry::Trace;
 
 // The fast path must read every line it accepts exactly as the reference parser does.
 void check_flat_lines(std::string_view content) {
@@ -53,8 +53,10 @@ void check_flat_lines(std::string_view content) {
       switch (f.value.kind) {
         case FlatKind::kNumber:
           FUZZ_CHECK(it->is_number(), std::string(line));
-          if (f.value.exact_u64) FUZZ_CHECK(it->is_number_unsigned() && it->get<std::uint64_t>() == f.value.u64);
-          else FUZZ_CHECK(it->get<double>() == f.value.number, std::string(line));
+          if (f.value.exact_u64)
+            FUZZ_CHECK(it->is_number_unsigned() && it->get<std::uint64_t>() == f.value.u64);
+          else
+            FUZZ_CHECK(it->get<double>() == f.value.number, std::string(line));
           break;
         case FlatKind::kString: FUZZ_CHECK(it->is_string() && it->get<std::string>() == f.value.text); break;
         case FlatKind::kTrue: FUZZ_CHECK(it->is_boolean() && it->get<bool>()); break;
@@ -69,7 +71,9 @@ void check_flat_lines(std::string_view content) {
 void check_well_formed(const Trace& t) {
   FUZZ_CHECK(t.header.version == telemetry::kTraceFormatVersion);
   FUZZ_CHECK(t.gpus.size() == t.header.gpus.size() && t.gpus.size() <= telemetry::kMaxGpus);
-  auto t_ok = [&](double x) { return std::isfinite(x) && x >= -1 && x <= telemetry::kMaxTraceSeconds && x <= t.duration_s; };
+  auto t_ok = [&](double x) {
+    return std::isfinite(x) && x >= -1 && x <= telemetry::kMaxTraceSeconds && x <= t.duration_s;
+  };
   for (const auto& g : t.gpus) {
     for (const auto& s : g.metrics) {
       FUZZ_CHECK(s.t.size() == s.v.size());

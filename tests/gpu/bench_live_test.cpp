@@ -141,7 +141,8 @@ TEST_F(BenchLive, GemmHeadlineTypes) {
   }
 }
 TEST_F(BenchLive, GemmSweep) {
-  for (const char* key : {"gemm.sweep.bf16.1024", "gemm.sweep.bf16.2048", "gemm.sweep.bf16.4096", "gemm.sweep.bf16.16384"})
+  for (const char* key :
+       {"gemm.sweep.bf16.1024", "gemm.sweep.bf16.2048", "gemm.sweep.bf16.4096", "gemm.sweep.bf16.16384"})
     EXPECT_GT(run_one(key).median, 20.0) << key;
 }
 

@@ -75,7 +75,8 @@ void expect_curve(const BenchResult& r) {
   for (const auto& p : curve) EXPECT_TRUE(p["verified"].get<bool>()) << p.dump();
   // Large messages move faster than small ones.
   EXPECT_GT(curve.back()["busbw_gb_per_s"].get<double>(), curve.front()["busbw_gb_per_s"].get<double>());
-  EXPECT_EQ(r.params["nvls"]["NCCL_NVLS_ENABLE"], std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "");
+  EXPECT_EQ(r.params["nvls"]["NCCL_NVLS_ENABLE"],
+            std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "");
 }
 
 TEST_F(MultiGpuLive, NcclAllReduce) {

@@ -255,8 +255,8 @@ TEST(CliBackend, BaselineRecordsAndChecksOnFakeGpus) {
 
 TEST(CliBackend, BaselineRecordsTheGpusOfAReplay) {
   const TempDir dir("gpudoc-backend");
-  auto rec = run_gpudoc_stdout(replay("gemm_saturated.jsonl", 10) + " baseline record rp --store " +
-                               dir.file("s.db") + " --json -- " + kStepWorkload);
+  auto rec = run_gpudoc_stdout(replay("gemm_saturated.jsonl", 10) + " baseline record rp --store " + dir.file("s.db") +
+                               " --json -- " + kStepWorkload);
   ASSERT_EQ(rec.exit_code, 0) << rec.output;
   const auto j = parse(rec.output);
   ASSERT_FALSE(j.is_discarded()) << rec.output;

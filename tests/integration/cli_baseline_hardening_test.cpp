@@ -114,7 +114,7 @@ class BaselineHardening : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = tmp_.file("store.db");
-    ::setenv("GPUDOC_STORE", tmp_.file("default-store.db").c_str(), 1);   // a run without --store stays here
+    ::setenv("GPUDOC_STORE", tmp_.file("default-store.db").c_str(), 1);  // a run without --store stays here
     // STEP_MS: three step lines, then a file saying "ready" with the shell's pid (its process
     // group), then a background sleep and a foreground one: a workload that would run a minute.
     slow_ = write_script("slow.sh",
@@ -419,7 +419,7 @@ class PlantedFiles : public BaselineHardening, public ::testing::WithParamInterf
   void run_with_planted(const std::vector<std::string>& args) {
     const pid_t pid = launch(args, out_, {"TMPDIR=" + shared_}, [this](pid_t gpudoc_pid) {
       as_unprivileged([&] {
-        const mode_t saved = ::umask(0);   // FIFOs anyone may open, as an attacker would leave them
+        const mode_t saved = ::umask(0);  // FIFOs anyone may open, as an attacker would leave them
         for (const auto& name : old_names(gpudoc_pid)) {
           const std::string at = shared_ + "/" + name;
           if (GetParam() == Plant::kSymlink)
@@ -427,7 +427,7 @@ class PlantedFiles : public BaselineHardening, public ::testing::WithParamInterf
           else
             (void)::mkfifo(at.c_str(), 0666);
         }
-        ::umask(saved);   // not root: this very process becomes gpudoc next
+        ::umask(saved);  // not root: this very process becomes gpudoc next
         return 0;
       });
     });

@@ -26,12 +26,13 @@ class CliBaseline : public ::testing::Test {
     // The workload: STEP_MS ACCURACY [EXIT]: six step lines around STEP_MS, one accuracy line,
     // a start event as the reference workloads print, and ordinary output around them.
     workload_ = dir_ + "/work.sh";
-    std::ofstream(workload_) << "#!/bin/sh\n"
-                                "echo 'starting'\n"
-                                "echo '::gpudoc {\"event\": \"start\", \"workload\": \"test\"}'\n"
-                                "for j in 1 2 3 4 5 6; do echo \"::gpudoc {\\\"step\\\": $j, \\\"step_ms\\\": $1.$j}\"; done\n"
-                                "echo \"::gpudoc {\\\"accuracy\\\": $2}\"\n"
-                                "exit ${3:-0}\n";
+    std::ofstream(workload_)
+        << "#!/bin/sh\n"
+           "echo 'starting'\n"
+           "echo '::gpudoc {\"event\": \"start\", \"workload\": \"test\"}'\n"
+           "for j in 1 2 3 4 5 6; do echo \"::gpudoc {\\\"step\\\": $j, \\\"step_ms\\\": $1.$j}\"; done\n"
+           "echo \"::gpudoc {\\\"accuracy\\\": $2}\"\n"
+           "exit ${3:-0}\n";
     std::filesystem::permissions(workload_, std::filesystem::perms::owner_all);
   }
 
@@ -42,10 +43,12 @@ class CliBaseline : public ::testing::Test {
     return args.substr(0, dd) + " --store " + store_ + args.substr(dd);
   }
   CliRun gpudoc(const std::string& args) { return run_gpudoc(with_store(args)); }
-  CliRun record(const std::string& name, const std::string& step, const std::string& acc, const std::string& extra = "") {
+  CliRun record(const std::string& name, const std::string& step, const std::string& acc,
+                const std::string& extra = "") {
     return gpudoc("baseline record " + name + " " + extra + " -- " + workload_ + " " + step + " " + acc);
   }
-  CliRun check(const std::string& name, const std::string& step, const std::string& acc, const std::string& extra = "") {
+  CliRun check(const std::string& name, const std::string& step, const std::string& acc,
+               const std::string& extra = "") {
     return gpudoc("baseline check " + name + " " + extra + " -- " + workload_ + " " + step + " " + acc);
   }
   // stdout only, for JSON.
@@ -63,13 +66,14 @@ TEST_F(CliBaseline, RecordThenCheckTheSameRunPasses) {
   EXPECT_THAT(rec.output, HasSubstr("step_ms"));
   EXPECT_THAT(rec.output, HasSubstr("accuracy"));
   EXPECT_THAT(rec.output, HasSubstr("wall_s"));
-  EXPECT_THAT(rec.output, HasSubstr("starting"));   // the workload's own output passes through
+  EXPECT_THAT(rec.output, HasSubstr("starting"));  // the workload's own output passes through
   EXPECT_THAT(rec.output, HasSubstr("GPU figures (peak memory, utilization, energy) absent: no GPU"));
 
   const CliRun chk = check("train", "10", "0.95");
   EXPECT_EQ(chk.exit_code, 0) << chk.output;
   EXPECT_THAT(chk.output, HasSubstr("ok: every figure within its bound"));
-  for (const char* col : {"figure", "baseline", "now", "change", "bound", "verdict"}) EXPECT_THAT(chk.output, HasSubstr(col));
+  for (const char* col : {"figure", "baseline", "now", "change", "bound", "verdict"})
+    EXPECT_THAT(chk.output, HasSubstr(col));
 }
 
 TEST_F(CliBaseline, CheckWithoutCommandRunsTheRecordedOne) {
@@ -84,8 +88,8 @@ TEST_F(CliBaseline, TwiceAsSlowIsARegressionWithTheVerdictTable) {
   EXPECT_EQ(chk.exit_code, 1) << chk.output;
   EXPECT_THAT(chk.output, HasSubstr("REGRESSION"));
   EXPECT_THAT(chk.output, HasSubstr("step_ms"));
-  EXPECT_THAT(chk.output, HasSubstr("+96.6 %"));   // 10.35 -> 20.35
-  EXPECT_THAT(chk.output, HasSubstr("+10.0 %"));   // the bound for a time
+  EXPECT_THAT(chk.output, HasSubstr("+96.6 %"));  // 10.35 -> 20.35
+  EXPECT_THAT(chk.output, HasSubstr("+10.0 %"));  // the bound for a time
   EXPECT_THAT(chk.output, HasSubstr("confirmed by a re-run"));
   EXPECT_THAT(chk.output, HasSubstr("GPU state now"));
 }
@@ -95,8 +99,8 @@ TEST_F(CliBaseline, LowerAccuracyIsARegressionEvenWhenFaster) {
   const CliRun chk = check("train", "5", "0.90");
   EXPECT_EQ(chk.exit_code, 1) << chk.output;
   EXPECT_THAT(chk.output, HasSubstr("accuracy"));
-  EXPECT_THAT(chk.output, HasSubstr("improved"));     // step_ms
-  EXPECT_THAT(chk.output, HasSubstr("REGRESSION"));   // accuracy
+  EXPECT_THAT(chk.output, HasSubstr("improved"));    // step_ms
+  EXPECT_THAT(chk.output, HasSubstr("REGRESSION"));  // accuracy
 }
 
 TEST_F(CliBaseline, UnknownNameIsUsageError) {
@@ -132,7 +136,8 @@ TEST_F(CliBaseline, NothingToRecordIsUsageError) {
 
 TEST_F(CliBaseline, MalformedMetricLinesAreCountedNotFatal) {
   const std::string w = dir_ + "/bad.sh";
-  std::ofstream(w) << "#!/bin/sh\necho '::gpudoc {\"step_ms\": 10'\necho '::gpudoc {\"step_ms\": 10, \"model\": \"x\"}'\n";
+  std::ofstream(w)
+      << "#!/bin/sh\necho '::gpudoc {\"step_ms\": 10'\necho '::gpudoc {\"step_ms\": 10, \"model\": \"x\"}'\n";
   std::filesystem::permissions(w, std::filesystem::perms::owner_all);
   const CliRun r = gpudoc("baseline record bad -- " + w);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -143,7 +148,8 @@ TEST_F(CliBaseline, MalformedMetricLinesAreCountedNotFatal) {
 
 TEST_F(CliBaseline, MetricsFileFromTheEnvironment) {
   const std::string w = dir_ + "/file.sh";
-  std::ofstream(w) << "#!/bin/sh\necho '{\"loss\": 0.25}' >> \"$GPUDOC_METRICS\"\necho '{\"loss\": 0.24}' >> \"$GPUDOC_METRICS\"\n";
+  std::ofstream(w)
+      << "#!/bin/sh\necho '{\"loss\": 0.25}' >> \"$GPUDOC_METRICS\"\necho '{\"loss\": 0.24}' >> \"$GPUDOC_METRICS\"\n";
   std::filesystem::permissions(w, std::filesystem::perms::owner_all);
   const CliRun r = json("baseline record f --json -- " + w);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -202,7 +208,7 @@ TEST_F(CliBaseline, ConfigThresholdsApply) {
 TEST_F(CliBaseline, JsonShapes) {
   CliRun r = json("baseline record train --json -- " + workload_ + " 10 0.95");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto j = nlohmann::json::parse(r.output);   // the workload's output went to stderr
+  auto j = nlohmann::json::parse(r.output);  // the workload's output went to stderr
   EXPECT_EQ(j["baseline"], "train");
   EXPECT_EQ(j["kinds"], "workload");
   EXPECT_TRUE(j["run_id"].is_number());
@@ -244,7 +250,7 @@ TEST_F(CliBaseline, JsonShapes) {
   r = json("baseline history train --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   j = nlohmann::json::parse(r.output);
-  ASSERT_EQ(j["runs"].size(), 3u);   // record, check, confirm
+  ASSERT_EQ(j["runs"].size(), 3u);  // record, check, confirm
   EXPECT_EQ(j["runs"][0]["role"], "record");
   EXPECT_TRUE(j["runs"][0]["golden"].get<bool>());
   EXPECT_EQ(j["runs"][1]["verdict"], "regression");
@@ -272,7 +278,7 @@ TEST_F(CliBaseline, ListShowHistoryForPeople) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("3 runs"));
   EXPECT_THAT(r.output, HasSubstr("trend"));
-  EXPECT_THAT(r.output, HasSubstr("▁"));   // a sparkline
+  EXPECT_THAT(r.output, HasSubstr("▁"));  // a sparkline
 }
 
 // The page's embedded data, parsed back (the plots themselves are checked in a browser:
@@ -290,16 +296,16 @@ nlohmann::json page_data(const std::string& path) {
 TEST_F(CliBaseline, HistoryHtmlDrawsEveryRunWithTheBaselineTheBoundAndTheVerdicts) {
   ASSERT_EQ(record("train", "10", "0.95").exit_code, 0);
   ASSERT_EQ(check("train", "10", "0.95").exit_code, 0);
-  ASSERT_EQ(check("train", "20", "0.95").exit_code, 1);   // regression, confirmed by a re-run
+  ASSERT_EQ(check("train", "20", "0.95").exit_code, 1);  // regression, confirmed by a re-run
   const std::string page = dir_ + "/history.html";
   CliRun r = gpudoc("baseline history train --html " + page);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("HTML page: " + page));
-  EXPECT_THAT(r.output, HasSubstr("trend"));   // the terminal view is still printed
+  EXPECT_THAT(r.output, HasSubstr("trend"));  // the terminal view is still printed
   const auto d = page_data(page);
   ASSERT_TRUE(d.is_object());
   EXPECT_EQ(d["baseline"], "train");
-  ASSERT_EQ(d["runs"].size(), 4u);   // record, check, check, confirm
+  ASSERT_EQ(d["runs"].size(), 4u);  // record, check, check, confirm
   EXPECT_EQ(d["runs"][0]["role"], "record");
   EXPECT_TRUE(d["runs"][0]["golden"].get<bool>());
   EXPECT_EQ(d["runs"][3]["role"], "confirm");
@@ -309,7 +315,7 @@ TEST_F(CliBaseline, HistoryHtmlDrawsEveryRunWithTheBaselineTheBoundAndTheVerdict
   ASSERT_NE(step, nullptr);
   EXPECT_EQ((*step)["direction"], "lower");
   EXPECT_NEAR((*step)["baseline"].get<double>(), 10.35, 1e-9);
-  EXPECT_NEAR((*step)["bound"].get<double>(), 10.35 * 1.10, 1e-9);   // time: 10 %, above the 2x noise
+  EXPECT_NEAR((*step)["bound"].get<double>(), 10.35 * 1.10, 1e-9);  // time: 10 %, above the 2x noise
   EXPECT_EQ((*step)["verdicts"], nlohmann::json({"", "ok", "regression", ""}));
   EXPECT_NEAR((*step)["values"][2].get<double>(), 20.35, 1e-9);
 
@@ -324,8 +330,8 @@ TEST_F(CliBaseline, HistoryHtmlDrawsEveryRunWithTheBaselineTheBoundAndTheVerdict
 
 TEST_F(CliBaseline, StoreFromTheEnvironment) {
   const std::string env_store = dir_ + "/env.db";
-  const std::string cmd = "GPUDOC_STORE=" + env_store + " " + std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc baseline record e -- " +
-                          workload_ + " 10 0.9 >/dev/null 2>&1";
+  const std::string cmd = "GPUDOC_STORE=" + env_store + " " + std::string(GPUDOC_BINARY_DIR) +
+                          "/src/cli/gpudoc baseline record e -- " + workload_ + " 10 0.9 >/dev/null 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_TRUE(std::filesystem::exists(env_store));
 }

@@ -13,13 +13,32 @@
 namespace gpudoc::testing {
 namespace {
 
-const char* const kKeys[] = {"hbm.copy", "hbm.read", "hbm.write",
-                             "pcie.h2d.pinned", "pcie.d2h.pinned", "pcie.bidir.pinned",
-                             "pcie.h2d.pageable", "pcie.d2h.pageable", "pcie.bidir.pageable",
-                             "gemm.fp32", "gemm.tf32", "gemm.fp16", "gemm.bf16", "gemm.fp8",
-                             "gemm.sweep.bf16.1024", "gemm.sweep.bf16.2048", "gemm.sweep.bf16.4096", "gemm.sweep.bf16.16384",
-                             "launch.throughput", "launch.latency", "launch.graph_node",
-                             "p2p.bandwidth", "p2p.bidirectional", "p2p.latency", "nccl.all_reduce", "nccl.all_gather",
+const char* const kKeys[] = {"hbm.copy",
+                             "hbm.read",
+                             "hbm.write",
+                             "pcie.h2d.pinned",
+                             "pcie.d2h.pinned",
+                             "pcie.bidir.pinned",
+                             "pcie.h2d.pageable",
+                             "pcie.d2h.pageable",
+                             "pcie.bidir.pageable",
+                             "gemm.fp32",
+                             "gemm.tf32",
+                             "gemm.fp16",
+                             "gemm.bf16",
+                             "gemm.fp8",
+                             "gemm.sweep.bf16.1024",
+                             "gemm.sweep.bf16.2048",
+                             "gemm.sweep.bf16.4096",
+                             "gemm.sweep.bf16.16384",
+                             "launch.throughput",
+                             "launch.latency",
+                             "launch.graph_node",
+                             "p2p.bandwidth",
+                             "p2p.bidirectional",
+                             "p2p.latency",
+                             "nccl.all_reduce",
+                             "nccl.all_gather",
                              "nccl.reduce_scatter"};
 const char* const kMultiGpuKeys[] = {"p2p.bandwidth",   "p2p.bidirectional", "p2p.latency",
                                      "nccl.all_reduce", "nccl.all_gather",   "nccl.reduce_scatter"};
@@ -49,9 +68,7 @@ TEST(CliBench, UnknownKeyIsUsageErrorListingValidKeys) {
   EXPECT_THAT(r.output, ::testing::HasSubstr("launch.graph_node"));
 }
 
-TEST(CliBench, QuickAndFullExcludeEachOther) {
-  EXPECT_EQ(run_gpudoc("bench --quick --full").exit_code, 2);
-}
+TEST(CliBench, QuickAndFullExcludeEachOther) { EXPECT_EQ(run_gpudoc("bench --quick --full").exit_code, 2); }
 
 TEST(CliBench, WithoutGpuEveryBenchmarkIsWaivedExit3) {
   if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
@@ -59,7 +76,8 @@ TEST(CliBench, WithoutGpuEveryBenchmarkIsWaivedExit3) {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("no GPU benchmark can run"));
   for (const char* key : kKeys) EXPECT_THAT(r.output, ::testing::HasSubstr(key));
-  EXPECT_THAT(r.output, ::testing::AnyOf(::testing::HasSubstr("waived: no GPU"), ::testing::HasSubstr("waived: built without CUDA")));
+  EXPECT_THAT(r.output, ::testing::AnyOf(::testing::HasSubstr("waived: no GPU"),
+                                         ::testing::HasSubstr("waived: built without CUDA")));
 }
 
 TEST(CliBench, WithoutGpuJsonRecordsEachWaiver) {
@@ -84,7 +102,8 @@ TEST(CliBench, WithoutDriverSaysNoNvidiaDriverIsInstalled) {
   const CliRun r = run_gpudoc("bench --only launch.latency --quick");
   if (r.output.find("built without CUDA") != std::string::npos) GTEST_SKIP() << "built without CUDA";
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_THAT(r.output, ::testing::HasSubstr("no GPU benchmark can run: no NVIDIA driver is installed (libcuda.so.1 not found)"));
+  EXPECT_THAT(r.output,
+              ::testing::HasSubstr("no GPU benchmark can run: no NVIDIA driver is installed (libcuda.so.1 not found)"));
   EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("insufficient")));
 
   const CliRun js = run_gpudoc_stdout("bench --only launch.latency --quick --json");
@@ -100,7 +119,8 @@ TEST(CliBench, WithoutGpuMultiGpuBenchmarksAreWaivedExit3) {
   const CliRun r = run_gpudoc("bench --only p2p,nccl");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   for (const char* key : kMultiGpuKeys) EXPECT_THAT(r.output, ::testing::HasSubstr(key));
-  EXPECT_THAT(r.output, ::testing::AnyOf(::testing::HasSubstr("waived: no GPU"), ::testing::HasSubstr("waived: built without CUDA")));
+  EXPECT_THAT(r.output, ::testing::AnyOf(::testing::HasSubstr("waived: no GPU"),
+                                         ::testing::HasSubstr("waived: built without CUDA")));
 
   const CliRun js = run_gpudoc_stdout("bench --only nccl,p2p --quick --json");
   EXPECT_EQ(js.exit_code, 3);
@@ -125,13 +145,13 @@ TEST(CliBench, WithoutGpuGemmAndPcieAreWaivedExit3) {
   const CliRun js = run_gpudoc_stdout("bench --only pcie,gemm --quick --json");
   EXPECT_EQ(js.exit_code, 3);
   const auto j = nlohmann::json::parse(js.output);
-  ASSERT_EQ(j["results"].size(), 15u);  // 6 pcie + 5 gemm + 4 sweep sizes
+  ASSERT_EQ(j["results"].size(), 15u);                   // 6 pcie + 5 gemm + 4 sweep sizes
   EXPECT_EQ(j["results"][0]["key"], "pcie.h2d.pinned");  // registry order: pcie before gemm
   EXPECT_EQ(j["results"][6]["key"], "gemm.fp32");
   for (const auto& res : j["results"]) {
     EXPECT_EQ(res["status"], "waived") << res.dump();
-    EXPECT_THAT(res["reason"].get<std::string>(),
-                ::testing::AnyOf(::testing::StartsWith("waived: no GPU"), ::testing::StartsWith("waived: built without CUDA")))
+    EXPECT_THAT(res["reason"].get<std::string>(), ::testing::AnyOf(::testing::StartsWith("waived: no GPU"),
+                                                                   ::testing::StartsWith("waived: built without CUDA")))
         << res.dump();
   }
   EXPECT_TRUE(j["machine"]["nvml"].is_null());
@@ -170,7 +190,8 @@ TEST_F(CliBenchHtml, SavedRunBecomesAPage) {
   EXPECT_THAT(page, ::testing::HasSubstr("gpudoc bench — NVIDIA H200"));
   EXPECT_THAT(page, ::testing::HasSubstr("kernel: cluster 2x1x1 of heuristics #0 (TN)"));  // gemm.tf32's choice
   EXPECT_THAT(page, ::testing::HasSubstr("<td class=\"num wide\">10.83 %</td>"));          // launch.throughput
-  const CliRun j = run_gpudoc("bench --from " + data_file("bench_h200_full.json") + " --html " + path("j.html") + " --json");
+  const CliRun j =
+      run_gpudoc("bench --from " + data_file("bench_h200_full.json") + " --html " + path("j.html") + " --json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   EXPECT_EQ(nlohmann::json::parse(j.output)["results"], 27);
 }
@@ -186,7 +207,8 @@ TEST_F(CliBenchHtml, BadInputIsNamedExit2) {
       {"--from " + path("other.json") + " --html " + path("p.html"), "other.json: not a gpudoc bench report"},
       {"--from " + data_file("bench_h200_full.json"), "give --html FILE too"},
       {"--from " + data_file("bench_h200_full.json") + " --html " + path("p.html") + " --quick", "for a new run"},
-      {"--from " + data_file("bench_h200_full.json") + " --html " + path("no/such/dir/p.html"), "writing " + path("no/such/dir/p.html")},
+      {"--from " + data_file("bench_h200_full.json") + " --html " + path("no/such/dir/p.html"),
+       "writing " + path("no/such/dir/p.html")},
   };
   for (const Case& c : cases) {
     const CliRun r = run_gpudoc("bench " + c.args);

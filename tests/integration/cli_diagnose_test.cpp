@@ -86,7 +86,8 @@ TEST(CliDiagnose, SaturatedGemmHasNoWarningAndThresholdDecidesTheExitCode) {
 }
 
 TEST(CliDiagnose, SeveralTracesGiveOneDocumentWithTraces) {
-  auto r = run_stdout("diagnose " + data_file("gemm_saturated.jsonl") + " " + data_file("sawtooth_p1000_d50.jsonl") + " --json");
+  auto r = run_stdout("diagnose " + data_file("gemm_saturated.jsonl") + " " + data_file("sawtooth_p1000_d50.jsonl") +
+                      " --json");
   ASSERT_EQ(r.exit_code, 1) << r.output;
   auto j = nlohmann::json::parse(r.output);
   ASSERT_EQ(j["traces"].size(), 2u);
@@ -113,7 +114,8 @@ TEST(CliDiagnose, NvidiaSmiCsvIsReadAndWhatItLacksIsNamed) {
   std::string csv = "timestamp, index, utilization.gpu [%], memory.used [MiB], power.draw [W]\n";
   for (int i = 0; i < 300; ++i)
     csv += "2026/11/29 12:00:" + std::string(i / 10 < 10 ? "0" : "") + std::to_string(i / 10) + "." +
-           std::to_string(i % 10) + "00, 0, " + (i % 10 < 5 ? "100 %" : "0 %") + ", 20000 MiB, " + (i % 10 < 5 ? "500.0 W" : "120.0 W") + "\n";
+           std::to_string(i % 10) + "00, 0, " + (i % 10 < 5 ? "100 %" : "0 %") + ", 20000 MiB, " +
+           (i % 10 < 5 ? "500.0 W" : "120.0 W") + "\n";
   TempFile f(csv, ".csv");
   auto r = run_stdout("diagnose " + f.path() + " --json");
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
@@ -129,10 +131,12 @@ TEST(CliDiagnose, BadInputExitsTwoNamingFileAndLine) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, empty.path())) << r.output;
 
-  std::string head = std::string(R"({"type":"header","format":"gpudoc-trace","version":1,"gpudoc_version":"0.1.0","host":"n",)") +
-                     R"("start_unix_ns":1780000000000000000,"backend":"nvml","gpus":[{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}],)" +
-                     R"("metrics":[{"name":"power_watts","unit":"W","group":"fast","period_ms":100}]})" + "\n";
-  TempFile broken(head + R"({"type":"sample","t":0.1,"gpu":0,"power_watts":300})" + "\n" + "{\"type\":\"sample\",\"t\":0.2,\"gpu\n");
+  std::string head =
+      std::string(R"({"type":"header","format":"gpudoc-trace","version":1,"gpudoc_version":"0.1.0","host":"n",)") +
+      R"("start_unix_ns":1780000000000000000,"backend":"nvml","gpus":[{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}],)" +
+      R"("metrics":[{"name":"power_watts","unit":"W","group":"fast","period_ms":100}]})" + "\n";
+  TempFile broken(head + R"({"type":"sample","t":0.1,"gpu":0,"power_watts":300})" + "\n" +
+                  "{\"type\":\"sample\",\"t\":0.2,\"gpu\n");
   r = run_gpudoc("diagnose " + broken.path());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, broken.path() + " line 3")) << r.output;
@@ -214,8 +218,9 @@ TEST(CliDiagnose, UsageErrors) {
 TEST(CliDiagnose, HelpTeaches) {
   auto r = run_gpudoc("diagnose --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* s : {"Examples:", "gpudoc diagnose run.jsonl", "--live", "-- python3 train.py", "Exit codes:", "sawtooth",
-                        "plateau", "memory_bound", "pulse", "staircase", "memory_growth", "throttled", "healthy", "idle"})
+  for (const char* s :
+       {"Examples:", "gpudoc diagnose run.jsonl", "--live", "-- python3 train.py", "Exit codes:", "sawtooth", "plateau",
+        "memory_bound", "pulse", "staircase", "memory_growth", "throttled", "healthy", "idle"})
     EXPECT_TRUE(has(r.output, s)) << s << "\n" << r.output;
   r = run_gpudoc("doctor --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -21,7 +21,7 @@ using gpudoc::testing::TempDir;
 
 struct CliOut {
   int exit_code = -1;
-  std::string out;   // stdout only
+  std::string out;  // stdout only
 };
 
 CliOut gpudoc(const std::string& args) {
@@ -41,7 +41,7 @@ TEST(CliHealth, NoGpuExits3WithValidJson) {
   ASSERT_TRUE(j["checks"].is_array());
   for (const auto& c : j["checks"]) {
     EXPECT_TRUE(c.contains("finding_id"));
-    EXPECT_NE(c["status"], "fail") << c.dump();   // host advice never fails a node without GPUs
+    EXPECT_NE(c["status"], "fail") << c.dump();  // host advice never fails a node without GPUs
   }
 }
 

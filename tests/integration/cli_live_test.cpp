@@ -32,7 +32,8 @@ TEST(CliWatch, ReplaysARealTraceAndSaysSo) {
 }
 
 TEST(CliWatch, JsonFramesCarryLatestValuesOfEveryGpu) {
-  auto r = run_gpudoc("watch " + data_file("allreduce_straggler_slow1.jsonl") + " --speed 20 --interval 300 --duration 0.4 --json");
+  auto r = run_gpudoc("watch " + data_file("allreduce_straggler_slow1.jsonl") +
+                      " --speed 20 --interval 300 --duration 0.4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto first_line = r.output.substr(0, r.output.find('\n'));
   auto j = nlohmann::json::parse(first_line, nullptr, false);
@@ -49,10 +50,12 @@ TEST(CliWatch, ReplaysAnNvidiaSmiCsvLog) {
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
-    std::fputs("timestamp, index, utilization.gpu [%], power.draw [W], clocks.current.sm [MHz], clocks_event_reasons.active\n", f);
+    std::fputs(
+        "timestamp, index, utilization.gpu [%], power.draw [W], clocks.current.sm [MHz], clocks_event_reasons.active\n",
+        f);
     for (int i = 0; i < 30; ++i)
-      std::fprintf(f, "2026/11/29 18:45:%02d.%03d, 0, %d %%, %d.5 W, 1530 MHz, 0x0000000000000004\n", 10 + i / 10, (i % 10) * 100,
-                   i % 2 == 0 ? 100 : 0, 600 + i);
+      std::fprintf(f, "2026/11/29 18:45:%02d.%03d, 0, %d %%, %d.5 W, 1530 MHz, 0x0000000000000004\n", 10 + i / 10,
+                   (i % 10) * 100, i % 2 == 0 ? 100 : 0, 600 + i);
     std::fclose(f);
   }
   auto info = run_gpudoc("trace info " + path);

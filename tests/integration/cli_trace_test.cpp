@@ -23,12 +23,18 @@ struct TempTrace : gpudoc::testing::TempFile {
 const std::string kGood =
     R"({"type":"header","format":"gpudoc-trace","version":1,"gpudoc_version":"0.1.0","host":"node7",)"
     R"("start_unix_ns":1780000000000000000,"backend":"nvml","gpus":[{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}],)"
-    R"("metrics":[{"name":"power_watts","unit":"W","group":"fast","period_ms":100}]})" "\n"
-    R"({"type":"sample","t":0.1,"gpu":0,"power_watts":300})" "\n"
-    R"({"type":"sample","t":0.2,"gpu":0,"power_watts":310})" "\n"
-    R"({"type":"sample","t":1.2,"gpu":0,"power_watts":320})" "\n"
-    R"({"type":"event","t":1.3,"kind":"xid","gpu":0,"code":79})" "\n"
-    R"({"type":"end","t":1.5,"sample_lines":3,"dropped_records":0,"reason":"command_exited"})" "\n";
+    R"("metrics":[{"name":"power_watts","unit":"W","group":"fast","period_ms":100}]})"
+    "\n"
+    R"({"type":"sample","t":0.1,"gpu":0,"power_watts":300})"
+    "\n"
+    R"({"type":"sample","t":0.2,"gpu":0,"power_watts":310})"
+    "\n"
+    R"({"type":"sample","t":1.2,"gpu":0,"power_watts":320})"
+    "\n"
+    R"({"type":"event","t":1.3,"kind":"xid","gpu":0,"code":79})"
+    "\n"
+    R"({"type":"end","t":1.5,"sample_lines":3,"dropped_records":0,"reason":"command_exited"})"
+    "\n";
 
 TEST(CliTraceInfo, SummarisesAValidTrace) {
   TempTrace f(kGood);
@@ -73,7 +79,8 @@ TEST(CliTraceInfo, ReportsATraceWithoutEnd) {
 }
 
 TEST(CliTraceInfo, RejectsABadTraceWithExitTwoAndTheLine) {
-  TempTrace f(kGood.substr(0, kGood.find("300")) + R"("300"})" "\n");
+  TempTrace f(kGood.substr(0, kGood.find("300")) + R"("300"})"
+                                                   "\n");
   CliRun r = run_gpudoc("trace info " + f.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "gpudoc: error: " + f.path() + " line 2: \"power_watts\" must be a number\n");

@@ -31,7 +31,8 @@ void check(const diagnose::Diagnosis& d, const std::string& expected, const test
     const bool allowed = f.id == expected || f.id == e.expected ||
                          std::find(e.allowed.begin(), e.allowed.end(), f.id) != e.allowed.end();
     if (f.severity >= Severity::kWarning) {
-      EXPECT_TRUE(allowed) << what << ": wrong finding " << f.id << " (" << findings::to_string(f.severity) << "): " << f.message;
+      EXPECT_TRUE(allowed) << what << ": wrong finding " << f.id << " (" << findings::to_string(f.severity)
+                           << "): " << f.message;
     }
     EXPECT_GE(f.confidence, 0.0);
     EXPECT_LE(f.confidence, 1.0);

@@ -24,10 +24,12 @@ std::vector<std::string> fixtures() {
 TEST(Fixtures, ThereAreTracesOfEveryReferencePattern) {
   auto f = fixtures();
   ASSERT_GE(f.size(), 20u);
-  for (const char* name : {"idle", "gemm_saturated", "sawtooth_p1000_d50", "sawtooth_p50_d50", "tiny_kernels", "memory_bound",
-                           "memory_growth", "contention_turns", "allreduce_straggler_slow1", "allreduce_balanced"})
-    EXPECT_TRUE(std::any_of(f.begin(), f.end(), [&](const std::string& p) { return p.ends_with(std::string("/") + name + ".jsonl"); }))
-        << name;
+  for (const char* name :
+       {"idle", "gemm_saturated", "sawtooth_p1000_d50", "sawtooth_p50_d50", "tiny_kernels", "memory_bound",
+        "memory_growth", "contention_turns", "allreduce_straggler_slow1", "allreduce_balanced"})
+    EXPECT_TRUE(std::any_of(f.begin(), f.end(), [&](const std::string& p) {
+      return p.ends_with(std::string("/") + name + ".jsonl");
+    })) << name;
 }
 
 TEST(Fixtures, EveryUtilizationSampleOnceAndNoneLost) {

@@ -22,14 +22,15 @@
 
 namespace {
 
-using gpudoc::testing::data_file;
 using gpudoc::testing::CliRun;
+using gpudoc::testing::data_file;
 using gpudoc::testing::run_gpudoc;
 using gpudoc::testing::run_shell;
 
 std::string find_browser() {
   if (const char* env = std::getenv("GPUDOC_BROWSER"); env != nullptr && *env != '\0') return env;
-  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/snap/bin/chromium"})
+  for (const char* p :
+       {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/snap/bin/chromium"})
     if (::access(p, X_OK) == 0) return p;
   return "";
 }
@@ -53,7 +54,8 @@ class HtmlInBrowser : public ::testing::Test {
     if (browser_.empty()) {
       const char* allow = std::getenv("GPUDOC_ALLOW_NO_BROWSER");
       if (allow != nullptr && std::string(allow) == "1") GTEST_SKIP() << "no chromium and GPUDOC_ALLOW_NO_BROWSER=1";
-      FAIL() << "chromium not found (scripts/setup.sh installs Debian's chromium; set GPUDOC_ALLOW_NO_BROWSER=1 to skip)";
+      FAIL()
+          << "chromium not found (scripts/setup.sh installs Debian's chromium; set GPUDOC_ALLOW_NO_BROWSER=1 to skip)";
     }
   }
 
@@ -61,7 +63,8 @@ class HtmlInBrowser : public ::testing::Test {
   std::string dom_of(const std::filesystem::path& page) {
     std::string cmd = browser_ +
                       " --headless --no-sandbox --disable-gpu --no-first-run --disable-extensions"
-                      " --user-data-dir=" + (dir_ / "profile").string() +
+                      " --user-data-dir=" +
+                      (dir_ / "profile").string() +
                       " --window-size=1280,2000 --virtual-time-budget=10000 --dump-dom file://" + page.string() +
                       " 2>/dev/null";
     int code = -1;
@@ -146,10 +149,10 @@ TEST_F(HtmlInBrowser, BaselineHistoryWithAHostileNameRenders) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string dom = dom_of(page);
   expect_rendered(dom, 3);
-  EXPECT_EQ(dom.find("data-pwned"), std::string::npos);   // the name's script never ran
+  EXPECT_EQ(dom.find("data-pwned"), std::string::npos);  // the name's script never ran
   EXPECT_EQ(dom.find("<b>&"), std::string::npos);
   EXPECT_NE(dom.find("&lt;/script&gt;&lt;script&gt;document.body.dataset.pwned=1"), std::string::npos);
-  EXPECT_NE(dom.find("REGRESSION"), std::string::npos);   // the legend and the tables mark the verdict
+  EXPECT_NE(dom.find("REGRESSION"), std::string::npos);  // the legend and the tables mark the verdict
 }
 
 // `gpudoc report --html` over three health results (two GPUs, a failing check whose evidence carries
@@ -159,17 +162,24 @@ TEST_F(HtmlInBrowser, HealthReportRenders) {
   {
     auto store = gpudoc::baseline::Store::open(path);
     ASSERT_TRUE(store.ok()) << store.error().message();
-    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto now_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     for (int i = 0; i < 3; ++i) {
       nlohmann::json checks = nlohmann::json::array();
       for (int g = 0; g < 2; ++g) {
-        checks.push_back({{"check", "clocks"}, {"status", "pass"}, {"gpu", g}, {"evidence", "ok"},
-                          {"values", {{{"name", "sm_clock_mhz"}, {"value", 1980 - 10 * i}, {"unit", "MHz"}},
-                                      {{"name", "temperature_celsius"}, {"value", 40 + i + g}, {"unit", "C"}},
-                                      {{"name", "power_watts"}, {"value", 600.5 + i}, {"unit", "W"}}}}});
+        checks.push_back({{"check", "clocks"},
+                          {"status", "pass"},
+                          {"gpu", g},
+                          {"evidence", "ok"},
+                          {"values",
+                           {{{"name", "sm_clock_mhz"}, {"value", 1980 - 10 * i}, {"unit", "MHz"}},
+                            {{"name", "temperature_celsius"}, {"value", 40 + i + g}, {"unit", "C"}},
+                            {{"name", "power_watts"}, {"value", 600.5 + i}, {"unit", "W"}}}}});
       }
-      checks.push_back({{"check", "xid"}, {"status", i == 2 ? "fail" : "pass"}, {"gpu", nullptr},
+      checks.push_back({{"check", "xid"},
+                        {"status", i == 2 ? "fail" : "pass"},
+                        {"gpu", nullptr},
                         {"evidence", "XID 79 </script><script>document.body.dataset.pwned=1</script>"},
                         {"values", {{{"name", "xid_count"}, {"value", i == 2 ? 1 : 0}}}}});
       const std::int64_t t = now_ns - (3 - i) * 3'600'000'000'000LL;
@@ -181,7 +191,7 @@ TEST_F(HtmlInBrowser, HealthReportRenders) {
   auto r = run_gpudoc("report --store " + path + " --html " + page.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string dom = dom_of(page);
-  expect_rendered(dom, 7);   // 2 GPUs x (clock, temperature, power) + the node's XIDs
+  expect_rendered(dom, 7);  // 2 GPUs x (clock, temperature, power) + the node's XIDs
   EXPECT_EQ(dom.find("data-pwned"), std::string::npos);
   EXPECT_NE(dom.find("XID 79 &lt;/script&gt;"), std::string::npos);
 }
@@ -194,22 +204,34 @@ TEST_F(HtmlInBrowser, BenchPagesRender) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_rendered(dom_of(page), 21);
 
-  const nlohmann::json curve = {{{"bytes", 8}, {"time_us", 20.0}, {"algbw_gb_per_s", 0.0004}, {"busbw_gb_per_s", 0.0004}},
-                                {{"bytes", 1 << 20}, {"time_us", 30.0}, {"algbw_gb_per_s", 35.0}, {"busbw_gb_per_s", 35.0}},
-                                {{"bytes", 1 << 30}, {"time_us", 5940.0}, {"algbw_gb_per_s", 180.8}, {"busbw_gb_per_s", 361.6}}};
+  const nlohmann::json curve = {
+      {{"bytes", 8}, {"time_us", 20.0}, {"algbw_gb_per_s", 0.0004}, {"busbw_gb_per_s", 0.0004}},
+      {{"bytes", 1 << 20}, {"time_us", 30.0}, {"algbw_gb_per_s", 35.0}, {"busbw_gb_per_s", 35.0}},
+      {{"bytes", 1 << 30}, {"time_us", 5940.0}, {"algbw_gb_per_s", 180.8}, {"busbw_gb_per_s", 361.6}}};
   auto result = [](const std::string& key, const nlohmann::json& params) {
-    return nlohmann::json{{"key", key}, {"status", "ok"},
-                          {"result", {{"key", key}, {"unit", "GB/s"}, {"median", 361.0}, {"min", 360.0}, {"max", 362.0},
-                                      {"cv", 0.001}, {"samples", {360.0, 361.0, 362.0}}, {"params", params},
-                                      {"verified", true}}}};
+    return nlohmann::json{{"key", key},
+                          {"status", "ok"},
+                          {"result",
+                           {{"key", key},
+                            {"unit", "GB/s"},
+                            {"median", 361.0},
+                            {"min", 360.0},
+                            {"max", 362.0},
+                            {"cv", 0.001},
+                            {"samples", {360.0, 361.0, 362.0}},
+                            {"params", params},
+                            {"verified", true}}}};
   };
   const std::string evil = "nccl.all_reduce</script><script>document.body.dataset.pwned=1</script>";
-  const nlohmann::json two = {
-      {"mode", "default"},
-      {"machine", {{"device_count", 2}, {"gpu", {{"name", "NVIDIA H200"}}}}},
-      {"results", {result(evil, {{"curve", curve}}), result("nccl.all_gather", {{"curve", curve}}),
-                   result("p2p.bandwidth", {{"matrix", {{"rows", "src"}, {"columns", "dst"}, {"unit", "GB/s"},
-                                                          {"values", {{nullptr, 370.1}, {370.9, nullptr}}}}}})}}};
+  const nlohmann::json two = {{"mode", "default"},
+                              {"machine", {{"device_count", 2}, {"gpu", {{"name", "NVIDIA H200"}}}}},
+                              {"results",
+                               {result(evil, {{"curve", curve}}), result("nccl.all_gather", {{"curve", curve}}),
+                                result("p2p.bandwidth", {{"matrix",
+                                                          {{"rows", "src"},
+                                                           {"columns", "dst"},
+                                                           {"unit", "GB/s"},
+                                                           {"values", {{nullptr, 370.1}, {370.9, nullptr}}}}}})}}};
   const auto saved = dir_ / "two.json";
   std::ofstream(saved) << two.dump();
   const auto page2 = dir_ / "two.html";

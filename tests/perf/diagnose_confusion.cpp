@@ -14,16 +14,16 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "../integration/diagnose_expectations.hpp"
 #include "core/temp_dir.hpp"
 #include "diagnose/diagnose.hpp"
 #include "telemetry/input.hpp"
-#include "../integration/diagnose_expectations.hpp"
 
 namespace fs = std::filesystem;
 using gpudoc::findings::Severity;
@@ -51,9 +51,12 @@ int main(int argc, char** argv) {
   std::string out_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--heldout") heldout = true;
-    else if (a == "--verbose") verbose = true;
-    else if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+    if (a == "--heldout")
+      heldout = true;
+    else if (a == "--verbose")
+      verbose = true;
+    else if (a == "--out" && i + 1 < argc)
+      out_path = argv[++i];
     else {
       std::cerr << "usage: diagnose_confusion [--heldout] [--out FILE] [--verbose]\n";
       return 2;
@@ -79,8 +82,8 @@ int main(int argc, char** argv) {
       std::cerr << "conversion failed: " << cmd << "\n";
       return 1;
     }
-    for (const auto& [form, path, expected] :
-         std::vector<std::tuple<std::string, fs::path, std::string>>{{"trace", trace, e.expected}, {"csv", csv, e.csv_expected}}) {
+    for (const auto& [form, path, expected] : std::vector<std::tuple<std::string, fs::path, std::string>>{
+             {"trace", trace, e.expected}, {"csv", csv, e.csv_expected}}) {
       auto t = gpudoc::telemetry::read_telemetry_file(path.string());
       Row r{e.trace, form, expected.empty() ? "(not visible)" : expected, "", "", false, e.heldout, "", ""};
       if (!t) {
@@ -98,8 +101,9 @@ int main(int argc, char** argv) {
                              std::find(e.allowed.begin(), e.allowed.end(), f.id) != e.allowed.end();
         if (f.severity >= Severity::kWarning && !allowed) wrong.push_back(f.id);
         if (f.severity >= Severity::kWarning && r.first_warning.empty()) r.first_warning = f.id;
-        if (verbose) std::cerr << e.trace << " [" << form << "] " << f.id << " " << gpudoc::findings::to_string(f.severity)
-                               << " conf " << f.confidence << ": " << f.message << "\n";
+        if (verbose)
+          std::cerr << e.trace << " [" << form << "] " << f.id << " " << gpudoc::findings::to_string(f.severity)
+                    << " conf " << f.confidence << ": " << f.message << "\n";
       }
       for (const auto& g : d.gpus) prim.push_back(g.primary);
       r.found_primary = join(prim, ", ");
@@ -117,8 +121,8 @@ int main(int argc, char** argv) {
     md << "| trace | form | expected | primary per GPU | all findings | verdict |\n|---|---|---|---|---|---|\n";
     for (const auto& r : rows)
       if (r.heldout == ho)
-        md << "| " << r.trace << " | " << r.form << " | " << r.expected << " | " << r.found_primary << " | " << r.found_all
-           << " | " << r.verdict << " |\n";
+        md << "| " << r.trace << " | " << r.form << " | " << r.expected << " | " << r.found_primary << " | "
+           << r.found_all << " | " << r.verdict << " |\n";
     // Matrix: expected (rows) x primary finding of the most affected GPU (columns).
     std::set<std::string> cols;
     std::map<std::string, std::map<std::string, int>> m;
@@ -150,8 +154,10 @@ int main(int argc, char** argv) {
       }
     md << "\n" << ok << " of " << n << " correct (expected finding present, no wrong finding at warning or above).\n";
   }
-  if (out_path.empty()) std::cout << md.str();
-  else std::ofstream(out_path) << md.str();
+  if (out_path.empty())
+    std::cout << md.str();
+  else
+    std::ofstream(out_path) << md.str();
   int bad = 0;
   for (const auto& r : rows) bad += r.ok ? 0 : 1;
   return bad == 0 ? 0 : 1;

@@ -43,9 +43,12 @@ int main(int argc, char** argv) {
   int gpus = 8, runs = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--hours") hours = std::atof(argv[i + 1]);
-    else if (a == "--gpus") gpus = std::atoi(argv[i + 1]);
-    else if (a == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
+    if (a == "--hours")
+      hours = std::atof(argv[i + 1]);
+    else if (a == "--gpus")
+      gpus = std::atoi(argv[i + 1]);
+    else if (a == "--runs")
+      runs = std::max(1, std::atoi(argv[i + 1]));
   }
   const double t1 = hours * 3600;
   telemetry::Trace tr;
@@ -63,13 +66,19 @@ int main(int argc, char** argv) {
     for (Metric m : {Metric::kPowerWatts, Metric::kSmClockMhz, Metric::kMemoryClockMhz, Metric::kGpuTemperatureCelsius,
                      Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes})
       fill(G.metric(m), t1, 0.1,
-           m == Metric::kPowerWatts ? power : m == Metric::kMemoryUsedBytes ? mem : m == Metric::kClockEventReasonsMask ? mask
-           : m == Metric::kSmClockMhz ? clk : temp, g);
-    for (Metric m : {Metric::kGpmSmActivityPercent, Metric::kGpmSmOccupancyPercent, Metric::kGpmTensorActivityPercent,
-                     Metric::kGpmDramActivityPercent, Metric::kGpmPcieRxBytesPerSecond, Metric::kGpmPcieTxBytesPerSecond,
-                     Metric::kGpmNvlinkRxBytesPerSecond, Metric::kGpmNvlinkTxBytesPerSecond})
+           m == Metric::kPowerWatts              ? power
+           : m == Metric::kMemoryUsedBytes       ? mem
+           : m == Metric::kClockEventReasonsMask ? mask
+           : m == Metric::kSmClockMhz            ? clk
+                                                 : temp,
+           g);
+    for (Metric m :
+         {Metric::kGpmSmActivityPercent, Metric::kGpmSmOccupancyPercent, Metric::kGpmTensorActivityPercent,
+          Metric::kGpmDramActivityPercent, Metric::kGpmPcieRxBytesPerSecond, Metric::kGpmPcieTxBytesPerSecond,
+          Metric::kGpmNvlinkRxBytesPerSecond, Metric::kGpmNvlinkTxBytesPerSecond})
       fill(G.metric(m), t1, 0.2, m == Metric::kGpmDramActivityPercent ? dram : sm, g);
-    for (Metric m : {Metric::kMemoryTemperatureCelsius, Metric::kPcieLinkGeneration, Metric::kPcieLinkWidth, Metric::kPowerLimitWatts})
+    for (Metric m : {Metric::kMemoryTemperatureCelsius, Metric::kPcieLinkGeneration, Metric::kPcieLinkWidth,
+                     Metric::kPowerLimitWatts})
       fill(G.metric(m), t1, 1.0, slow, g);
     for (const auto& s : G.metrics) values += s.size();
   }
@@ -85,8 +94,9 @@ int main(int argc, char** argv) {
     nfind = d.findings.size();
   }
   std::sort(secs.begin(), secs.end());
-  std::printf("{\"hours\": %.2f, \"gpus\": %d, \"values\": %zu, \"findings\": %zu, \"runs\": %d, "
-              "\"median_s\": %.4f, \"min_s\": %.4f, \"max_s\": %.4f}\n",
-              hours, gpus, values, nfind, runs, secs[secs.size() / 2], secs.front(), secs.back());
+  std::printf(
+      "{\"hours\": %.2f, \"gpus\": %d, \"values\": %zu, \"findings\": %zu, \"runs\": %d, "
+      "\"median_s\": %.4f, \"min_s\": %.4f, \"max_s\": %.4f}\n",
+      hours, gpus, values, nfind, runs, secs[secs.size() / 2], secs.front(), secs.back());
   return secs[secs.size() / 2] < 1.0 ? 0 : 1;
 }

@@ -66,10 +66,12 @@ std::string single_call_costs(int gpu) {
   const auto gap = std::chrono::milliseconds(5);
   unsigned v = 0;
   unsigned long long mask = 0;
-  if (api.nvmlDeviceGetPowerUsage) add("nvmlDeviceGetPowerUsage", us_per_call(200, gap, [&] { api.nvmlDeviceGetPowerUsage(h, &v); }));
+  if (api.nvmlDeviceGetPowerUsage)
+    add("nvmlDeviceGetPowerUsage", us_per_call(200, gap, [&] { api.nvmlDeviceGetPowerUsage(h, &v); }));
   if (api.nvmlDeviceGetClockInfo) {
     add("nvmlDeviceGetClockInfo(SM)", us_per_call(200, gap, [&] { api.nvmlDeviceGetClockInfo(h, NVML_CLOCK_SM, &v); }));
-    add("nvmlDeviceGetClockInfo(MEM)", us_per_call(200, gap, [&] { api.nvmlDeviceGetClockInfo(h, NVML_CLOCK_MEM, &v); }));
+    add("nvmlDeviceGetClockInfo(MEM)",
+        us_per_call(200, gap, [&] { api.nvmlDeviceGetClockInfo(h, NVML_CLOCK_MEM, &v); }));
   }
   if (api.nvmlDeviceGetTemperatureV) {
     add("nvmlDeviceGetTemperatureV", us_per_call(200, gap, [&] {
@@ -80,7 +82,8 @@ std::string single_call_costs(int gpu) {
         }));
   }
   if (api.nvmlDeviceGetTemperature)
-    add("nvmlDeviceGetTemperature", us_per_call(200, gap, [&] { api.nvmlDeviceGetTemperature(h, NVML_TEMPERATURE_GPU, &v); }));
+    add("nvmlDeviceGetTemperature",
+        us_per_call(200, gap, [&] { api.nvmlDeviceGetTemperature(h, NVML_TEMPERATURE_GPU, &v); }));
   if (api.nvmlDeviceGetCurrentClocksEventReasons)
     add("nvmlDeviceGetCurrentClocksEventReasons",
         us_per_call(200, gap, [&] { api.nvmlDeviceGetCurrentClocksEventReasons(h, &mask); }));
@@ -108,20 +111,21 @@ std::string single_call_costs(int gpu) {
     for (int age_ms : {0, 1000, 5000, 10000}) {
       // age 0: the whole buffer (lastSeenTimeStamp 0).
       const double us = us_per_call(10, std::chrono::milliseconds(50), [&] {
-        const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
+        const auto now_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
         unsigned count = static_cast<unsigned>(buf.size());
         nvmlValueType_t type{};
         api.nvmlDeviceGetSamples(h, NVML_GPU_UTILIZATION_SAMPLES,
-                                 age_ms == 0 ? 0ULL : static_cast<unsigned long long>(now_us - age_ms * 1000LL), &type, &count,
-                                 buf.data());
+                                 age_ms == 0 ? 0ULL : static_cast<unsigned long long>(now_us - age_ms * 1000LL), &type,
+                                 &count, buf.data());
       });
       add(fmt::format("nvmlDeviceGetSamples(GPU utilization, last seen {} ms ago)", age_ms == 0 ? -1 : age_ms), us);
     }
     unsigned count = static_cast<unsigned>(buf.size());
     nvmlValueType_t type{};
-    if (api.nvmlDeviceGetSamples(h, NVML_TOTAL_POWER_SAMPLES, 0, &type, &count, buf.data()) == NVML_SUCCESS && count > 1)
+    if (api.nvmlDeviceGetSamples(h, NVML_TOTAL_POWER_SAMPLES, 0, &type, &count, buf.data()) == NVML_SUCCESS &&
+        count > 1)
       add(fmt::format("power sample buffer: entries; mean spacing ms (of {})", count),
           static_cast<double>(buf[count - 1].timeStamp - buf[0].timeStamp) / 1000.0 / (count - 1));
   }
@@ -202,10 +206,11 @@ int main(int argc, char** argv) {
   std::string groups;
   for (gpu::MetricGroup g : gpu::all_groups()) {
     const std::size_t i = gpu::index(g);
-    groups += fmt::format("{}\n    \"{}\": {{\"period_ms\": {}, \"calls\": {}, \"failures\": {}, \"us_per_call\": {:.1f}, "
-                          "\"percent_of_one_core\": {:.4f}}}",
-                          groups.empty() ? "" : ",", gpu::info(g).name, gpu::info(g).default_period.count(), calls[i],
-                          failures[i], calls[i] > 0 ? 1e6 * cpu[i] / static_cast<double>(calls[i]) : 0.0, pct(cpu[i]));
+    groups += fmt::format(
+        "{}\n    \"{}\": {{\"period_ms\": {}, \"calls\": {}, \"failures\": {}, \"us_per_call\": {:.1f}, "
+        "\"percent_of_one_core\": {:.4f}}}",
+        groups.empty() ? "" : ",", gpu::info(g).name, gpu::info(g).default_period.count(), calls[i], failures[i],
+        calls[i] > 0 ? 1e6 * cpu[i] / static_cast<double>(calls[i]) : 0.0, pct(cpu[i]));
   }
   std::printf(
       "{\n  \"gpu\": %d,\n  \"seconds\": %.2f,\n  \"groups\": {%s\n  },\n"

@@ -37,8 +37,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", r.error().message().c_str());
     return 3;
   }
-  std::printf("{\"gpus\": %d, \"seconds\": %.1f, \"sample_lines\": %llu, \"cpu_percent_of_one_core\": %.3f, \"per_gpu\": %.3f}\n",
-              gpus, r->duration_s, static_cast<unsigned long long>(r->sample_lines), 100.0 * (c1 - c0) / r->duration_s,
-              100.0 * (c1 - c0) / r->duration_s / gpus);
+  std::printf(
+      "{\"gpus\": %d, \"seconds\": %.1f, \"sample_lines\": %llu, \"cpu_percent_of_one_core\": %.3f, \"per_gpu\": "
+      "%.3f}\n",
+      gpus, r->duration_s, static_cast<unsigned long long>(r->sample_lines), 100.0 * (c1 - c0) / r->duration_s,
+      100.0 * (c1 - c0) / r->duration_s / gpus);
   return 0;
 }

@@ -19,14 +19,9 @@ inline core::Error cuda_error(const char* call, cudaError_t e) {
     case cudaErrorInvalidDevice:
     case cudaErrorDevicesUnavailable:
     case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-      kind = core::ErrorKind::kEnvironment;
-      break;
-    case cudaErrorMemoryAllocation:
-      kind = core::ErrorKind::kEnvironment;
-      break;
-    default:
-      break;
+    case cudaErrorCompatNotSupportedOnDevice: kind = core::ErrorKind::kEnvironment; break;
+    case cudaErrorMemoryAllocation: kind = core::ErrorKind::kEnvironment; break;
+    default: break;
   }
   return core::Error(kind, std::string(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")");
 }

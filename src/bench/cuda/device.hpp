@@ -18,15 +18,15 @@ namespace gpudoc::bench::cuda {
 
 struct DeviceInfo {
   int index = 0;
-  std::string name;             // "NVIDIA H200"
-  std::string uuid;             // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string name;  // "NVIDIA H200"
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
   int compute_major = 0;
   int compute_minor = 0;
   int sm_count = 0;
   std::size_t l2_bytes = 0;
   std::size_t memory_bytes = 0;
-  int driver_version = 0;       // cudaDriverGetVersion: 13000 = CUDA 13.0
-  int runtime_version = 0;      // cudaRuntimeGetVersion
+  int driver_version = 0;   // cudaDriverGetVersion: 13000 = CUDA 13.0
+  int runtime_version = 0;  // cudaRuntimeGetVersion
 };
 
 // Number of CUDA devices visible (CUDA_VISIBLE_DEVICES applies). Errors: kNotSupported without

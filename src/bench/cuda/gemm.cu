@@ -107,7 +107,8 @@ const Loaded& loaded() {
 // supported (CUBLAS_STATUS_NOT_SUPPORTED)".
 core::Error lt_error(const char* call, cublasStatus_t s) {
   const LtApi& api = loaded().api;
-  const std::string name = api.cublasLtGetStatusName != nullptr ? api.cublasLtGetStatusName(s) : std::to_string(static_cast<int>(s));
+  const std::string name =
+      api.cublasLtGetStatusName != nullptr ? api.cublasLtGetStatusName(s) : std::to_string(static_cast<int>(s));
   const std::string text = api.cublasLtGetStatusString != nullptr ? api.cublasLtGetStatusString(s) : "cuBLASLt error";
   core::ErrorKind kind = core::ErrorKind::kInternal;
   switch (s) {
@@ -121,9 +122,9 @@ core::Error lt_error(const char* call, cublasStatus_t s) {
   return core::Error(kind, std::string(call) + ": " + text + " (" + name + ")");
 }
 
-#define GPUDOC_LT_TRY(call)                                               \
-  do {                                                                    \
-    const cublasStatus_t gpudoc_lt_s_ = (call);                           \
+#define GPUDOC_LT_TRY(call)                                                          \
+  do {                                                                               \
+    const cublasStatus_t gpudoc_lt_s_ = (call);                                      \
     if (gpudoc_lt_s_ != CUBLAS_STATUS_SUCCESS) return lt_error(#call, gpudoc_lt_s_); \
   } while (0)
 
@@ -235,7 +236,8 @@ double decode_output(GemmType t, const unsigned char* p) {
 }
 
 std::string shape(const GemmOptions& o) {
-  return std::string(to_string(o.type)) + " " + std::to_string(o.m) + "x" + std::to_string(o.n) + "x" + std::to_string(o.k);
+  return std::string(to_string(o.type)) + " " + std::to_string(o.m) + "x" + std::to_string(o.n) + "x" +
+         std::to_string(o.k);
 }
 
 std::string layout_tag(bool a_transposed) { return a_transposed ? " (TN)" : " (NN)"; }

@@ -42,44 +42,44 @@ struct GemmOptions {
   std::uint64_t m = 8192;
   std::uint64_t n = 8192;
   std::uint64_t k = 8192;
-  int repetitions = 20;                                   // samples
-  double warmup_seconds = 1.0;                            // matmuls run before the samples (clocks and power settle)
-  double sample_seconds = 0.05;                           // each sample holds matmuls for at least this long
-  int algo_candidates = 8;                                // algorithms asked of the heuristics and timed
-  double algo_probe_seconds = 0.1;                        // each candidate's turn per probe pass (half untimed)
-  int algo_probe_passes = 2;                              // round-robin passes over the candidates (mean)
-  int algo_finalists = 3;                                 // candidates compared again in the steady state
-  double algo_final_margin = 0.03;                        // ... those within 3 % of the best probe
-  double algo_final_seconds = 1.0;                        // each finalist's turn: half settling, half timed
-  int algo_final_rounds = 2;                              // turns per finalist (order reversed each round)
-  std::size_t workspace_bytes = std::size_t{64} << 20;    // workspace offered to cuBLASLt
-  int verify_elements = 64;                               // output elements checked against the host reference
+  int repetitions = 20;                                 // samples
+  double warmup_seconds = 1.0;                          // matmuls run before the samples (clocks and power settle)
+  double sample_seconds = 0.05;                         // each sample holds matmuls for at least this long
+  int algo_candidates = 8;                              // algorithms asked of the heuristics and timed
+  double algo_probe_seconds = 0.1;                      // each candidate's turn per probe pass (half untimed)
+  int algo_probe_passes = 2;                            // round-robin passes over the candidates (mean)
+  int algo_finalists = 3;                               // candidates compared again in the steady state
+  double algo_final_margin = 0.03;                      // ... those within 3 % of the best probe
+  double algo_final_seconds = 1.0;                      // each finalist's turn: half settling, half timed
+  int algo_final_rounds = 2;                            // turns per finalist (order reversed each round)
+  std::size_t workspace_bytes = std::size_t{64} << 20;  // workspace offered to cuBLASLt
+  int verify_elements = 64;                             // output elements checked against the host reference
 };
 
 struct GemmTiming {
-  std::vector<double> seconds;          // per matmul, one entry per sample
+  std::vector<double> seconds;  // per matmul, one entry per sample
   int matmuls_per_sample = 0;
   int warmup_matmuls = 0;
-  double seconds_before_samples = 0;    // GPU time from the first matmul to the first sample (warm-up,
-                                        // probes, final): how long the GPU had been at work, and warming
-  std::string library;                  // what load_cublaslt() returned
-  int algos_returned = 0;               // by cublasLtMatmulAlgoGetHeuristic
-  int algo_variants = 0;                // cluster-shape variants added to them (accepted by cublasLtMatmulAlgoCheck)
+  double seconds_before_samples = 0;  // GPU time from the first matmul to the first sample (warm-up,
+                                      // probes, final): how long the GPU had been at work, and warming
+  std::string library;                // what load_cublaslt() returned
+  int algos_returned = 0;             // by cublasLtMatmulAlgoGetHeuristic
+  int algo_variants = 0;              // cluster-shape variants added to them (accepted by cublasLtMatmulAlgoCheck)
   int algos_timed = 0;
-  int algo_rank = -1;                   // the chosen one's place among the candidates (0 = first)
-  std::string layout;                   // the chosen one's: "TN" (A stored K x M, transposed) or "NN"
-  int algo_id = -1;                     // CUBLASLT_ALGO_CONFIG_ID of the chosen one
-  std::string algo_origin;              // "heuristics #0 (TN)", "cluster 2x1x1 of heuristics #0 (TN)"
-  std::string algo_config;              // "algo 43, tile id 23, stages id 34, cluster 2x1x1, ..."
-  std::size_t algo_workspace_bytes = 0; // workspace the chosen one needs
-  std::vector<double> algo_seconds;     // per matmul, each candidate timed (0: not usable): the TN
-                                        // layout's in heuristic order, then NN's (not for FP8), then
-                                        // the cluster variants
+  int algo_rank = -1;                        // the chosen one's place among the candidates (0 = first)
+  std::string layout;                        // the chosen one's: "TN" (A stored K x M, transposed) or "NN"
+  int algo_id = -1;                          // CUBLASLT_ALGO_CONFIG_ID of the chosen one
+  std::string algo_origin;                   // "heuristics #0 (TN)", "cluster 2x1x1 of heuristics #0 (TN)"
+  std::string algo_config;                   // "algo 43, tile id 23, stages id 34, cluster 2x1x1, ..."
+  std::size_t algo_workspace_bytes = 0;      // workspace the chosen one needs
+  std::vector<double> algo_seconds;          // per matmul, each candidate timed (0: not usable): the TN
+                                             // layout's in heuristic order, then NN's (not for FP8), then
+                                             // the cluster variants
   std::vector<std::string> algo_candidates;  // "origin: configuration" of each candidate, same order
-  std::vector<double> algo_final_seconds;  // per matmul in the steady-state final, same order (0: not a finalist)
+  std::vector<double> algo_final_seconds;    // per matmul in the steady-state final, same order (0: not a finalist)
   bool verified = false;
-  std::string verify_detail;            // what was checked, or the worst element
-  double worst_error_ratio = 0;         // max |got - reference| / bound over the checked elements
+  std::string verify_detail;     // what was checked, or the worst element
+  double worst_error_ratio = 0;  // max |got - reference| / bound over the checked elements
 };
 
 [[nodiscard]] core::Result<GemmTiming> run_gemm(const GemmOptions& options);

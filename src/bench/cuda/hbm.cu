@@ -101,7 +101,8 @@ __global__ void write_kernel(uint4* __restrict__ dst, std::size_t n) {
 
 // Word index of sample i of `samples` spread evenly over `words` (first and last included).
 __host__ __device__ std::size_t sample_index(std::size_t i, std::size_t samples, std::size_t words) {
-  return samples <= 1 ? 0 : static_cast<std::size_t>((static_cast<unsigned long long>(i) * (words - 1)) / (samples - 1));
+  return samples <= 1 ? 0
+                      : static_cast<std::size_t>((static_cast<unsigned long long>(i) * (words - 1)) / (samples - 1));
 }
 
 __global__ void gather_kernel(const unsigned* __restrict__ words, std::size_t n_words, unsigned* __restrict__ out,
@@ -133,8 +134,8 @@ core::Result<std::string> verify_index_pattern(const void* buf, std::size_t byte
   for (std::size_t i = 0; i < kVerifySamples; ++i) {
     const std::size_t w = sample_index(i, kVerifySamples, words);
     if (host[i] != static_cast<unsigned>(w))
-      return std::string("MISMATCH at word ") + std::to_string(w) + ": expected " + std::to_string(static_cast<unsigned>(w)) +
-             ", found " + std::to_string(host[i]);
+      return std::string("MISMATCH at word ") + std::to_string(w) + ": expected " +
+             std::to_string(static_cast<unsigned>(w)) + ", found " + std::to_string(host[i]);
   }
   return std::string();
 }
@@ -148,7 +149,8 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
   const std::size_t bytes = options.buffer_bytes / 16 * 16;
   const std::size_t n = bytes / 16;
   if (bytes / 4 > (std::size_t{1} << 32))
-    return core::Error(core::ErrorKind::kUsage, "run_hbm: buffers above 16 GiB are not supported (32-bit word pattern)");
+    return core::Error(core::ErrorKind::kUsage,
+                       "run_hbm: buffers above 16 GiB are not supported (32-bit word pattern)");
 
   HbmTiming t;
   int blocks_per_sm = 0;
@@ -164,7 +166,7 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
       break;
   }
   t.blocks = kernel == HbmKernel::kCopy ? static_cast<int>((n + kThreads - 1) / kThreads)
-                                       : sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+                                        : sms * (blocks_per_sm > 0 ? blocks_per_sm : 1);
   t.threads_per_block = kThreads;
   t.bytes_per_launch = kernel == HbmKernel::kCopy ? 2 * bytes : bytes;
 
@@ -232,7 +234,8 @@ core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options) {
       auto v = verify_index_pattern(out, bytes);
       if (!v) return v.error();
       t.verified = v->empty();
-      t.verify_detail = t.verified ? std::to_string(kVerifySamples) + " sampled words equal their index after poisoning" : *v;
+      t.verify_detail =
+          t.verified ? std::to_string(kVerifySamples) + " sampled words equal their index after poisoning" : *v;
       break;
     }
     case HbmKernel::kRead: {

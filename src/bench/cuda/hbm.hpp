@@ -29,14 +29,14 @@ struct HbmOptions {
 };
 
 struct HbmTiming {
-  std::vector<double> seconds;    // per launch, one entry per sample
+  std::vector<double> seconds;       // per launch, one entry per sample
   std::size_t bytes_per_launch = 0;  // bytes moved by one launch (copy: read + write)
   int blocks = 0;
   int threads_per_block = 0;
-  int warmup_launches = 0;        // untimed launches actually run
-  double warmup_seconds = 0;      // how long they took
+  int warmup_launches = 0;    // untimed launches actually run
+  double warmup_seconds = 0;  // how long they took
   bool verified = false;
-  std::string verify_detail;      // what was checked, or the first mismatch
+  std::string verify_detail;  // what was checked, or the first mismatch
 };
 
 [[nodiscard]] core::Result<HbmTiming> run_hbm(HbmKernel kernel, const HbmOptions& options);

@@ -65,7 +65,7 @@ core::Result<LaunchTiming> run_launch(LaunchKind kind, const LaunchOptions& opti
   auto* counter = static_cast<unsigned long long*>(counter_buf.ptr);
 
   // How many kernels one sample launches, and how it launches them.
-  const int per_sample = kind == LaunchKind::kThroughput ? options.launches
+  const int per_sample = kind == LaunchKind::kThroughput  ? options.launches
                          : kind == LaunchKind::kGraphNode ? options.graph_nodes
                                                           : 1;
   Graph graph;

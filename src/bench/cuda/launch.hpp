@@ -25,19 +25,19 @@ enum class LaunchKind {
 struct LaunchOptions {
   int device = 0;
   int warmup = 3;
-  int repetitions = 20;   // samples
-  int launches = 30000;   // kThroughput: launches per sample (~0.1 s: host jitter averages out)
-  int graph_nodes = 1000; // kGraphNode: kernels in the graph
+  int repetitions = 20;    // samples
+  int launches = 30000;    // kThroughput: launches per sample (~0.1 s: host jitter averages out)
+  int graph_nodes = 1000;  // kGraphNode: kernels in the graph
 };
 
 struct LaunchTiming {
   std::vector<double> seconds;  // per launch (or per graph node), one entry per sample
   // Host accounting, kThroughput and kGraphNode (bench/host_cpu.hpp), one entry per sample, over
   // the interval in which the host issues the sample's work (between the two event records):
-  int host_cpu = -1;                      // the CPU the thread ran on (sched_getcpu; -1 unknown)
-  std::vector<double> issue_seconds;      // host wall time, per launch (per node)
-  std::vector<double> thread_cpu_seconds; // the thread's CPU time, per launch (per node)
-  std::vector<double> steal_share;        // steal of that CPU / wall time; empty without /proc/stat
+  int host_cpu = -1;                       // the CPU the thread ran on (sched_getcpu; -1 unknown)
+  std::vector<double> issue_seconds;       // host wall time, per launch (per node)
+  std::vector<double> thread_cpu_seconds;  // the thread's CPU time, per launch (per node)
+  std::vector<double> steal_share;         // steal of that CPU / wall time; empty without /proc/stat
   // Outside the timed region the same launches are repeated with a kernel that increments a
   // counter; verified when the counter equals the number of launches (every launch really ran).
   bool verified = false;

@@ -10,11 +10,11 @@
 #include "bench/cuda/raii.cuh"
 
 // Evaluates an NCCL call; on failure returns its core::Error (named `what`) from the function.
-#define GPUDOC_NCCL_TRY(api, call, what)                                                   \
-  do {                                                                                     \
-    const ::gpudoc::bench::nccl::ncclResult_t gpudoc_nccl_rc_ = (call);                    \
-    if (gpudoc_nccl_rc_ != ::gpudoc::bench::nccl::ncclSuccess)                             \
-      return ::gpudoc::bench::nccl::nccl_error((api), gpudoc_nccl_rc_, (what));            \
+#define GPUDOC_NCCL_TRY(api, call, what)                                        \
+  do {                                                                          \
+    const ::gpudoc::bench::nccl::ncclResult_t gpudoc_nccl_rc_ = (call);         \
+    if (gpudoc_nccl_rc_ != ::gpudoc::bench::nccl::ncclSuccess)                  \
+      return ::gpudoc::bench::nccl::nccl_error((api), gpudoc_nccl_rc_, (what)); \
   } while (0)
 
 namespace gpudoc::bench::cuda {

@@ -80,7 +80,8 @@ core::Status enable_peer(PeerAccess& g, int device, int peer) {
   GPUDOC_CUDA_TRY(cudaDeviceCanAccessPeer(&can, device, peer));
   if (can == 0)
     return core::Error(core::ErrorKind::kNotSupported, "GPU " + std::to_string(device) + " cannot access GPU " +
-                                                           std::to_string(peer) + "'s memory (cudaDeviceCanAccessPeer: 0)");
+                                                           std::to_string(peer) +
+                                                           "'s memory (cudaDeviceCanAccessPeer: 0)");
   GPUDOC_CUDA_TRY(cudaSetDevice(device));
   const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
   if (e == cudaErrorPeerAccessAlreadyEnabled) {
@@ -138,7 +139,8 @@ core::Result<P2pCopyTiming> run_p2p_copy(int src, int dst, bool bidirectional, c
   const std::size_t bytes = options.buffer_bytes / 4 * 4;
   const std::size_t words = bytes / 4;
   if (words > (std::size_t{1} << 32))
-    return core::Error(core::ErrorKind::kUsage, "run_p2p_copy: buffers above 16 GiB are not supported (32-bit pattern)");
+    return core::Error(core::ErrorKind::kUsage,
+                       "run_p2p_copy: buffers above 16 GiB are not supported (32-bit pattern)");
 
   PeerAccess forward;
   PeerAccess backward;
@@ -295,13 +297,13 @@ core::Result<P2pLatencyTiming> run_p2p_latency(int reader, int owner, const P2pL
   unsigned long long got = 0;
   GPUDOC_CUDA_TRY(cudaMemcpyAsync(&got, out, sizeof got, cudaMemcpyDeviceToHost, stream.s));
   GPUDOC_CUDA_TRY(cudaStreamSynchronize(stream.s));
-  const auto want = reinterpret_cast<unsigned long long>(
-      base + (static_cast<std::size_t>(options.accesses) % nodes) * options.stride_bytes);
+  const auto want = reinterpret_cast<unsigned long long>(base + (static_cast<std::size_t>(options.accesses) % nodes) *
+                                                                    options.stride_bytes);
   t.verified = got == want;
-  t.verify_detail = t.verified ? "the chase of " + std::to_string(options.accesses) +
-                                     " remote loads ended on the node the chain predicts"
-                               : "the chase ended at address " + std::to_string(got) + ", expected " +
-                                     std::to_string(want);
+  t.verify_detail =
+      t.verified
+          ? "the chase of " + std::to_string(options.accesses) + " remote loads ended on the node the chain predicts"
+          : "the chase ended at address " + std::to_string(got) + ", expected " + std::to_string(want);
   return t;
 }
 

@@ -35,7 +35,7 @@ struct P2pCopyTiming {
   std::vector<double> seconds;     // per copy (bidirectional: per simultaneous pair of copies)
   std::size_t bytes_per_copy = 0;  // bytes moved by one copy in one direction
   bool verified = false;
-  std::string verify_detail;       // what was checked, or the first mismatch
+  std::string verify_detail;  // what was checked, or the first mismatch
 };
 
 // cudaMemcpyPeerAsync of `buffer_bytes` from `src` to `dst`, issued on a stream of `src` (its copy

@@ -64,7 +64,8 @@ core::Status alloc_host(HostBuffer& h, std::size_t bytes, HostMemory memory) {
   } else {
     h.ptr = std::aligned_alloc(4096, bytes);  // bytes is a multiple of 4096 (checked by the caller)
     if (h.ptr == nullptr)
-      return core::Error(core::ErrorKind::kEnvironment, "aligned_alloc: cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+      return core::Error(core::ErrorKind::kEnvironment,
+                         "aligned_alloc: cannot allocate " + std::to_string(bytes) + " bytes of host memory");
   }
   return core::ok_status();
 }
@@ -79,7 +80,8 @@ std::string check_host(const std::uint32_t* p, std::size_t n, std::uint32_t salt
     }
   if (bad == 0) return std::string();
   return std::to_string(bad) + " of " + std::to_string(n) + " words wrong in host memory, first at word " +
-         std::to_string(first) + " (found " + std::to_string(p[first]) + ", expected " + std::to_string(pattern(first, salt)) + ")";
+         std::to_string(first) + " (found " + std::to_string(p[first]) + ", expected " +
+         std::to_string(pattern(first, salt)) + ")";
 }
 
 // The copies of one run: streams, buffers and events for one direction or both.

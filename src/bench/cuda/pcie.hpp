@@ -35,10 +35,10 @@ struct PcieOptions {
 };
 
 struct PcieTiming {
-  std::vector<double> seconds;        // per sample
-  std::uint64_t bytes_per_sample = 0; // bytes crossing the link in one sample (both directions summed)
+  std::vector<double> seconds;         // per sample
+  std::uint64_t bytes_per_sample = 0;  // bytes crossing the link in one sample (both directions summed)
   bool verified = false;
-  std::string verify_detail;          // what was checked, or the first mismatch
+  std::string verify_detail;  // what was checked, or the first mismatch
 };
 
 // cudaMemcpyAsync on non-blocking streams. Bidirectional: host-to-device on one stream and

@@ -1,17 +1,18 @@
 // Built instead of the .cu files when CUDA is off: every GPU call reports "built without CUDA",
 // so every GPU benchmark is waived.
 #include "bench/cuda/device.hpp"
+#include "bench/cuda/gemm.hpp"
 #include "bench/cuda/hbm.hpp"
 #include "bench/cuda/launch.hpp"
 #include "bench/cuda/nccl.hpp"
 #include "bench/cuda/p2p.hpp"
-#include "bench/cuda/gemm.hpp"
 #include "bench/cuda/pcie.hpp"
 
 namespace gpudoc::bench::cuda {
 namespace {
 core::Error no_cuda() {
-  return core::Error(core::ErrorKind::kNotSupported, "built without CUDA (configure with nvcc on the PATH, GPUDOC_CUDA=ON)");
+  return core::Error(core::ErrorKind::kNotSupported,
+                     "built without CUDA (configure with nvcc on the PATH, GPUDOC_CUDA=ON)");
 }
 }  // namespace
 

@@ -170,9 +170,7 @@ std::uint64_t FakeBackend::read_count(int gpu, MetricGroup group) const {
   return gpus_.at(static_cast<std::size_t>(gpu))->reads[index(group)].load();
 }
 
-core::Result<SystemInfo> FakeBackend::system_info() {
-  return SystemInfo{"fake", "999.99.99", "13.0", "fake"};
-}
+core::Result<SystemInfo> FakeBackend::system_info() { return SystemInfo{"fake", "999.99.99", "13.0", "fake"}; }
 
 core::Result<int> FakeBackend::device_count() {
   std::lock_guard lock(mu_);
@@ -245,7 +243,8 @@ core::Result<GroupReading> FakeBackend::read(int gpu, MetricGroup group) {
   }
   MetricSet in_group = metrics_in(group) & g.supported;
   if (group != MetricGroup::kProcesses && in_group.none())
-    return core::Error(core::ErrorKind::kNotSupported, fmt::format("GPU {} supports nothing in group {}", gpu, info(group).name));
+    return core::Error(core::ErrorKind::kNotSupported,
+                       fmt::format("GPU {} supports nothing in group {}", gpu, info(group).name));
 
   GroupReading r;
   std::int64_t now_unix = clock_.unix_now_ns();

@@ -82,7 +82,7 @@ class FakeBackend final : public Backend {
     std::array<std::optional<Injected>, kMetricGroupCount> errors;
     std::array<core::Nanos, kMetricGroupCount> hang{};
     std::array<std::atomic<std::uint64_t>, kMetricGroupCount> reads{};
-    std::int64_t last_util_sample_ns = 0;   // unix ns of the last buffered sample returned
+    std::int64_t last_util_sample_ns = 0;  // unix ns of the last buffered sample returned
     HealthFacts health = default_health_facts();
     std::optional<Injected> health_error;
   };

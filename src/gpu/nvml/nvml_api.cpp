@@ -53,23 +53,19 @@ std::optional<std::string_view> nvlink_version_name(unsigned int code) noexcept 
     case NVML_NVLINK_VERSION_3_1: return "3.1";
     case NVML_NVLINK_VERSION_4_0: return "4.0";
     case NVML_NVLINK_VERSION_5_0: return "5.0";
-    default: return std::nullopt;   // INVALID, or newer than this list
+    default: return std::nullopt;  // INVALID, or newer than this list
   }
 }
 
 core::Error nvml_error(const NvmlApi& api, nvmlReturn_t rc, std::string_view what) {
   const char* text = api.nvmlErrorString != nullptr ? api.nvmlErrorString(rc) : nullptr;
-  std::string message = fmt::format("{}: {} (NVML error {})", what,
-                                    text != nullptr ? text : "NVML call failed", static_cast<int>(rc));
+  std::string message =
+      fmt::format("{}: {} (NVML error {})", what, text != nullptr ? text : "NVML call failed", static_cast<int>(rc));
   core::ErrorKind kind = core::ErrorKind::kEnvironment;
   switch (rc) {
     case NVML_ERROR_GPU_IS_LOST:
-    case NVML_ERROR_RESET_REQUIRED:
-      kind = core::ErrorKind::kGpuLost;
-      break;
-    case NVML_ERROR_TIMEOUT:
-      kind = core::ErrorKind::kTimeout;
-      break;
+    case NVML_ERROR_RESET_REQUIRED: kind = core::ErrorKind::kGpuLost; break;
+    case NVML_ERROR_TIMEOUT: kind = core::ErrorKind::kTimeout; break;
     case NVML_ERROR_NOT_SUPPORTED:
     case NVML_ERROR_FUNCTION_NOT_FOUND:  // this driver's NVML lacks it: not supported here either
       kind = core::ErrorKind::kNotSupported;

@@ -204,7 +204,7 @@ inline constexpr unsigned int NVML_FI_DEV_MEMORY_TEMP = 82;
 struct nvmlFieldValue_t {
   unsigned int fieldId;
   unsigned int scopeId;
-  long long timestamp;    // CPU timestamp of the value, microseconds since 1970
+  long long timestamp;  // CPU timestamp of the value, microseconds since 1970
   long long latencyUsec;
   nvmlValueType_t valueType;
   nvmlReturn_t nvmlReturn;  // per-field status; value is undefined unless NVML_SUCCESS
@@ -228,10 +228,10 @@ enum nvmlGpmMetricId_t : int {
   NVML_GPM_METRIC_SM_OCCUPANCY = 3,
   NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
   NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
-  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,         // MiB/s
-  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,         // MiB/s
-  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60, // MiB/s
-  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61, // MiB/s
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,          // MiB/s
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,          // MiB/s
+  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,  // MiB/s
+  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,  // MiB/s
 };
 
 // The length of nvmlGpmMetricsGet_t.metrics. nvml.h sizes it NVML_GPM_METRIC_MAX, which grew from
@@ -354,137 +354,127 @@ static_assert(sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlComputeMode_t) == 4 &
 // kEnvironment); kOptional — a missing symbol (an older driver) only means that feature is
 // unsupported. Never add a Set* function: gpudoc reads GPUs, it never changes their settings.
 // Never add nvmlDeviceGetPcieThroughput: it blocks for ~20 ms (use GPM PCIe metrics).
-#define GPUDOC_NVML_FUNCTIONS(X)                                                                             \
-  X(kRequired, nvmlInit_v2, nvmlReturn_t, (void), ())                                                      \
-  X(kRequired, nvmlShutdown, nvmlReturn_t, (void), ())                                                     \
-  X(kOptional, nvmlErrorString, const char*, (nvmlReturn_t result), (result))                              \
-  X(kRequired, nvmlDeviceGetCount_v2, nvmlReturn_t, (unsigned int* deviceCount), (deviceCount))            \
-  X(kRequired, nvmlDeviceGetHandleByIndex_v2, nvmlReturn_t, (unsigned int index, nvmlDevice_t* device),    \
-    (index, device))                                                                                       \
-  /* system_info */                                                                                        \
-  X(kOptional, nvmlSystemGetDriverVersion, nvmlReturn_t, (char* version, unsigned int length),             \
-    (version, length))                                                                                     \
-  X(kOptional, nvmlSystemGetNVMLVersion, nvmlReturn_t, (char* version, unsigned int length),               \
-    (version, length))                                                                                     \
-  X(kOptional, nvmlSystemGetCudaDriverVersion_v2, nvmlReturn_t, (int* cudaDriverVersion),                  \
-    (cudaDriverVersion))                                                                                   \
-  /* device_info */                                                                                        \
-  X(kOptional, nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char* name, unsigned int length),    \
-    (device, name, length))                                                                                \
-  X(kOptional, nvmlDeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char* uuid, unsigned int length),    \
-    (device, uuid, length))                                                                                \
-  X(kOptional, nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t* pci),           \
-    (device, pci))                                                                                         \
-  X(kOptional, nvmlDeviceGetMaxClockInfo, nvmlReturn_t,                                                    \
-    (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock), (device, type, clock))                \
-  X(kOptional, nvmlDeviceGetMaxPcieLinkGeneration, nvmlReturn_t,                                           \
-    (nvmlDevice_t device, unsigned int* maxLinkGen), (device, maxLinkGen))                                 \
-  X(kOptional, nvmlDeviceGetMaxPcieLinkWidth, nvmlReturn_t, (nvmlDevice_t device, unsigned int* maxLinkWidth), \
-    (device, maxLinkWidth))                                                                                \
-  X(kOptional, nvmlDeviceGetPowerManagementDefaultLimit, nvmlReturn_t,                                     \
-    (nvmlDevice_t device, unsigned int* defaultLimit), (device, defaultLimit))                             \
-  X(kOptional, nvmlDeviceGetTemperatureThreshold, nvmlReturn_t,                                            \
-    (nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType, unsigned int* temp),                  \
-    (device, thresholdType, temp))                                                                         \
-  X(kOptional, nvmlDeviceGetCudaComputeCapability, nvmlReturn_t, (nvmlDevice_t device, int* major, int* minor), \
-    (device, major, minor))                                                                                \
-  X(kOptional, nvmlDeviceGetMigMode, nvmlReturn_t,                                                         \
-    (nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode),                           \
-    (device, currentMode, pendingMode))                                                                    \
-  X(kOptional, nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t device, unsigned int* count),   \
-    (device, count))                                                                                       \
-  X(kOptional, nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t,                                          \
-    (nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice), (device, index, migDevice))        \
-  X(kOptional, nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int* id), (device, id)) \
-  X(kOptional, nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int* id),      \
-    (device, id))                                                                                          \
-  X(kOptional, nvmlDeviceGetAttributes_v2, nvmlReturn_t,                                                   \
-    (nvmlDevice_t device, nvmlDeviceAttributes_t* attributes), (device, attributes))                       \
-  /* kUtilization */                                                                                       \
-  X(kOptional, nvmlDeviceGetSamples, nvmlReturn_t,                                                         \
-    (nvmlDevice_t device, nvmlSamplingType_t type, unsigned long long lastSeenTimeStamp,                   \
-     nvmlValueType_t* sampleValType, unsigned int* sampleCount, nvmlSample_t* samples),                    \
-    (device, type, lastSeenTimeStamp, sampleValType, sampleCount, samples))                                \
-  /* kFast (and memory total for device_info) */                                                           \
-  X(kOptional, nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int* power),          \
-    (device, power))                                                                                       \
-  X(kOptional, nvmlDeviceGetClockInfo, nvmlReturn_t,                                                       \
-    (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock), (device, type, clock))                \
-  X(kOptional, nvmlDeviceGetTemperature, nvmlReturn_t,                                                     \
-    (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int* temp), (device, sensorType, temp)) \
-  X(kOptional, nvmlDeviceGetTemperatureV, nvmlReturn_t, (nvmlDevice_t device, nvmlTemperature_t* temperature), \
-    (device, temperature))                                                                                 \
-  X(kOptional, nvmlDeviceGetCurrentClocksEventReasons, nvmlReturn_t,                                       \
-    (nvmlDevice_t device, unsigned long long* clocksEventReasons), (device, clocksEventReasons))           \
-  X(kOptional, nvmlDeviceGetCurrentClocksThrottleReasons, nvmlReturn_t,                                    \
-    (nvmlDevice_t device, unsigned long long* clocksThrottleReasons), (device, clocksThrottleReasons))     \
-  X(kOptional, nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t* memory),         \
-    (device, memory))                                                                                      \
-  /* kGpm */                                                                                               \
-  X(kOptional, nvmlGpmQueryDeviceSupport, nvmlReturn_t, (nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport), \
-    (device, gpmSupport))                                                                                  \
-  X(kOptional, nvmlGpmSampleAlloc, nvmlReturn_t, (nvmlGpmSample_t* gpmSample), (gpmSample))                \
-  X(kOptional, nvmlGpmSampleFree, nvmlReturn_t, (nvmlGpmSample_t gpmSample), (gpmSample))                  \
-  X(kOptional, nvmlGpmSampleGet, nvmlReturn_t, (nvmlDevice_t device, nvmlGpmSample_t gpmSample),           \
-    (device, gpmSample))                                                                                   \
-  X(kOptional, nvmlGpmMetricsGet, nvmlReturn_t, (nvmlGpmMetricsGet_t* metricsGet), (metricsGet))           \
-  /* kSlow */                                                                                              \
-  X(kOptional, nvmlDeviceGetFieldValues, nvmlReturn_t,                                                     \
-    (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values), (device, valuesCount, values))       \
-  X(kOptional, nvmlDeviceGetCurrPcieLinkGeneration, nvmlReturn_t,                                          \
-    (nvmlDevice_t device, unsigned int* currLinkGen), (device, currLinkGen))                               \
-  X(kOptional, nvmlDeviceGetCurrPcieLinkWidth, nvmlReturn_t, (nvmlDevice_t device, unsigned int* currLinkWidth), \
-    (device, currLinkWidth))                                                                               \
-  X(kOptional, nvmlDeviceGetEnforcedPowerLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit),  \
-    (device, limit))                                                                                       \
-  /* kEnergy */                                                                                            \
-  X(kOptional, nvmlDeviceGetTotalEnergyConsumption, nvmlReturn_t,                                          \
-    (nvmlDevice_t device, unsigned long long* energy), (device, energy))                                   \
-  /* kProcesses */                                                                                         \
-  X(kOptional, nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                      \
-    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos), (device, infoCount, infos))  \
-  X(kOptional, nvmlDeviceGetComputeRunningProcesses_v2, nvmlReturn_t,                                      \
-    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos), (device, infoCount, infos))  \
-  X(kOptional, nvmlDeviceGetProcessUtilization, nvmlReturn_t,                                              \
-    (nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization, unsigned int* processSamplesCount,  \
-     unsigned long long lastSeenTimeStamp),                                                                \
-    (device, utilization, processSamplesCount, lastSeenTimeStamp))                                         \
-  /* wait_events */                                                                                        \
-  X(kOptional, nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t* set), (set))                             \
-  X(kOptional, nvmlDeviceRegisterEvents, nvmlReturn_t,                                                     \
-    (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set), (device, eventTypes, set))    \
-  X(kOptional, nvmlEventSetWait_v2, nvmlReturn_t,                                                          \
-    (nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms), (set, data, timeoutms))           \
-  X(kOptional, nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set), (set))                                \
-  /* health_facts */                                                                                       \
-  X(kOptional, nvmlDeviceGetPersistenceMode, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t* mode),  \
-    (device, mode))                                                                                        \
-  X(kOptional, nvmlDeviceGetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t* mode),      \
-    (device, mode))                                                                                        \
-  X(kOptional, nvmlDeviceGetEccMode, nvmlReturn_t,                                                         \
-    (nvmlDevice_t device, nvmlEnableState_t* current, nvmlEnableState_t* pending), (device, current, pending)) \
-  X(kOptional, nvmlDeviceGetTotalEccErrors, nvmlReturn_t,                                                  \
-    (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,               \
-     unsigned long long* eccCounts),                                                                       \
-    (device, errorType, counterType, eccCounts))                                                           \
-  X(kOptional, nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                    \
-    (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows, unsigned int* isPending,          \
-     unsigned int* failureOccurred),                                                                       \
-    (device, corrRows, uncRows, isPending, failureOccurred))                                               \
-  X(kOptional, nvmlDeviceGetRetiredPages, nvmlReturn_t,                                                    \
-    (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* pageCount,                        \
-     unsigned long long* addresses),                                                                       \
-    (device, cause, pageCount, addresses))                                                                 \
-  X(kOptional, nvmlDeviceGetRetiredPagesPendingStatus, nvmlReturn_t,                                       \
-    (nvmlDevice_t device, nvmlEnableState_t* isPending), (device, isPending))                              \
-  X(kOptional, nvmlDeviceGetPowerManagementLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit), \
-    (device, limit))                                                                                       \
-  X(kOptional, nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                     \
-    (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive), (device, link, isActive))       \
-  X(kOptional, nvmlDeviceGetNvLinkVersion, nvmlReturn_t,                                                   \
-    (nvmlDevice_t device, unsigned int link, unsigned int* version), (device, link, version))              \
-  X(kOptional, nvmlDeviceGetNvLinkErrorCounter, nvmlReturn_t,                                              \
-    (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter, unsigned long long* counterValue), \
+#define GPUDOC_NVML_FUNCTIONS(X)                                                                                       \
+  X(kRequired, nvmlInit_v2, nvmlReturn_t, (void), ())                                                                  \
+  X(kRequired, nvmlShutdown, nvmlReturn_t, (void), ())                                                                 \
+  X(kOptional, nvmlErrorString, const char*, (nvmlReturn_t result), (result))                                          \
+  X(kRequired, nvmlDeviceGetCount_v2, nvmlReturn_t, (unsigned int* deviceCount), (deviceCount))                        \
+  X(kRequired, nvmlDeviceGetHandleByIndex_v2, nvmlReturn_t, (unsigned int index, nvmlDevice_t* device),                \
+    (index, device))                                                                                                   \
+  /* system_info */                                                                                                    \
+  X(kOptional, nvmlSystemGetDriverVersion, nvmlReturn_t, (char* version, unsigned int length), (version, length))      \
+  X(kOptional, nvmlSystemGetNVMLVersion, nvmlReturn_t, (char* version, unsigned int length), (version, length))        \
+  X(kOptional, nvmlSystemGetCudaDriverVersion_v2, nvmlReturn_t, (int* cudaDriverVersion), (cudaDriverVersion))         \
+  /* device_info */                                                                                                    \
+  X(kOptional, nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char* name, unsigned int length),                \
+    (device, name, length))                                                                                            \
+  X(kOptional, nvmlDeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char* uuid, unsigned int length),                \
+    (device, uuid, length))                                                                                            \
+  X(kOptional, nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t * pci), (device, pci))       \
+  X(kOptional, nvmlDeviceGetMaxClockInfo, nvmlReturn_t,                                                                \
+    (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock), (device, type, clock))                           \
+  X(kOptional, nvmlDeviceGetMaxPcieLinkGeneration, nvmlReturn_t, (nvmlDevice_t device, unsigned int* maxLinkGen),      \
+    (device, maxLinkGen))                                                                                              \
+  X(kOptional, nvmlDeviceGetMaxPcieLinkWidth, nvmlReturn_t, (nvmlDevice_t device, unsigned int* maxLinkWidth),         \
+    (device, maxLinkWidth))                                                                                            \
+  X(kOptional, nvmlDeviceGetPowerManagementDefaultLimit, nvmlReturn_t,                                                 \
+    (nvmlDevice_t device, unsigned int* defaultLimit), (device, defaultLimit))                                         \
+  X(kOptional, nvmlDeviceGetTemperatureThreshold, nvmlReturn_t,                                                        \
+    (nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType, unsigned int* temp),                              \
+    (device, thresholdType, temp))                                                                                     \
+  X(kOptional, nvmlDeviceGetCudaComputeCapability, nvmlReturn_t, (nvmlDevice_t device, int* major, int* minor),        \
+    (device, major, minor))                                                                                            \
+  X(kOptional, nvmlDeviceGetMigMode, nvmlReturn_t,                                                                     \
+    (nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode), (device, currentMode, pendingMode))   \
+  X(kOptional, nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t device, unsigned int* count),               \
+    (device, count))                                                                                                   \
+  X(kOptional, nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t,                                                      \
+    (nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice), (device, index, migDevice))                    \
+  X(kOptional, nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int* id), (device, id))        \
+  X(kOptional, nvmlDeviceGetComputeInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int* id), (device, id))    \
+  X(kOptional, nvmlDeviceGetAttributes_v2, nvmlReturn_t, (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes),   \
+    (device, attributes))                                                                                              \
+  /* kUtilization */                                                                                                   \
+  X(kOptional, nvmlDeviceGetSamples, nvmlReturn_t,                                                                     \
+    (nvmlDevice_t device, nvmlSamplingType_t type, unsigned long long lastSeenTimeStamp,                               \
+     nvmlValueType_t* sampleValType, unsigned int* sampleCount, nvmlSample_t* samples),                                \
+    (device, type, lastSeenTimeStamp, sampleValType, sampleCount, samples))                                            \
+  /* kFast (and memory total for device_info) */                                                                       \
+  X(kOptional, nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int* power), (device, power))     \
+  X(kOptional, nvmlDeviceGetClockInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock), \
+    (device, type, clock))                                                                                             \
+  X(kOptional, nvmlDeviceGetTemperature, nvmlReturn_t,                                                                 \
+    (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int* temp), (device, sensorType, temp))        \
+  X(kOptional, nvmlDeviceGetTemperatureV, nvmlReturn_t, (nvmlDevice_t device, nvmlTemperature_t * temperature),        \
+    (device, temperature))                                                                                             \
+  X(kOptional, nvmlDeviceGetCurrentClocksEventReasons, nvmlReturn_t,                                                   \
+    (nvmlDevice_t device, unsigned long long* clocksEventReasons), (device, clocksEventReasons))                       \
+  X(kOptional, nvmlDeviceGetCurrentClocksThrottleReasons, nvmlReturn_t,                                                \
+    (nvmlDevice_t device, unsigned long long* clocksThrottleReasons), (device, clocksThrottleReasons))                 \
+  X(kOptional, nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory), (device, memory))  \
+  /* kGpm */                                                                                                           \
+  X(kOptional, nvmlGpmQueryDeviceSupport, nvmlReturn_t, (nvmlDevice_t device, nvmlGpmSupport_t * gpmSupport),          \
+    (device, gpmSupport))                                                                                              \
+  X(kOptional, nvmlGpmSampleAlloc, nvmlReturn_t, (nvmlGpmSample_t * gpmSample), (gpmSample))                           \
+  X(kOptional, nvmlGpmSampleFree, nvmlReturn_t, (nvmlGpmSample_t gpmSample), (gpmSample))                              \
+  X(kOptional, nvmlGpmSampleGet, nvmlReturn_t, (nvmlDevice_t device, nvmlGpmSample_t gpmSample), (device, gpmSample))  \
+  X(kOptional, nvmlGpmMetricsGet, nvmlReturn_t, (nvmlGpmMetricsGet_t * metricsGet), (metricsGet))                      \
+  /* kSlow */                                                                                                          \
+  X(kOptional, nvmlDeviceGetFieldValues, nvmlReturn_t,                                                                 \
+    (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values), (device, valuesCount, values))                   \
+  X(kOptional, nvmlDeviceGetCurrPcieLinkGeneration, nvmlReturn_t, (nvmlDevice_t device, unsigned int* currLinkGen),    \
+    (device, currLinkGen))                                                                                             \
+  X(kOptional, nvmlDeviceGetCurrPcieLinkWidth, nvmlReturn_t, (nvmlDevice_t device, unsigned int* currLinkWidth),       \
+    (device, currLinkWidth))                                                                                           \
+  X(kOptional, nvmlDeviceGetEnforcedPowerLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit),              \
+    (device, limit))                                                                                                   \
+  /* kEnergy */                                                                                                        \
+  X(kOptional, nvmlDeviceGetTotalEnergyConsumption, nvmlReturn_t, (nvmlDevice_t device, unsigned long long* energy),   \
+    (device, energy))                                                                                                  \
+  /* kProcesses */                                                                                                     \
+  X(kOptional, nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                                  \
+    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos), (device, infoCount, infos))              \
+  X(kOptional, nvmlDeviceGetComputeRunningProcesses_v2, nvmlReturn_t,                                                  \
+    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos), (device, infoCount, infos))              \
+  X(kOptional, nvmlDeviceGetProcessUtilization, nvmlReturn_t,                                                          \
+    (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization, unsigned int* processSamplesCount,             \
+     unsigned long long lastSeenTimeStamp),                                                                            \
+    (device, utilization, processSamplesCount, lastSeenTimeStamp))                                                     \
+  /* wait_events */                                                                                                    \
+  X(kOptional, nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t * set), (set))                                        \
+  X(kOptional, nvmlDeviceRegisterEvents, nvmlReturn_t,                                                                 \
+    (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set), (device, eventTypes, set))               \
+  X(kOptional, nvmlEventSetWait_v2, nvmlReturn_t,                                                                      \
+    (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms), (set, data, timeoutms))                      \
+  X(kOptional, nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set), (set))                                            \
+  /* health_facts */                                                                                                   \
+  X(kOptional, nvmlDeviceGetPersistenceMode, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t * mode),            \
+    (device, mode))                                                                                                    \
+  X(kOptional, nvmlDeviceGetComputeMode, nvmlReturn_t, (nvmlDevice_t device, nvmlComputeMode_t * mode),                \
+    (device, mode))                                                                                                    \
+  X(kOptional, nvmlDeviceGetEccMode, nvmlReturn_t,                                                                     \
+    (nvmlDevice_t device, nvmlEnableState_t * current, nvmlEnableState_t * pending), (device, current, pending))       \
+  X(kOptional, nvmlDeviceGetTotalEccErrors, nvmlReturn_t,                                                              \
+    (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,                           \
+     unsigned long long* eccCounts),                                                                                   \
+    (device, errorType, counterType, eccCounts))                                                                       \
+  X(kOptional, nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                                \
+    (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows, unsigned int* isPending,                      \
+     unsigned int* failureOccurred),                                                                                   \
+    (device, corrRows, uncRows, isPending, failureOccurred))                                                           \
+  X(kOptional, nvmlDeviceGetRetiredPages, nvmlReturn_t,                                                                \
+    (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* pageCount, unsigned long long* addresses),    \
+    (device, cause, pageCount, addresses))                                                                             \
+  X(kOptional, nvmlDeviceGetRetiredPagesPendingStatus, nvmlReturn_t,                                                   \
+    (nvmlDevice_t device, nvmlEnableState_t * isPending), (device, isPending))                                         \
+  X(kOptional, nvmlDeviceGetPowerManagementLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit),            \
+    (device, limit))                                                                                                   \
+  X(kOptional, nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                                 \
+    (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive), (device, link, isActive))                   \
+  X(kOptional, nvmlDeviceGetNvLinkVersion, nvmlReturn_t,                                                               \
+    (nvmlDevice_t device, unsigned int link, unsigned int* version), (device, link, version))                          \
+  X(kOptional, nvmlDeviceGetNvLinkErrorCounter, nvmlReturn_t,                                                          \
+    (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter, unsigned long long* counterValue),      \
     (device, link, counter, counterValue))
 
 // The function table. A null pointer means the loaded library lacks that symbol.

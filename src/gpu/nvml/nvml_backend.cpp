@@ -90,13 +90,9 @@ constexpr unsigned int kStringBuffer = 256;
   return std::nullopt;  // a type newer than this mirror: not a value we can read honestly
 }
 
-[[nodiscard]] std::int64_t micros_to_nanos(unsigned long long us) {
-  return static_cast<std::int64_t>(us) * 1000;
-}
+[[nodiscard]] std::int64_t micros_to_nanos(unsigned long long us) { return static_cast<std::int64_t>(us) * 1000; }
 
-[[nodiscard]] std::string c_string(const char* buf, std::size_t size) {
-  return std::string(buf, strnlen(buf, size));
-}
+[[nodiscard]] std::string c_string(const char* buf, std::size_t size) { return std::string(buf, strnlen(buf, size)); }
 
 // The executable name of `pid` from /proc, empty when it cannot be read. Best effort: NVML reports
 // host PIDs, so inside a container with its own PID namespace this finds nothing (or, rarely,
@@ -601,13 +597,15 @@ core::Status NvmlBackend::read_utilization(DeviceState& d, int gpu, GroupRead& g
     unsigned long long newest = last_seen;
     // Every entry of the driver's ring is newer than the last one read: the ring went round at least
     // once between two reads, and the oldest samples were overwritten before gpudoc saw them.
-    const auto fresh = std::count_if(d.util_buf.begin(), end, [&](const nvmlSample_t& s) { return s.timeStamp > last_seen; });
+    const auto fresh =
+        std::count_if(d.util_buf.begin(), end, [&](const nvmlSample_t& s) { return s.timeStamp > last_seen; });
     if (d.util_driver_entries >= 16 && fresh >= static_cast<std::ptrdiff_t>(d.util_driver_entries) &&
         !d.util_overrun_reported[i]) {
       d.util_overrun_reported[i] = true;
-      core::log_warn("GPU {}: the driver's {} ring ({} samples) filled up between two reads, so samples were lost; "
-                     "read it more often, e.g. --period utilization=5000",
-                     gpu, info(b.metric).name, d.util_driver_entries);
+      core::log_warn(
+          "GPU {}: the driver's {} ring ({} samples) filled up between two reads, so samples were lost; "
+          "read it more often, e.g. --period utilization=5000",
+          gpu, info(b.metric).name, d.util_driver_entries);
     }
     for (auto it = d.util_buf.begin(); it != end; ++it) {
       // Strictly newer than the last one returned: nothing twice, even if the driver overlaps.
@@ -617,7 +615,8 @@ core::Status NvmlBackend::read_utilization(DeviceState& d, int gpu, GroupRead& g
       // moment, the same 200 ms sample comes back on the next read with a timestamp a fraction of a
       // millisecond later (seen on an H200, driver 580.159.04: 0.26 ms and 0.17 ms apart). A sample
       // that close to the last one returned is that rewrite, not a new period: skip it.
-      if (d.util_last_returned_us[i] != 0 && it->timeStamp - d.util_last_returned_us[i] < kUtilizationRewriteUs) continue;
+      if (d.util_last_returned_us[i] != 0 && it->timeStamp - d.util_last_returned_us[i] < kUtilizationRewriteUs)
+        continue;
       const auto v = value_as_double(type, it->sampleValue);
       if (!v) continue;
       push(g, b.metric, *v, micros_to_nanos(it->timeStamp));
@@ -632,13 +631,13 @@ core::Status NvmlBackend::read_fast(DeviceState& d, int gpu, GroupRead& g) {
   const std::int64_t now = clock_.unix_now_ns();
   const nvmlDevice_t h = d.handle;
   unsigned int value = 0;
-#define GPUDOC_READ(metric, call, expr)                                                 \
-  if (has(d, metric)) {                                                                 \
-    if (const nvmlReturn_t rc = (call); rc == NVML_SUCCESS) {                           \
-      push(g, metric, (expr), now);                                                     \
-    } else if (auto s = metric_failed(d, gpu, metric, rc, g); !s) {                     \
-      return s;                                                                         \
-    }                                                                                   \
+#define GPUDOC_READ(metric, call, expr)                             \
+  if (has(d, metric)) {                                             \
+    if (const nvmlReturn_t rc = (call); rc == NVML_SUCCESS) {       \
+      push(g, metric, (expr), now);                                 \
+    } else if (auto s = metric_failed(d, gpu, metric, rc, g); !s) { \
+      return s;                                                     \
+    }                                                               \
   }
   // NVML reports power in milliwatts.
   GPUDOC_READ(Metric::kPowerWatts, api_.nvmlDeviceGetPowerUsage(h, &value), value / 1000.0)
@@ -848,7 +847,7 @@ core::Status NvmlBackend::read_processes(DeviceState& d, int gpu, GroupRead& g) 
       for (auto& p : out)
         if (!sampled.count(p.pid)) merged.push_back(std::move(p));
       std::stable_sort(samples.begin(), samples.end(),
-                [](const ProcessSample& a, const ProcessSample& b) { return a.time_unix_ns < b.time_unix_ns; });
+                       [](const ProcessSample& a, const ProcessSample& b) { return a.time_unix_ns < b.time_unix_ns; });
       for (auto& p : samples) merged.push_back(std::move(p));
       out = std::move(merged);
     } else if (rc == NVML_ERROR_NOT_FOUND) {

@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <mutex>

@@ -31,7 +31,7 @@ TEST(Median, OddEvenEmpty) {
 TEST(Noise, RobustAgainstOneOutlier) {
   // MAD of {99,100,100,101,500} is 1: one wild sample does not widen the bound.
   EXPECT_NEAR(noise_percent({99, 100, 100, 101, 500}), 1.4826, 1e-9);
-  EXPECT_EQ(noise_percent({100, 120}), 0);   // too few samples to measure noise
+  EXPECT_EQ(noise_percent({100, 120}), 0);  // too few samples to measure noise
 }
 
 TEST(MannWhitney, ExactPValueOfCompleteSeparation) {
@@ -60,16 +60,17 @@ TEST(MannWhitney, TiesUseTheNormalApproximation) {
 
 TEST(Compare, SmallChangeInsideThresholdIsOk) {
   const Config cfg;
-  auto c = compare({fig("step_ms", {100, 101, 99, 100, 100, 101})}, {fig("step_ms", {103, 104, 102, 103, 103, 104})}, cfg);
+  auto c =
+      compare({fig("step_ms", {100, 101, 99, 100, 100, 101})}, {fig("step_ms", {103, 104, 102, 103, 103, 104})}, cfg);
   const auto& f = only(c);
   EXPECT_EQ(f.verdict, Verdict::kOk);
   EXPECT_NEAR(*f.change_percent, 3.0, 0.1);
-  EXPECT_DOUBLE_EQ(f.bound_percent, 10);   // time: 10 %
+  EXPECT_DOUBLE_EQ(f.bound_percent, 10);  // time: 10 %
   EXPECT_FALSE(c.failed());
 }
 
 TEST(Compare, ChangeInsideMeasuredNoiseIsNeverARegression) {
-  const Config cfg;   // noise_k 2
+  const Config cfg;  // noise_k 2
   // Baseline noise ~9 % (robust): the bound widens to ~18 %; +15 % is inside it.
   std::vector<double> base{90, 92, 95, 100, 100, 100, 105, 108, 110, 112};
   std::vector<double> now{105, 108, 112, 115, 115, 115, 118, 120, 125, 126};
@@ -90,7 +91,7 @@ TEST(Compare, ClearTwentyPercentBandwidthDropIsARegression) {
   const auto& f = only(c);
   EXPECT_EQ(f.verdict, Verdict::kRegression) << f.note;
   EXPECT_NEAR(*f.change_percent, -20.0, 0.1);
-  EXPECT_DOUBLE_EQ(f.bound_percent, 5);   // bandwidth: 5 %
+  EXPECT_DOUBLE_EQ(f.bound_percent, 5);  // bandwidth: 5 %
   ASSERT_TRUE(f.p_value);
   EXPECT_LT(*f.p_value, 0.001);
   EXPECT_TRUE(c.failed());
@@ -127,8 +128,10 @@ TEST(Compare, DirectionDecidesImprovedOrRegression) {
   EXPECT_EQ(only(compare({fig("step_ms", {10})}, {fig("step_ms", {5})}, cfg)).verdict, Verdict::kImproved);
   EXPECT_EQ(only(compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, cfg)).verdict, Verdict::kRegression);
   // Higher is better: throughput up is an improvement, down a regression.
-  EXPECT_EQ(only(compare({fig("tokens_per_second", {1000})}, {fig("tokens_per_second", {1200})}, cfg)).verdict, Verdict::kImproved);
-  EXPECT_EQ(only(compare({fig("tokens_per_second", {1000})}, {fig("tokens_per_second", {800})}, cfg)).verdict, Verdict::kRegression);
+  EXPECT_EQ(only(compare({fig("tokens_per_second", {1000})}, {fig("tokens_per_second", {1200})}, cfg)).verdict,
+            Verdict::kImproved);
+  EXPECT_EQ(only(compare({fig("tokens_per_second", {1000})}, {fig("tokens_per_second", {800})}, cfg)).verdict,
+            Verdict::kRegression);
   // A config can turn a name around.
   Config flip;
   flip.metrics.push_back({"step_ms", Direction::kHigherIsBetter, std::nullopt, std::nullopt});
@@ -141,7 +144,8 @@ TEST(Compare, DirectionDecidesImprovedOrRegression) {
 TEST(Compare, FiguresOwnDirectionWinsOverNameDefaults) {
   const Config cfg;
   // A benchmark in microseconds that says higher is better (hypothetical): its word counts.
-  auto f = only(compare({fig("x.us", {10}, "us", Direction::kHigherIsBetter)}, {fig("x.us", {5}, "us", Direction::kHigherIsBetter)}, cfg));
+  auto f = only(compare({fig("x.us", {10}, "us", Direction::kHigherIsBetter)},
+                        {fig("x.us", {5}, "us", Direction::kHigherIsBetter)}, cfg));
   EXPECT_EQ(f.verdict, Verdict::kRegression);
 }
 
@@ -179,12 +183,13 @@ TEST(Confirm, AFlukeIsNotConfirmed) {
 
 TEST(Confirm, ARegressionSeenTwiceIsConfirmed) {
   const Config cfg;
-  auto first = compare({fig("step_ms", {10}), fig("accuracy", {0.9})}, {fig("step_ms", {20}), fig("accuracy", {0.9})}, cfg);
+  auto first =
+      compare({fig("step_ms", {10}), fig("accuracy", {0.9})}, {fig("step_ms", {20}), fig("accuracy", {0.9})}, cfg);
   auto rerun = compare({fig("step_ms", {10})}, {fig("step_ms", {19})}, cfg);
   auto final = confirm(first, rerun);
   EXPECT_TRUE(final.failed());
   EXPECT_TRUE(final.figures[0].confirmed);
-  EXPECT_NEAR(*final.figures[0].now_median, 19, 1e-9);   // the re-run's numbers
+  EXPECT_NEAR(*final.figures[0].now_median, 19, 1e-9);  // the re-run's numbers
   EXPECT_EQ(final.figures[1].verdict, Verdict::kOk);
 }
 
@@ -192,8 +197,8 @@ TEST(Compare, JsonCarriesEveryColumn) {
   const Config cfg;
   auto j = to_json(compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, cfg));
   ASSERT_EQ(j.size(), 1u);
-  for (const char* k : {"name", "unit", "source", "direction", "baseline", "now", "change_percent", "bound_percent", "noise_percent",
-                        "p_value", "verdict", "note", "confirmed"})
+  for (const char* k : {"name", "unit", "source", "direction", "baseline", "now", "change_percent", "bound_percent",
+                        "noise_percent", "p_value", "verdict", "note", "confirmed"})
     EXPECT_TRUE(j[0].contains(k)) << k;
   EXPECT_EQ(j[0]["verdict"], "regression");
 }
@@ -201,7 +206,7 @@ TEST(Compare, JsonCarriesEveryColumn) {
 TEST(Machine, SameMachineHasNoDifferences) {
   MachineContext a{"host-a", {"NVIDIA H200"}, "580.1", "13.0", {}};
   MachineContext b{"host-b", {"NVIDIA H200"}, "580.1", "13.0", {}};
-  EXPECT_TRUE(machine_differences(a, b).empty());   // host names may differ (a CI fleet)
+  EXPECT_TRUE(machine_differences(a, b).empty());  // host names may differ (a CI fleet)
 }
 
 TEST(Machine, SaysExactlyWhatDiffers) {

@@ -33,8 +33,8 @@ TEST(DefaultRule, CommonNames) {
   check("tokens_per_second", "", Direction::kHigherIsBetter, 5);
   check("throughput", "", Direction::kHigherIsBetter, 5);
   check("tflops", "", Direction::kHigherIsBetter, 5);
-  check("hbm.copy", "GB/s", Direction::kHigherIsBetter, 5);   // the seed: bandwidth down > 5 %
-  check("probe.matmul_bf16_ms", "ms", Direction::kLowerIsBetter, 10);   // matmul time up > 10 %
+  check("hbm.copy", "GB/s", Direction::kHigherIsBetter, 5);            // the seed: bandwidth down > 5 %
+  check("probe.matmul_bf16_ms", "ms", Direction::kLowerIsBetter, 10);  // matmul time up > 10 %
   check("loss", "", Direction::kLowerIsBetter, 5);
   check("val_loss", "", Direction::kLowerIsBetter, 5);
   check("gpu_memory_peak_bytes", "By", Direction::kLowerIsBetter, 10);
@@ -64,7 +64,7 @@ TEST(Config, ParsesOverridesExactBeforeGlob) {
   EXPECT_DOUBLE_EQ(c->rule_for("step_ms", "", std::nullopt).threshold_percent, 3);
   EXPECT_DOUBLE_EQ(c->rule_for("data_ms", "", std::nullopt).threshold_percent, 20);
   EXPECT_EQ(c->rule_for("data_ms", "", std::nullopt).origin, "cfg.json: *_ms");
-  EXPECT_DOUBLE_EQ(c->rule_for("hbm.copy", "GB/s", Direction::kHigherIsBetter).threshold_percent, 1);   // longest glob
+  EXPECT_DOUBLE_EQ(c->rule_for("hbm.copy", "GB/s", Direction::kHigherIsBetter).threshold_percent, 1);  // longest glob
   EXPECT_DOUBLE_EQ(c->rule_for("hbm.read", "GB/s", Direction::kHigherIsBetter).threshold_percent, 2);
   EXPECT_EQ(c->rule_for("score_x", "", std::nullopt).direction, Direction::kLowerIsBetter);
   EXPECT_DOUBLE_EQ(c->rule_for("wall_s", "s", std::nullopt).min_change, 1.5);
@@ -80,8 +80,10 @@ TEST(Config, BadFilesSayWhatAndWhere) {
   };
   expect_bad("{\"metrics\": ", "not valid JSON");
   expect_bad("[1, 2]", "expected a JSON object");
-  expect_bad(R"({"metrics": {"step_ms": {"direction": "up"}}})", "metrics.step_ms.direction: expected \"lower\" or \"higher\", got \"up\"");
-  expect_bad(R"({"metrics": {"step_ms": {"threshold_percent": -1}}})", "metrics.step_ms.threshold_percent: expected a number >= 0");
+  expect_bad(R"({"metrics": {"step_ms": {"direction": "up"}}})",
+             "metrics.step_ms.direction: expected \"lower\" or \"higher\", got \"up\"");
+  expect_bad(R"({"metrics": {"step_ms": {"threshold_percent": -1}}})",
+             "metrics.step_ms.threshold_percent: expected a number >= 0");
   expect_bad(R"({"metrics": {"step_ms": {"treshold_percent": 5}}})", "unknown key 'treshold_percent'");
   expect_bad(R"({"thresholds": {}})", "unknown key 'thresholds'");
   expect_bad(R"({"alpha": 2})", "alpha: expected a number between 0 and 1");
@@ -114,9 +116,9 @@ TEST(Config, MissingFileGivenByPathIsAnIoError) {
 TEST(Metrics, StdoutLinesBecomeSamples) {
   MetricsCollector c;
   c.add_stdout_line(R"(::gpudoc {"step_ms": 41.2, "accuracy": 0.9451})", 1);
-  c.add_stdout_line("epoch 1 done", 2);                       // not a metrics line
+  c.add_stdout_line("epoch 1 done", 2);  // not a metrics line
   c.add_stdout_line(R"(::gpudoc {"step_ms": 40.8})", 3);
-  c.add_stdout_line(R"(  ::gpudoc {"step_ms": 1})", 4);     // the prefix must start the line
+  c.add_stdout_line(R"(  ::gpudoc {"step_ms": 1})", 4);  // the prefix must start the line
   ASSERT_EQ(c.figures().size(), 2u);
   EXPECT_EQ(c.figures().at("step_ms"), (std::vector<double>{41.2, 40.8}));
   EXPECT_EQ(c.figures().at("accuracy"), (std::vector<double>{0.9451}));
@@ -139,10 +141,10 @@ TEST(Metrics, EventsAndProgressCountersAreNotFigures) {
 
 TEST(Metrics, BadLinesAreCountedAndNamedNeverFatal) {
   MetricsCollector c;
-  c.add_stdout_line(R"(::gpudoc {"step_ms": 41.2)", 7);        // truncated
-  c.add_stdout_line(R"(::gpudoc [1, 2, 3])", 8);               // not an object
+  c.add_stdout_line(R"(::gpudoc {"step_ms": 41.2)", 7);  // truncated
+  c.add_stdout_line(R"(::gpudoc [1, 2, 3])", 8);         // not an object
   c.add_stdout_line(R"(::gpudoc {"model": "resnet", "step_ms": 40, "ok": true})", 9);
-  c.add_stdout_line(R"(::gpudoc {"model": "resnet2"})", 10);   // the same name noted only once
+  c.add_stdout_line(R"(::gpudoc {"model": "resnet2"})", 10);  // the same name noted only once
   EXPECT_EQ(c.malformed_lines(), 2u);
   EXPECT_EQ(c.ignored_values(), 3u);
   ASSERT_EQ(c.notes().size(), 4u);
@@ -189,7 +191,7 @@ TEST(Metrics, BytesThatAreNotUtf8AreReplacedAndTheLineIsKept) {
 TEST(Metrics, AnOversizedMetricsLineIsNamedNotDroppedSilently) {
   MetricsCollector c;
   c.add_oversized_stdout_line("::gpudoc {\"a\":", 7, 3u << 20);
-  c.add_oversized_stdout_line("plain output", 8, 2u << 20);   // not a metrics line: nothing to say
+  c.add_oversized_stdout_line("plain output", 8, 2u << 20);  // not a metrics line: nothing to say
   EXPECT_EQ(c.malformed_lines(), 1u);
   ASSERT_EQ(c.notes().size(), 1u);
   EXPECT_EQ(c.notes()[0].line, 7u);
@@ -198,13 +200,13 @@ TEST(Metrics, AnOversizedMetricsLineIsNamedNotDroppedSilently) {
 
 TEST(Metrics, ANoteCutsALongLineOnACharacterBoundary) {
   MetricsCollector c;
-  std::string line = "::gpudoc {\"x\": 1";   // not valid JSON: its start goes into the note
-  for (int i = 0; i < 40; ++i) line += "\xc3\xa9";   // é, two bytes each
+  std::string line = "::gpudoc {\"x\": 1";          // not valid JSON: its start goes into the note
+  for (int i = 0; i < 40; ++i) line += "\xc3\xa9";  // é, two bytes each
   c.add_stdout_line(line, 1);
   ASSERT_EQ(c.notes().size(), 1u);
   const std::string& m = c.notes()[0].message;
   EXPECT_THAT(m, HasSubstr("not valid JSON"));
-  EXPECT_EQ(m.find("\xc3\xe2"), std::string::npos);   // no half character before the ellipsis
+  EXPECT_EQ(m.find("\xc3\xe2"), std::string::npos);  // no half character before the ellipsis
   EXPECT_NE(m.find("\xa9\xe2\x80\xa6"), std::string::npos);
 }
 

@@ -28,7 +28,7 @@ const std::string kWriter = std::string(GPUDOC_BINARY_DIR) + "/tests/unit/baseli
 
 struct Writer {
   pid_t pid = -1;
-  int out = -1;   // read end of its stdout
+  int out = -1;  // read end of its stdout
 };
 
 Writer spawn_writer(const std::string& db, long count, const std::string& prefix) {
@@ -39,7 +39,8 @@ Writer spawn_writer(const std::string& db, long count, const std::string& prefix
     dup2(fds[1], STDOUT_FILENO);
     close(fds[0]);
     close(fds[1]);
-    execl(kWriter.c_str(), kWriter.c_str(), db.c_str(), std::to_string(count).c_str(), prefix.c_str(), static_cast<char*>(nullptr));
+    execl(kWriter.c_str(), kWriter.c_str(), db.c_str(), std::to_string(count).c_str(), prefix.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   close(fds[1]);
@@ -83,8 +84,10 @@ TEST(StoreCrash, KillNineAtRandomPointsLosesNoAcknowledgedWrite) {
     const auto ids = read_ids(w.out);
     int status = 0;
     waitpid(w.pid, &status, 0);
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++killed_by_signal;
-    else ADD_FAILURE() << "writer ended by itself (status " << status << ") at kill " << k;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      ++killed_by_signal;
+    else
+      ADD_FAILURE() << "writer ended by itself (status " << status << ") at kill " << k;
 
     auto store = Store::open(db);
     ASSERT_TRUE(store) << "seed " << seed << " kill " << k << ": " << store.error().message();
@@ -114,15 +117,16 @@ TEST(StoreCrash, KillNineAtRandomPointsLosesNoAcknowledgedWrite) {
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("crash test: seed %u, %d kills (SIGKILL), %d of them after the writer's first acknowledged write, %zu writes "
-              "acknowledged, %zu lost, integrity ok %d/%d, %.1f s\n",
-              seed, killed_by_signal, mid_write, acked.size(), lost, integrity_ok, kKills, seconds);
+  std::printf(
+      "crash test: seed %u, %d kills (SIGKILL), %d of them after the writer's first acknowledged write, %zu writes "
+      "acknowledged, %zu lost, integrity ok %d/%d, %.1f s\n",
+      seed, killed_by_signal, mid_write, acked.size(), lost, integrity_ok, kKills, seconds);
   RecordProperty("kills", killed_by_signal);
   RecordProperty("acknowledged", static_cast<int>(acked.size()));
   RecordProperty("lost", static_cast<int>(lost));
   EXPECT_GE(killed_by_signal, 200);
   EXPECT_EQ(lost, 0u);
-  EXPECT_GE(mid_write, kKills / 4);   // the kills really landed among acknowledged writes
+  EXPECT_GE(mid_write, kKills / 4);  // the kills really landed among acknowledged writes
 }
 
 TEST(StoreConcurrency, SeveralWritersAtOnceLoseNothing) {
@@ -140,17 +144,18 @@ TEST(StoreConcurrency, SeveralWritersAtOnceLoseNothing) {
     const auto got = read_ids(w.out);
     int status = 0;
     waitpid(w.pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (its error is on stderr), status " << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "a writer failed (its error is on stderr), status " << status;
     total += got.size();
     ids.insert(got.begin(), got.end());
   }
   EXPECT_EQ(total, static_cast<std::size_t>(kWriters * kEach));
-  EXPECT_EQ(ids.size(), total);   // no id acknowledged twice
+  EXPECT_EQ(ids.size(), total);  // no id acknowledged twice
   auto store = Store::open(db);
   ASSERT_TRUE(store) << store.error().message();
   EXPECT_EQ(*store->count_rows("runs"), kWriters * kEach);
   EXPECT_EQ(*store->count_rows("figures"), kWriters * kEach * 3);
-  EXPECT_EQ(*store->count_rows("baselines"), 8);   // w0_0..3 and w1_0..3
+  EXPECT_EQ(*store->count_rows("baselines"), 8);  // w0_0..3 and w1_0..3
   EXPECT_EQ(*store->integrity_check(), "ok");
 }
 

@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = dir_ + "/sub/dir/gpudoc.db";   // the directory is created on open
+    path_ = dir_ + "/sub/dir/gpudoc.db";  // the directory is created on open
   }
 
   static NewBaseline sample(const std::string& name, double step_ms) {
@@ -44,7 +44,8 @@ class StoreTest : public ::testing::Test {
     sqlite3_exec(
         db, sql.c_str(),
         [](void* o, int n, char** v, char**) {
-          for (int i = 0; i < n; ++i) *static_cast<std::string*>(o) += (v[i] != nullptr ? v[i] : "NULL") + std::string("|");
+          for (int i = 0; i < n; ++i)
+            *static_cast<std::string*>(o) += (v[i] != nullptr ? v[i] : "NULL") + std::string("|");
           return 0;
         },
         &out, &err);
@@ -111,7 +112,7 @@ TEST_F(StoreTest, ReRecordingKeepsHistoryAndMovesTheGoldenRun) {
   ASSERT_EQ(runs->size(), 3u);
   EXPECT_EQ((*runs)[1].verdict, "ok");
   EXPECT_EQ(*(*runs)[1].exit_code, 0);
-  EXPECT_EQ(s->runs_of("a", 2)->front().id, *c);   // the last two, oldest first
+  EXPECT_EQ(s->runs_of("a", 2)->front().id, *c);  // the last two, oldest first
   ASSERT_TRUE(s->record_baseline(sample("b", 1)));
   auto list = s->list_baselines();
   ASSERT_EQ(list->size(), 2u);
@@ -174,7 +175,7 @@ TEST_F(StoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput);
   EXPECT_THAT(s.error().message(), HasSubstr("other tables: users"));
-  EXPECT_EQ(raw_exec(path_, "PRAGMA journal_mode"), "delete|");   // not switched to WAL
+  EXPECT_EQ(raw_exec(path_, "PRAGMA journal_mode"), "delete|");  // not switched to WAL
   raw_exec(path_, "PRAGMA application_id = 1234");
   auto t = Store::open(path_);
   ASSERT_FALSE(t);
@@ -202,11 +203,12 @@ TEST_F(StoreTest, ALockedStoreFailsClearlyAfterTheBusyTimeout) {
   ASSERT_TRUE(writer);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);   // another writer holds the lock
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr),
+            SQLITE_OK);  // another writer holds the lock
 
   OpenOptions o;
   o.busy_timeout_ms = 200;
-  auto other = Store::open(path_, o);   // already migrated: opening needs no write lock
+  auto other = Store::open(path_, o);  // already migrated: opening needs no write lock
   ASSERT_TRUE(other) << other.error().message();
   auto id = other->record_baseline(sample("x", 1));
   ASSERT_FALSE(id);
@@ -231,8 +233,8 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
   ASSERT_TRUE(id);
   const std::string run = std::to_string(*id);
   const std::vector<std::pair<std::string, std::string>> damages = {
-      {"[10.0, 11.", "not valid JSON"},           // cut
-      {"[10.0, NaN, 9.0]", "not valid JSON"},     // NaN is not JSON
+      {"[10.0, 11.", "not valid JSON"},        // cut
+      {"[10.0, NaN, 9.0]", "not valid JSON"},  // NaN is not JSON
       {"[10.0, \"11\", 9.0]", "sample 2 is \"11\", not a number"},
       {"[10.0, null]", "sample 2 is null, not a number"},
       {"{\"a\": 1}", "not a JSON array"},
@@ -245,7 +247,7 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
     ASSERT_EQ(r->damaged.size(), 1u) << json;
     EXPECT_THAT(r->damaged[0], HasSubstr("figure 'step_ms'")) << json;
     EXPECT_THAT(r->damaged[0], HasSubstr(message)) << json;
-    ASSERT_EQ(r->figures.size(), 2u);   // still listed, with only its readable samples
+    ASSERT_EQ(r->figures.size(), 2u);  // still listed, with only its readable samples
   }
   raw_exec(path_, "UPDATE figures SET samples_json = '[10, 11, 9]' WHERE run_id = " + run);
   EXPECT_TRUE(s->load_run(*id)->damaged.empty());
@@ -259,7 +261,7 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
 TEST_F(StoreTest, TextThatIsNotUtf8IsStoredWithReplacements) {
   auto s = Store::open(path_);
   NewBaseline b = sample("u", 1);
-  b.spec["command"] = {"python3", "caf\xe9.py"};   // a Latin-1 file name
+  b.spec["command"] = {"python3", "caf\xe9.py"};  // a Latin-1 file name
   b.run.details["notes"] = {"line 3: \"na\xffme\""};
   auto id = s->record_baseline(b);
   ASSERT_TRUE(id) << id.error().message();
@@ -329,7 +331,7 @@ TEST_F(StoreTest, CheckWritableFindsADamagedFile) {
     f << std::string(4096, '\x5a');
   }
   auto s = Store::open(path_);
-  if (!s) {   // damage in the schema page is found at open: also before anything runs
+  if (!s) {  // damage in the schema page is found at open: also before anything runs
     EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput) << s.error().message();
     return;
   }
@@ -353,9 +355,10 @@ TEST_F(StoreTest, AReadOnlyStoreIsReadAndRefusedForWritingByName) {
   const fs::path folder = fs::path(path_).parent_path();
   testing::open_to_everyone(folder);
   fs::permissions(path_, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
-  if (!testing::running_as_root()) {   // as root no mode stops a write: the test drops to nobody
+  if (!testing::running_as_root()) {  // as root no mode stops a write: the test drops to nobody
     fs::permissions(path_, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-    fs::permissions(folder, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(folder,
+                    fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_read | fs::perms::others_exec);
   }
   const std::string path = path_;
   const int code = testing::as_unprivileged([&] {
@@ -379,7 +382,7 @@ TEST_F(StoreTest, AReadOnlyStoreIsReadAndRefusedForWritingByName) {
 
 TEST_F(StoreTest, ReadingAnEmptyStoreWithoutWriteAccessFindsNothing) {
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
-  std::ofstream(path_).close();   // an empty file: an SQLite database without a schema
+  std::ofstream(path_).close();  // an empty file: an SQLite database without a schema
   OpenOptions ro;
   ro.read_only = true;
   auto r = Store::open(path_, ro);
@@ -412,8 +415,10 @@ TEST(StorePath, FlagThenEnvironmentThenXdgThenHome) {
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().kind(), core::ErrorKind::kEnvironment);
   auto restore = [](const char* k, const std::optional<std::string>& v) {
-    if (v) setenv(k, v->c_str(), 1);
-    else unsetenv(k);
+    if (v)
+      setenv(k, v->c_str(), 1);
+    else
+      unsetenv(k);
   };
   restore("GPUDOC_STORE", keep_store);
   restore("XDG_DATA_HOME", keep_xdg);

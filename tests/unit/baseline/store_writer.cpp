@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   }
   for (long i = 0; i < count; ++i) {
     NewBaseline b;
-    b.name = std::string(argv[3]) + std::to_string(i % 4);   // upserts of shared rows, as re-recording does
+    b.name = std::string(argv[3]) + std::to_string(i % 4);  // upserts of shared rows, as re-recording does
     b.kinds = "workload";
     b.spec = {{"command", {"sh", "-c", "true"}}, {"i", i}};
     b.run.time_unix_ns = i;

@@ -25,10 +25,10 @@ TEST(GemmFormulas, NoOverflowAtLargeSizes) {
 }
 
 TEST(GemmFormulas, OpsPerSampleReachesTheTargetDuration) {
-  EXPECT_EQ(ops_per_sample(1.4e-3, 0.05), 36);       // ceil(0.05 / 0.0014)
-  EXPECT_EQ(ops_per_sample(21e-3, 0.05), 3);         // fp32 at 8192: a few per sample
-  EXPECT_EQ(ops_per_sample(0.2, 0.05), 1);           // longer than the target: one
-  EXPECT_EQ(ops_per_sample(1e-9, 0.05, 1000), 1000); // clamped
+  EXPECT_EQ(ops_per_sample(1.4e-3, 0.05), 36);        // ceil(0.05 / 0.0014)
+  EXPECT_EQ(ops_per_sample(21e-3, 0.05), 3);          // fp32 at 8192: a few per sample
+  EXPECT_EQ(ops_per_sample(0.2, 0.05), 1);            // longer than the target: one
+  EXPECT_EQ(ops_per_sample(1e-9, 0.05, 1000), 1000);  // clamped
   EXPECT_EQ(ops_per_sample(0, 0.05), 1);
   EXPECT_EQ(ops_per_sample(1e-3, 0), 1);
 }
@@ -88,15 +88,15 @@ TEST(FloatDecoding, Fp16) {
 }
 
 TEST(FloatDecoding, Fp8E4m3) {
-  EXPECT_EQ(fp8_e4m3_to_float(0x38), 1.0f);                   // 0 0111 000
+  EXPECT_EQ(fp8_e4m3_to_float(0x38), 1.0f);  // 0 0111 000
   EXPECT_EQ(fp8_e4m3_to_float(0xB8), -1.0f);
-  EXPECT_EQ(fp8_e4m3_to_float(0x7E), 448.0f);                 // 0 1111 110: largest finite
-  EXPECT_EQ(fp8_e4m3_to_float(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
-  EXPECT_EQ(fp8_e4m3_to_float(0x08), std::ldexp(1.0f, -6));   // smallest normal
-  EXPECT_EQ(fp8_e4m3_to_float(0x3C), 1.5f);                   // 0 0111 100
+  EXPECT_EQ(fp8_e4m3_to_float(0x7E), 448.0f);                // 0 1111 110: largest finite
+  EXPECT_EQ(fp8_e4m3_to_float(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(fp8_e4m3_to_float(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_EQ(fp8_e4m3_to_float(0x3C), 1.5f);                  // 0 0111 100
   EXPECT_TRUE(std::isnan(fp8_e4m3_to_float(0x7F)));
   EXPECT_TRUE(std::isnan(fp8_e4m3_to_float(0xFF)));
-  EXPECT_EQ(fp8_e4m3_to_float(0x78), 256.0f);                 // 0 1111 000: no infinity in E4M3
+  EXPECT_EQ(fp8_e4m3_to_float(0x78), 256.0f);  // 0 1111 000: no infinity in E4M3
 }
 
 TEST(GemmTolerance, BoundGrowsWithTermScaleAndOutputRounding) {

@@ -68,10 +68,10 @@ TEST(BenchMachine, UnsupportedReadingsStayAbsent) {
 
 TEST(BenchMachine, ConditionsSummarizeOnlyTheWindow) {
   const std::vector<gpu::MetricSample> s = {
-      {Metric::kSmClockMhz, 1980, 100},  {Metric::kClockEventReasonsMask, 0x1, 100},  // idle, before
-      {Metric::kSmClockMhz, 1530, 200},  {Metric::kPowerWatts, 690, 200},
-      {Metric::kSmClockMhz, 1515, 300},  {Metric::kClockEventReasonsMask, 0x4, 300},  // sw_power_cap
-      {Metric::kSmClockMhz, 1520, 400},  {Metric::kGpuTemperatureCelsius, 62, 400},
+      {Metric::kSmClockMhz, 1980, 100},     {Metric::kClockEventReasonsMask, 0x1, 100},  // idle, before
+      {Metric::kSmClockMhz, 1530, 200},     {Metric::kPowerWatts, 690, 200},
+      {Metric::kSmClockMhz, 1515, 300},     {Metric::kClockEventReasonsMask, 0x4, 300},  // sw_power_cap
+      {Metric::kSmClockMhz, 1520, 400},     {Metric::kGpuTemperatureCelsius, 62, 400},
       {Metric::kMemoryUsedBytes, 1e9, 400},  // not a condition
       {Metric::kSmClockMhz, 1980, 500},
   };
@@ -114,8 +114,8 @@ TEST(BenchMachine, AttachConditionsPerOutcomeAndForTheRun) {
   b.started_unix_ns = 200;
   b.ended_unix_ns = 300;
   rep.outcomes = {a, b};
-  const std::vector<gpu::MetricSample> s = {{Metric::kSmClockMhz, 1500, 150}, {Metric::kSmClockMhz, 1980, 250},
-                                            {Metric::kSmClockMhz, 900, 400}};
+  const std::vector<gpu::MetricSample> s = {
+      {Metric::kSmClockMhz, 1500, 150}, {Metric::kSmClockMhz, 1980, 250}, {Metric::kSmClockMhz, 900, 400}};
   attach_conditions(rep, s);
   ASSERT_TRUE(rep.outcomes[0].conditions.has_value());
   EXPECT_EQ(rep.outcomes[0].conditions->sm_clock_mhz->median, 1500);

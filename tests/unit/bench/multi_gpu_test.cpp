@@ -21,8 +21,8 @@ TEST(MultiGpuPairs, OrderedPairsAreRowMajorWithoutTheDiagonal) {
   EXPECT_TRUE(ordered_pairs(0).empty());
   EXPECT_TRUE(ordered_pairs(1).empty());
   EXPECT_THAT(ordered_pairs(2), ElementsAre(GpuPair{0, 1}, GpuPair{1, 0}));
-  EXPECT_THAT(ordered_pairs(3), ElementsAre(GpuPair{0, 1}, GpuPair{0, 2}, GpuPair{1, 0}, GpuPair{1, 2}, GpuPair{2, 0},
-                                            GpuPair{2, 1}));
+  EXPECT_THAT(ordered_pairs(3),
+              ElementsAre(GpuPair{0, 1}, GpuPair{0, 2}, GpuPair{1, 0}, GpuPair{1, 2}, GpuPair{2, 0}, GpuPair{2, 1}));
   EXPECT_EQ(ordered_pairs(8).size(), 56u);  // n(n-1)
 }
 
@@ -151,7 +151,8 @@ TEST(MultiGpuText, BytesInBinaryUnits) {
 }
 
 TEST(MultiGpuText, CurveTable) {
-  const std::string t = render_curve({{8, 12.345, 0.00065, 0.00065, true}, {std::size_t{1} << 30, 5600.0, 191.7, 383.4, false}});
+  const std::string t =
+      render_curve({{8, 12.345, 0.00065, 0.00065, true}, {std::size_t{1} << 30, 5600.0, 191.7, 383.4, false}});
   EXPECT_THAT(t, HasSubstr("size"));
   EXPECT_THAT(t, HasSubstr("busbw GB/s"));
   EXPECT_THAT(t, HasSubstr("8 B"));
@@ -165,8 +166,11 @@ TEST(MultiGpuDetails, P2pResultPrintsItsMatrixAndTheDatasheet) {
   BenchResult r;
   r.key = "p2p.bandwidth";
   r.unit = "GB/s";
-  r.params = {{"matrix", {{"rows", "src"}, {"columns", "dst"}, {"unit", "GB/s"}, {"values", {{nullptr, 380.0}, {381.0, nullptr}}}}},
-              {"datasheet", {{"link", "NVLink 4 (18 links)"}, {"per_direction_gb_per_s", 450}, {"bidirectional_gb_per_s", 900}}}};
+  r.params = {
+      {"matrix",
+       {{"rows", "src"}, {"columns", "dst"}, {"unit", "GB/s"}, {"values", {{nullptr, 380.0}, {381.0, nullptr}}}}},
+      {"datasheet",
+       {{"link", "NVLink 4 (18 links)"}, {"per_direction_gb_per_s", 450}, {"bidirectional_gb_per_s", 900}}}};
   const std::string t = details_text(r);
   EXPECT_THAT(t, HasSubstr("p2p.bandwidth: GB/s one direction"));
   EXPECT_THAT(t, HasSubstr("datasheet NVLink 4 (18 links) 450 GB/s per direction"));
@@ -180,7 +184,12 @@ TEST(MultiGpuDetails, NcclResultPrintsItsCurve) {
   r.unit = "GB/s";
   r.params = {{"ranks", 2},
               {"formula", "busbw = algbw x 2(n-1)/n"},
-              {"curve", {{{"bytes", 8}, {"time_us", 10.0}, {"algbw_gb_per_s", 0.0008}, {"busbw_gb_per_s", 0.0008}, {"verified", true}}}}};
+              {"curve",
+               {{{"bytes", 8},
+                 {"time_us", 10.0},
+                 {"algbw_gb_per_s", 0.0008},
+                 {"busbw_gb_per_s", 0.0008},
+                 {"verified", true}}}}};
   const std::string t = details_text(r);
   EXPECT_THAT(t, HasSubstr("nccl.all_reduce: 2 ranks"));
   EXPECT_THAT(t, HasSubstr("8 B"));

@@ -59,7 +59,7 @@ TEST(NcclErrors, KindsAndMessage) {
 TEST(NcclVersion, BothEncodings) {
   EXPECT_EQ(version_string(22809), "2.28.9");  // NCCL_VERSION(2,28,9) from 2.9 on
   EXPECT_EQ(version_string(21903), "2.19.3");
-  EXPECT_EQ(version_string(2804), "2.8.4");    // before 2.9: X*1000 + Y*100 + Z
+  EXPECT_EQ(version_string(2804), "2.8.4");  // before 2.9: X*1000 + Y*100 + Z
   EXPECT_EQ(version_string(0), "unknown");
 }
 

@@ -24,12 +24,12 @@ TEST(BenchRegistry, KeysAreStableAndInOrder) {
   for (const std::string& k : keys(registry().all()))
     for (const char* group : {"hbm.", "pcie.", "gemm.", "launch."})
       if (k.rfind(group, 0) == 0) single_gpu.push_back(k);
-  EXPECT_THAT(single_gpu,
-              ::testing::ElementsAre("hbm.copy", "hbm.read", "hbm.write", "pcie.h2d.pinned", "pcie.d2h.pinned",
-                                     "pcie.bidir.pinned", "pcie.h2d.pageable", "pcie.d2h.pageable", "pcie.bidir.pageable",
-                                     "gemm.fp32", "gemm.tf32", "gemm.fp16", "gemm.bf16", "gemm.fp8",
-                                     "gemm.sweep.bf16.1024", "gemm.sweep.bf16.2048", "gemm.sweep.bf16.4096",
-                                     "gemm.sweep.bf16.16384", "launch.throughput", "launch.latency", "launch.graph_node"));
+  EXPECT_THAT(single_gpu, ::testing::ElementsAre(
+                              "hbm.copy", "hbm.read", "hbm.write", "pcie.h2d.pinned", "pcie.d2h.pinned",
+                              "pcie.bidir.pinned", "pcie.h2d.pageable", "pcie.d2h.pageable", "pcie.bidir.pageable",
+                              "gemm.fp32", "gemm.tf32", "gemm.fp16", "gemm.bf16", "gemm.fp8", "gemm.sweep.bf16.1024",
+                              "gemm.sweep.bf16.2048", "gemm.sweep.bf16.4096", "gemm.sweep.bf16.16384",
+                              "launch.throughput", "launch.latency", "launch.graph_node"));
 }
 
 TEST(BenchRegistry, KeysAreUniqueAndDescribed) {

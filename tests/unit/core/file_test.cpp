@@ -65,8 +65,8 @@ TEST_F(FileTest, FailedWriteLeavesTheOldFileWhole) {
     rlimit lim{4096, 4096};
     ::setrlimit(RLIMIT_FSIZE, &lim);
     const auto st = write_file(path, std::string(100000, 'y'));
-    const bool named = !st.ok() && st.error().kind() == ErrorKind::kIo &&
-                       st.error().message().rfind("writing " + path + ": ", 0) == 0;
+    const bool named =
+        !st.ok() && st.error().kind() == ErrorKind::kIo && st.error().message().rfind("writing " + path + ": ", 0) == 0;
     ::_exit(named ? 0 : 1);
   }
   int status = 0;

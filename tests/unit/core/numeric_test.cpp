@@ -1,5 +1,5 @@
-// core/numeric: the median of samples, and the correlation of two series (NaN pairs skipped, too few pairs or no variance:
-// none).
+// core/numeric: the median of samples, and the correlation of two series (NaN pairs skipped, too few pairs or no
+// variance: none).
 #include "core/numeric.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ TEST(Correlation, SignAndMissingPairs) {
   ASSERT_TRUE(correlation(a, b, 8));
   EXPECT_NEAR(*correlation(a, b, 8), -1.0, 1e-12);
   EXPECT_NEAR(*correlation(a, a, 8), 1.0, 1e-12);
-  EXPECT_FALSE(correlation(a, b, 9));  // only 8 complete pairs
+  EXPECT_FALSE(correlation(a, b, 9));                            // only 8 complete pairs
   EXPECT_FALSE(correlation(a, std::vector<double>(9, 3.0), 2));  // no variance
 }
 

@@ -24,7 +24,8 @@ std::string slurp(const std::string& path) {
 }
 
 // Runs `argv` with gpudoc's fds 1 and 2 pointed at two files; returns {stdout, stderr}.
-std::pair<std::string, std::string> run_captured(const std::vector<std::string>& argv, bool stdout_to_stderr, int* code) {
+std::pair<std::string, std::string> run_captured(const std::vector<std::string>& argv, bool stdout_to_stderr,
+                                                 int* code) {
   // A private folder: a name in /tmp by pid alone could be planted by another user.
   testing::TempDir dir("gpudoc-proc");
   std::string out_path = dir.file("out.txt");
@@ -82,7 +83,7 @@ TEST(ChildProcess, ANewProcessGroupIsStoppedAsAWhole) {
   EXPECT_EQ(::getpgid(c->pid()), c->pid());
   EXPECT_NE(::getpgid(c->pid()), ::getpgrp());
   for (int i = 0; i < 200 && live_group_members(c->pid()).size() < 2; ++i) ::usleep(10000);
-  EXPECT_GE(live_group_members(c->pid()).size(), 2u);   // sh and its sleeps
+  EXPECT_GE(live_group_members(c->pid()).size(), 2u);  // sh and its sleeps
   EXPECT_TRUE(c->signal_group(SIGTERM));
   c->wait();
   EXPECT_EQ(c->term_signal(), SIGTERM);
@@ -96,7 +97,8 @@ TEST(ChildProcess, ExtraEnvironmentReplacesAVariableOfTheSameName) {
   SpawnOptions o;
   o.extra_env = {"GPUDOC_TEST_VAR=inner"};
   testing::TempDir dir("gpudoc-proc-env");
-  auto c = ChildProcess::spawn({"sh", "-c", "env | grep -c '^GPUDOC_TEST_VAR=' > " + dir.file("n") + "; test \"$GPUDOC_TEST_VAR\" = inner"}, o);
+  auto c = ChildProcess::spawn(
+      {"sh", "-c", "env | grep -c '^GPUDOC_TEST_VAR=' > " + dir.file("n") + "; test \"$GPUDOC_TEST_VAR\" = inner"}, o);
   ASSERT_TRUE(c);
   c->wait();
   code = c->exit_code_for_shell();

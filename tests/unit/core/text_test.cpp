@@ -49,11 +49,19 @@ TEST(Text, TerminalSafeEscapesWhatCouldDriveTheTerminal) {
   EXPECT_EQ(terminal_safe("gpu\x1b[2J\nERROR"), "gpu\\x1b[2J\\x0aERROR");
   EXPECT_EQ(terminal_safe(std::string("a\0b\tc\x7f", 6)), "a\\x00b\\x09c\\x7f");
   // C1 controls: the 8-bit CSI as a raw byte (not UTF-8) and encoded as U+009B.
-  EXPECT_EQ(terminal_safe("x\x9b" "31m"), "x\\x9b31m");
-  EXPECT_EQ(terminal_safe("x\xc2\x9b" "31m"), "x\\u{009b}31m");
+  EXPECT_EQ(terminal_safe("x\x9b"
+                          "31m"),
+            "x\\x9b31m");
+  EXPECT_EQ(terminal_safe("x\xc2\x9b"
+                          "31m"),
+            "x\\u{009b}31m");
   // Bidirectional overrides and line separators.
-  EXPECT_EQ(terminal_safe("abc\xe2\x80\xae" "def"), "abc\\u{202e}def");
-  EXPECT_EQ(terminal_safe("a\xe2\x80\xa8" "b"), "a\\u{2028}b");
+  EXPECT_EQ(terminal_safe("abc\xe2\x80\xae"
+                          "def"),
+            "abc\\u{202e}def");
+  EXPECT_EQ(terminal_safe("a\xe2\x80\xa8"
+                          "b"),
+            "a\\u{2028}b");
   // Truncated and overlong sequences are bytes, not characters.
   EXPECT_EQ(terminal_safe("\xe2\x80"), "\\xe2\\x80");
   EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");

@@ -26,7 +26,7 @@ TEST(Resample, HoldsTheLatestSampleAndMarksGaps) {
   EXPECT_DOUBLE_EQ(g.v[0], 10);
   EXPECT_DOUBLE_EQ(g.v[1], 10);
   EXPECT_DOUBLE_EQ(g.v[2], 20);
-  EXPECT_DOUBLE_EQ(g.v[9], 30);    // 0.9 s: 0.5 s old, still held
+  EXPECT_DOUBLE_EQ(g.v[9], 30);      // 0.9 s: 0.5 s old, still held
   EXPECT_TRUE(std::isnan(g.v[15]));  // 1.5 s: a gap, not a value
   EXPECT_DOUBLE_EQ(g.v[30], 40);
 }

@@ -48,7 +48,7 @@ inline std::function<double(double)> square(double period, double duty, double h
 // A GPU with util/SM/tensor/DRAM/power following these functions at native rates.
 struct Shape {
   std::function<double(double)> util = constant(0), sm = constant(0), tensor = constant(0), dram = constant(0),
-                                 power = constant(80), mutil = constant(0);
+                                power = constant(80), mutil = constant(0);
   bool gpm = true;
 };
 

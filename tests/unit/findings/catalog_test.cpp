@@ -62,7 +62,8 @@ TEST(Finding, MakeFindingCopiesNextStepsAndRejectsUnknownIds) {
 TEST(Finding, SeverityOrderAndNames) {
   EXPECT_LT(Severity::kInfo, Severity::kWarning);
   EXPECT_LT(Severity::kWarning, Severity::kCritical);
-  for (Severity s : {Severity::kInfo, Severity::kWarning, Severity::kCritical}) EXPECT_EQ(parse_severity(to_string(s)), s);
+  for (Severity s : {Severity::kInfo, Severity::kWarning, Severity::kCritical})
+    EXPECT_EQ(parse_severity(to_string(s)), s);
   EXPECT_EQ(parse_severity("fatal"), std::nullopt);
 }
 

@@ -16,10 +16,9 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 // Units live in names: every metric's name ends with the word for its unit.
 TEST(Metrics, EveryNameEndsWithItsUnit) {
   const std::map<std::string, std::set<std::string>> suffix_for_unit = {
-      {"percent", {"_percent"}},       {"W", {"_watts"}},   {"MHz", {"_mhz"}},
-      {"Cel", {"_celsius"}},           {"By", {"_bytes"}},  {"By/s", {"_bytes_per_second"}},
-      {"J", {"_joules"}},              {"bitmask", {"_mask"}},
-      {"1", {"_generation", "_width"}}};
+      {"percent", {"_percent"}}, {"W", {"_watts"}},      {"MHz", {"_mhz"}},
+      {"Cel", {"_celsius"}},     {"By", {"_bytes"}},     {"By/s", {"_bytes_per_second"}},
+      {"J", {"_joules"}},        {"bitmask", {"_mask"}}, {"1", {"_generation", "_width"}}};
   for (Metric m : all_metrics()) {
     const auto& mi = info(m);
     auto it = suffix_for_unit.find(std::string(mi.unit));
@@ -40,7 +39,7 @@ TEST(Metrics, NamesRoundTripAndAreUnique) {
 }
 
 TEST(Metrics, GroupsRespectSensorRates) {
-  EXPECT_GE(info(MetricGroup::kGpm).min_period.count(), 100);     // GPM samples >= 100 ms apart
+  EXPECT_GE(info(MetricGroup::kGpm).min_period.count(), 100);          // GPM samples >= 100 ms apart
   EXPECT_GE(info(MetricGroup::kEnergy).default_period.count(), 1000);  // 4 ms of CPU per read
   EXPECT_GE(info(MetricGroup::kProcesses).default_period.count(), 1000);
   for (MetricGroup g : all_groups()) {
@@ -69,12 +68,15 @@ TEST(Metrics, ParseGroupPeriod) {
   EXPECT_EQ(fast.error().kind(), core::ErrorKind::kUsage);
   EXPECT_EQ(fast.error().message().rfind("fast=10: 10 ms is faster than the sensor allows (minimum 100 ms: ", 0), 0u)
       << fast.error().message();
-  EXPECT_EQ(parse_group_period("warp=100").error().message().rfind("warp=100: unknown group 'warp' (groups: utilization, fast", 0),
+  EXPECT_EQ(parse_group_period("warp=100")
+                .error()
+                .message()
+                .rfind("warp=100: unknown group 'warp' (groups: utilization, fast", 0),
             0u);
   EXPECT_EQ(parse_group_period("fast").error().message(), "fast: expected GROUP=MS, e.g. fast=100");
   for (const char* bad : {"fast=", "fast=1.5", "fast=-100", "fast=100ms", "fast=99999999999999999999"})
-    EXPECT_EQ(parse_group_period(bad).error().message(), std::string(bad) + ": '" + std::string(bad).substr(5) +
-                                                              "' is not a whole number of milliseconds")
+    EXPECT_EQ(parse_group_period(bad).error().message(),
+              std::string(bad) + ": '" + std::string(bad).substr(5) + "' is not a whole number of milliseconds")
         << bad;
   const std::string help = describe_groups();
   for (MetricGroup g : all_groups()) EXPECT_NE(help.find(info(g).name), std::string::npos);

@@ -25,8 +25,10 @@ GpuInput input(gpu::FakeBackend& fake, int gpu, double clock_mhz = 1980, int gen
   auto info = fake.device_info(gpu);
   if (info) in.info = *info;
   auto facts = fake.health_facts(gpu);
-  if (facts) in.facts = *facts;
-  else if (facts.error().kind() == core::ErrorKind::kGpuLost) in.lost = facts.error();
+  if (facts)
+    in.facts = *facts;
+  else if (facts.error().kind() == core::ErrorKind::kGpuLost)
+    in.lost = facts.error();
   in.load.ran = true;
   in.load.warmup_s = 1.0;
   for (int i = 0; i < 50; ++i) {
@@ -59,16 +61,16 @@ TEST_F(HealthChecks, HealthyH200PassesEverythingItCanCheck) {
     EXPECT_EQ(r.finding_id.rfind("health_", 0), 0u) << r.check;
     EXPECT_TRUE(findings::find_entry(r.finding_id) != nullptr) << r.finding_id;
   }
-  EXPECT_EQ(find(rs, "retired_pages").status, Status::kSkip);   // H200 remaps rows instead
+  EXPECT_EQ(find(rs, "retired_pages").status, Status::kSkip);  // H200 remaps rows instead
   EXPECT_EQ(find(rs, "clocks").status, Status::kPass);
   EXPECT_EQ(find(rs, "nvlink").status, Status::kPass);
 }
 
 TEST_F(HealthChecks, ThrottledClocksWarnOnPowerCapAndFailOnThermalSlowdown) {
-  auto rs = check_gpu(input(fake, 0, 1700, 5, 16, 0x4));   // sw_power_cap
+  auto rs = check_gpu(input(fake, 0, 1700, 5, 16, 0x4));  // sw_power_cap
   EXPECT_EQ(find(rs, "clocks").status, Status::kWarn);
   EXPECT_NE(find(rs, "clocks").evidence.find("sw_power_cap"), std::string::npos);
-  rs = check_gpu(input(fake, 0, 1500, 5, 16, 0x4 | 0x40));   // + hw_thermal_slowdown
+  rs = check_gpu(input(fake, 0, 1500, 5, 16, 0x4 | 0x40));  // + hw_thermal_slowdown
   EXPECT_EQ(find(rs, "clocks").status, Status::kFail);
   EXPECT_NE(find(rs, "clocks").evidence.find("hw_thermal_slowdown"), std::string::npos);
   // 2 % below max is within the 3 % tolerance.
@@ -205,11 +207,12 @@ TEST_F(HealthChecks, ThresholdsUnsupportedSkipTemperatureInsteadOfGuessing) {
 
 TEST_F(HealthChecks, TemperatureAgainstTheDevicesOwnThresholds) {
   EXPECT_EQ(find(check_gpu(input(fake, 0, 1980, 5, 16, 0, 86)), "temperature").status, Status::kPass);
-  EXPECT_EQ(find(check_gpu(input(fake, 0, 1980, 5, 16, 0, 88)), "temperature").status, Status::kWarn);   // > max operating 87
-  EXPECT_EQ(find(check_gpu(input(fake, 0, 1980, 5, 16, 0, 89)), "temperature").status, Status::kFail);   // slowdown 89
+  EXPECT_EQ(find(check_gpu(input(fake, 0, 1980, 5, 16, 0, 88)), "temperature").status,
+            Status::kWarn);  // > max operating 87
+  EXPECT_EQ(find(check_gpu(input(fake, 0, 1980, 5, 16, 0, 89)), "temperature").status, Status::kFail);  // slowdown 89
   auto f = gpu::FakeBackend::default_health_facts();
-  f.temperature_slowdown_celsius = 70;   // another GPU with lower thresholds: the same 65 C fails nothing,
-  f.temperature_gpu_max_celsius = 60;    // but warns past its own max operating temperature
+  f.temperature_slowdown_celsius = 70;  // another GPU with lower thresholds: the same 65 C fails nothing,
+  f.temperature_gpu_max_celsius = 60;   // but warns past its own max operating temperature
   fake.set_health_facts(0, f);
   EXPECT_EQ(find(check_gpu(input(fake, 0, 1980, 5, 16, 0, 65)), "temperature").status, Status::kWarn);
 }
@@ -242,7 +245,8 @@ TEST_F(HealthChecks, NvlinkVersionIsShownAsNvidiaNamesIt) {
   auto r = find(check_gpu(input(fake, 0)), "nvlink");
   EXPECT_NE(r.evidence.find("18 of 18 links active (NVLink 4.0)"), std::string::npos) << r.evidence;
   EXPECT_EQ(r.evidence.find("NVLink 6"), std::string::npos) << r.evidence;
-  const auto v = std::find_if(r.values.begin(), r.values.end(), [](const auto& e) { return e.name == "nvlink_version"; });
+  const auto v =
+      std::find_if(r.values.begin(), r.values.end(), [](const auto& e) { return e.name == "nvlink_version"; });
   ASSERT_NE(v, r.values.end());
   EXPECT_DOUBLE_EQ(v->value, 4.0);
   // A code newer than gpudoc knows is shown raw, not guessed.
@@ -262,7 +266,8 @@ TEST_F(HealthChecks, UnsupportedFactsAreSkippedNeverPassed) {
   GpuInput in = input(fake, 0);
   in.facts_error = "not supported";
   const auto rs = check_gpu(in);
-  for (const char* c : {"persistence_mode", "compute_mode", "mig", "ecc", "row_remapping", "temperature", "power", "nvlink"})
+  for (const char* c :
+       {"persistence_mode", "compute_mode", "mig", "ecc", "row_remapping", "temperature", "power", "nvlink"})
     EXPECT_EQ(find(rs, c).status, Status::kSkip) << c;
 }
 
@@ -300,7 +305,8 @@ TEST(HealthXid, Xid79NeedsARebootXid13IsTheApplications) {
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, Status::kFail);
   EXPECT_NE(rs[0].next_step.find("reboot"), std::string::npos);
-  EXPECT_NE(rs[0].evidence.find("XID 79 x1 (reboot: GPU has fallen off the bus; catalog: RESTART_BM)"), std::string::npos)
+  EXPECT_NE(rs[0].evidence.find("XID 79 x1 (reboot: GPU has fallen off the bus; catalog: RESTART_BM)"),
+            std::string::npos)
       << rs[0].evidence;
   EXPECT_NE(rs[0].evidence.find("XID 13 x1 (application"), std::string::npos) << rs[0].evidence;
 
@@ -360,8 +366,9 @@ TEST(HealthXid, Xid154IsClassedByTheActionInItsLogLine) {
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, Status::kFail);
   EXPECT_NE(rs[0].evidence.find("XID 154 x1 (reboot"), std::string::npos) << rs[0].evidence;
-  EXPECT_NE(rs[0].evidence.find("XID 48 x1 (reset_gpu: double-bit (uncorrectable) ECC error; catalog: WORKFLOW_XID_48)"),
-            std::string::npos)
+  EXPECT_NE(
+      rs[0].evidence.find("XID 48 x1 (reset_gpu: double-bit (uncorrectable) ECC error; catalog: WORKFLOW_XID_48)"),
+      std::string::npos)
       << rs[0].evidence;
   EXPECT_NE(rs[0].next_step.find("reboot"), std::string::npos);
 }
@@ -399,7 +406,7 @@ TEST(HealthVersions, RuntimeNewerThanDriverFails) {
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_NE(r.evidence.find("cudart 13.0.48 newer than the driver supports"), std::string::npos);
   v.libraries[0] = {"cudart", "x", "12.4.127"};
-  EXPECT_EQ(check_versions(v)[0].status, Status::kWarn);    // minor version compatibility
+  EXPECT_EQ(check_versions(v)[0].status, Status::kWarn);  // minor version compatibility
   v.libraries[0] = {"cudart", "x", "12.1.105"};
   v.torch_version = "2.5.1";
   v.torch_cuda_version = "12.1";

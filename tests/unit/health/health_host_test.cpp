@@ -14,8 +14,8 @@ namespace {
 class FixtureHost final : public HostReader {
  public:
   std::map<std::string, std::string> files;
-  std::map<std::string, std::string> links;                 // path -> resolved
-  std::map<std::string, std::optional<CommandOutput>> commands;   // argv[0] -> output (nullopt: not found)
+  std::map<std::string, std::string> links;                      // path -> resolved
+  std::map<std::string, std::optional<CommandOutput>> commands;  // argv[0] -> output (nullopt: not found)
   std::vector<int> cpus;
   std::map<std::string, std::string> environment;
 
@@ -76,7 +76,8 @@ class FixtureHost final : public HostReader {
 FixtureHost two_socket_host() {
   FixtureHost h;
   for (int c = 0; c < 4; ++c)
-    h.files[fmt::format("/sys/devices/system/cpu/cpu{}/cpufreq/scaling_governor", c)] = c < 2 ? "performance\n" : "powersave\n";
+    h.files[fmt::format("/sys/devices/system/cpu/cpu{}/cpufreq/scaling_governor", c)] =
+        c < 2 ? "performance\n" : "powersave\n";
   h.files["/sys/bus/pci/devices/0000:18:00.0/numa_node"] = "0\n";
   h.files["/sys/bus/pci/devices/0000:9a:00.0/numa_node"] = "1\n";
   h.files["/sys/devices/system/node/node0/cpulist"] = "0-1\n";
@@ -108,13 +109,13 @@ TEST(HealthHost, GovernorsNumaAndSysctlsFromFixtures) {
       EXPECT_EQ(r.status, Status::kPass);
     }
     if (r.check == "numa" && r.gpu == 1) {
-      EXPECT_EQ(r.status, Status::kWarn);   // the process may only run on node 0's CPUs
+      EXPECT_EQ(r.status, Status::kWarn);  // the process may only run on node 0's CPUs
       EXPECT_NE(r.next_step.find("--cpunodebind=1"), std::string::npos);
     }
     if (r.check == "sysctl") {
       EXPECT_TRUE(r.status == Status::kInfo || r.status == Status::kSkip);
     }
-    EXPECT_NE(r.status, Status::kFail) << r.check;   // host settings are advice, never a failure
+    EXPECT_NE(r.status, Status::kFail) << r.check;  // host settings are advice, never a failure
     ++by[r.check];
   }
   EXPECT_EQ(by["sysctl"], 3);
@@ -131,14 +132,16 @@ TEST(HealthHost, NoCpufreqIsSkipped) {
 TEST(HealthHost, LibrariesFromLdconfigAndTorchThroughPython) {
   FixtureHost h;
   h.commands["ldconfig"] = CommandOutput{0,
-      "4 libs found in cache `/etc/ld.so.cache'\n"
-      "\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12\n"
-      "\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n"
-      "\tlibcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9\n"
-      "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n", false};
+                                         "4 libs found in cache `/etc/ld.so.cache'\n"
+                                         "\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12\n"
+                                         "\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n"
+                                         "\tlibcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9\n"
+                                         "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n",
+                                         false};
   h.links["/usr/local/cuda/lib64/libcudart.so.12"] = "/usr/local/cuda-12.4/lib64/libcudart.so.12.4.127";
   h.links["/usr/lib/x86_64-linux-gnu/libnccl.so.2"] = "/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5";
-  h.commands["python3"] = CommandOutput{0, "{\"torch\": \"2.5.1+cu124\", \"cuda\": \"12.4\", \"cudnn\": 90100}\n", false};
+  h.commands["python3"] =
+      CommandOutput{0, "{\"torch\": \"2.5.1+cu124\", \"cuda\": \"12.4\", \"cudnn\": 90100}\n", false};
   gpu::SystemInfo sys;
   sys.driver_version = "550.54.15";
   sys.cuda_driver_version = "12.4";

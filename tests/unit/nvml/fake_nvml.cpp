@@ -42,13 +42,13 @@ constexpr bool is_device_call(std::string_view name) {
 }
 
 // The C-callable trampolines: count the call, then run the script (or the default answer).
-#define GPUDOC_NVML_X(need, name, ret, params, args)                                                 \
-  ret fake_##name params {                                                                           \
-    FakeNvml* f = FakeNvml::current();                                                               \
-    f->count(#name);                                                                                 \
-    if (is_device_call(#name) && f->lost_on_this_call()) return lost<ret>();                         \
-    if (!f->name) return unscripted<ret>();                                                          \
-    return f->name args;                                                                             \
+#define GPUDOC_NVML_X(need, name, ret, params, args)                         \
+  ret fake_##name params {                                                   \
+    FakeNvml* f = FakeNvml::current();                                       \
+    f->count(#name);                                                         \
+    if (is_device_call(#name) && f->lost_on_this_call()) return lost<ret>(); \
+    if (!f->name) return unscripted<ret>();                                  \
+    return f->name args;                                                     \
   }
 GPUDOC_NVML_FUNCTIONS(GPUDOC_NVML_X)
 #undef GPUDOC_NVML_X

@@ -58,7 +58,7 @@ class FakeNvml {
  private:
   NvmlApi table_;
   std::map<std::string, int> calls_;
-  int device_calls_left_ = -1;   // -1: never lost
+  int device_calls_left_ = -1;  // -1: never lost
 };
 
 }  // namespace gpudoc::gpu::nvml::testing

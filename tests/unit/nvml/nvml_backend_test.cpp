@@ -198,9 +198,8 @@ TEST_F(nvml_backend, UtilizationSamplesAreDrainedWithoutLossOrRepeat) {
   // Sample 0 is 50 ms before the backend opens: history that must not be returned.
   ring.base_us = now_us() - 50'000;
   fake.nvmlDeviceGetSamples = [&ring](nvmlDevice_t, nvmlSamplingType_t type, unsigned long long last,
-                                      nvmlValueType_t* vt, unsigned int* count, nvmlSample_t* out) {
-    return ring.get(type, last, vt, count, out);
-  };
+                                      nvmlValueType_t* vt, unsigned int* count,
+                                      nvmlSample_t* out) { return ring.get(type, last, vt, count, out); };
   auto b = open(fake);
   ASSERT_TRUE(b);
 
@@ -573,10 +572,18 @@ TEST_F(nvml_backend, MissingOptionalSymbolsMeanAbsentMetricsNotACrash) {
   GpmScript s;
   script_gpm(fake, s);
   fake.nvmlDeviceGetPowerUsage = gives(50'000U);
-  fake.missing = {"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleFree", "nvmlGpmSampleGet",
-                  "nvmlGpmMetricsGet", "nvmlDeviceGetSamples", "nvmlDeviceGetTotalEnergyConsumption",
-                  "nvmlDeviceGetProcessUtilization", "nvmlDeviceGetComputeRunningProcesses_v3",
-                  "nvmlDeviceGetComputeRunningProcesses_v2", "nvmlEventSetCreate", "nvmlDeviceGetMigMode",
+  fake.missing = {"nvmlGpmQueryDeviceSupport",
+                  "nvmlGpmSampleAlloc",
+                  "nvmlGpmSampleFree",
+                  "nvmlGpmSampleGet",
+                  "nvmlGpmMetricsGet",
+                  "nvmlDeviceGetSamples",
+                  "nvmlDeviceGetTotalEnergyConsumption",
+                  "nvmlDeviceGetProcessUtilization",
+                  "nvmlDeviceGetComputeRunningProcesses_v3",
+                  "nvmlDeviceGetComputeRunningProcesses_v2",
+                  "nvmlEventSetCreate",
+                  "nvmlDeviceGetMigMode",
                   "nvmlSystemGetCudaDriverVersion_v2"};
   auto b = open(fake);
   auto caps = b->capabilities(0);
@@ -613,8 +620,8 @@ TEST_F(nvml_backend, SlowAndEnergyConvertUnits) {
   };
   fake.nvmlDeviceGetCurrPcieLinkGeneration = gives(5U);
   fake.nvmlDeviceGetCurrPcieLinkWidth = gives(16U);
-  fake.nvmlDeviceGetEnforcedPowerLimit = gives(700'000U);                    // mW
-  fake.nvmlDeviceGetTotalEnergyConsumption = gives(123'456'789ULL);         // mJ
+  fake.nvmlDeviceGetEnforcedPowerLimit = gives(700'000U);            // mW
+  fake.nvmlDeviceGetTotalEnergyConsumption = gives(123'456'789ULL);  // mJ
   auto b = open(fake);
   auto slow = b->read(0, MetricGroup::kSlow);
   ASSERT_TRUE(slow.ok()) << slow.error().message();

@@ -24,13 +24,23 @@ using ::testing::HasSubstr;
 // Every NVML function health_facts() calls, by name.
 const std::vector<std::string>& health_functions() {
   static const std::vector<std::string> kNames = {
-      "nvmlDeviceGetPersistenceMode", "nvmlDeviceGetComputeMode", "nvmlDeviceGetMigMode",
-      "nvmlDeviceGetEccMode", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRemappedRows",
-      "nvmlDeviceGetRetiredPages", "nvmlDeviceGetRetiredPagesPendingStatus",
-      "nvmlDeviceGetPowerManagementLimit", "nvmlDeviceGetEnforcedPowerLimit",
-      "nvmlDeviceGetPowerManagementDefaultLimit", "nvmlDeviceGetTemperatureThreshold",
-      "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetNvLinkState",
-      "nvmlDeviceGetNvLinkVersion", "nvmlDeviceGetNvLinkErrorCounter",
+      "nvmlDeviceGetPersistenceMode",
+      "nvmlDeviceGetComputeMode",
+      "nvmlDeviceGetMigMode",
+      "nvmlDeviceGetEccMode",
+      "nvmlDeviceGetTotalEccErrors",
+      "nvmlDeviceGetRemappedRows",
+      "nvmlDeviceGetRetiredPages",
+      "nvmlDeviceGetRetiredPagesPendingStatus",
+      "nvmlDeviceGetPowerManagementLimit",
+      "nvmlDeviceGetEnforcedPowerLimit",
+      "nvmlDeviceGetPowerManagementDefaultLimit",
+      "nvmlDeviceGetTemperatureThreshold",
+      "nvmlDeviceGetMaxPcieLinkGeneration",
+      "nvmlDeviceGetMaxPcieLinkWidth",
+      "nvmlDeviceGetNvLinkState",
+      "nvmlDeviceGetNvLinkVersion",
+      "nvmlDeviceGetNvLinkErrorCounter",
   };
   return kNames;
 }
@@ -112,12 +122,12 @@ void script_h200(FakeNvml& fake) {
     return NVML_SUCCESS;
   };
   fake.nvmlDeviceGetNvLinkState = [](nvmlDevice_t, unsigned int link, nvmlEnableState_t* active) {
-    if (link >= 12) return NVML_ERROR_INVALID_ARGUMENT;   // this device has 12 links
+    if (link >= 12) return NVML_ERROR_INVALID_ARGUMENT;  // this device has 12 links
     *active = link == 3 ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
     return NVML_SUCCESS;
   };
   fake.nvmlDeviceGetNvLinkVersion = [](nvmlDevice_t, unsigned int, unsigned int* v) {
-    *v = NVML_NVLINK_VERSION_4_0;   // 6, what an H200 answers
+    *v = NVML_NVLINK_VERSION_4_0;  // 6, what an H200 answers
     return NVML_SUCCESS;
   };
   fake.nvmlDeviceGetNvLinkErrorCounter = [](nvmlDevice_t, unsigned int link, nvmlNvLinkErrorCounter_t counter,
@@ -158,8 +168,8 @@ TEST_F(nvml_health_facts, EveryFactIsReadFromItsOwnCallAndConverted) {
   EXPECT_EQ(f.remapped_rows_uncorrected, 1u);
   EXPECT_EQ(f.remap_pending, true);
   EXPECT_EQ(f.remap_failed, false);
-  EXPECT_EQ(f.retired_pages_single_bit, 4u);   // INSUFFICIENT_SIZE with the count set is an answer
-  EXPECT_EQ(f.retired_pages_double_bit, 0u);   // a real 0: NVML answered it
+  EXPECT_EQ(f.retired_pages_single_bit, 4u);  // INSUFFICIENT_SIZE with the count set is an answer
+  EXPECT_EQ(f.retired_pages_double_bit, 0u);  // a real 0: NVML answered it
   EXPECT_EQ(f.retired_pages_pending, true);
   // Milliwatts to watts.
   EXPECT_DOUBLE_EQ(f.power_limit_watts.value_or(-1), 650.0);
@@ -194,7 +204,7 @@ TEST_F(nvml_health_facts, EveryFactIsReadFromItsOwnCallAndConverted) {
 }
 
 TEST_F(nvml_health_facts, NotSupportedFactsAreAbsentNeverZero) {
-  FakeNvml fake;   // every unscripted function answers NOT_SUPPORTED
+  FakeNvml fake;  // every unscripted function answers NOT_SUPPORTED
   auto b = open(fake);
   auto r = b->health_facts(0);
   ASSERT_TRUE(r.ok()) << "a GPU that supports none of the facts is not an error: " << r.error().message();
@@ -289,7 +299,7 @@ TEST_F(nvml_health_facts, MissingSymbolsMeanAbsentFactsNotACrash) {
 TEST_F(nvml_health_facts, OneMissingSymbolLeavesOnlyItsFactAbsent) {
   FakeNvml fake;
   script_h200(fake);
-  fake.missing = {"nvmlDeviceGetNvLinkVersion", "nvmlDeviceGetRemappedRows"};   // an older driver
+  fake.missing = {"nvmlDeviceGetNvLinkVersion", "nvmlDeviceGetRemappedRows"};  // an older driver
   auto b = open(fake);
   auto r = b->health_facts(0);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -375,13 +385,13 @@ TEST_F(nvml_health_facts, UnknownNvlinkVersionCodeKeepsTheRawCode) {
 // nvml.h's nvmlNvlinkVersion_t: NVML answers an enumeration, not the version (H200: 6 = NVLink 4.0).
 TEST(nvml_nvlink_version, CodesMapToNvidiasVersionNames) {
   EXPECT_EQ(nvlink_version_name(NVML_NVLINK_VERSION_INVALID), std::nullopt);
-  EXPECT_EQ(nvlink_version_name(1), "1.0");   // Pascal
-  EXPECT_EQ(nvlink_version_name(2), "2.0");   // Volta
+  EXPECT_EQ(nvlink_version_name(1), "1.0");  // Pascal
+  EXPECT_EQ(nvlink_version_name(2), "2.0");  // Volta
   EXPECT_EQ(nvlink_version_name(3), "2.2");
-  EXPECT_EQ(nvlink_version_name(4), "3.0");   // Ampere
+  EXPECT_EQ(nvlink_version_name(4), "3.0");  // Ampere
   EXPECT_EQ(nvlink_version_name(5), "3.1");
-  EXPECT_EQ(nvlink_version_name(6), "4.0");   // Hopper (H100, H200)
-  EXPECT_EQ(nvlink_version_name(7), "5.0");   // Blackwell
+  EXPECT_EQ(nvlink_version_name(6), "4.0");  // Hopper (H100, H200)
+  EXPECT_EQ(nvlink_version_name(7), "5.0");  // Blackwell
   EXPECT_EQ(nvlink_version_name(8), std::nullopt) << "newer than gpudoc's list: absent, never a guess";
 }
 

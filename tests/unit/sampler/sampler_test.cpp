@@ -53,13 +53,13 @@ TEST(Sampler, ProcessesReadOftenOnlyWhileSeveralShareAGpu) {
   gpu::ProcessSample a, b;
   a.pid = 100;
   b.pid = 200;
-  fake.set_processes(0, {a, b});   // GPU 0 shared by two processes
-  fake.set_processes(1, {a});      // GPU 1 has one
+  fake.set_processes(0, {a, b});  // GPU 0 shared by two processes
+  fake.set_processes(1, {a});     // GPU 1 has one
   SamplerConfig c = only(MetricGroup::kProcesses, 10000ms);
   Sampler s(fake, clock, c);
   ASSERT_TRUE(s.run_until(clock.now() + 60s, [](SamplerRecord&&) {}).ok());
-  EXPECT_EQ(fake.read_count(0, MetricGroup::kProcesses), 60u);   // first read at 0, then every 1 s
-  EXPECT_EQ(fake.read_count(1, MetricGroup::kProcesses), 6u);    // every 10 s
+  EXPECT_EQ(fake.read_count(0, MetricGroup::kProcesses), 60u);  // first read at 0, then every 1 s
+  EXPECT_EQ(fake.read_count(1, MetricGroup::kProcesses), 6u);   // every 10 s
   EXPECT_TRUE(s.stats().gpus[0].contended);
   EXPECT_FALSE(s.stats().gpus[1].contended);
 
@@ -115,7 +115,7 @@ TEST(Sampler, StopDrainsTheBuffersOnceMore) {
   for (int g = 0; g < 2; ++g) {
     EXPECT_EQ(fake.read_count(g, MetricGroup::kUtilization), 2u) << "GPU " << g;  // at start, at stop
     const auto fast = fake.read_count(g, MetricGroup::kFast);
-    EXPECT_GE(fast, 6u);   // the fast group is not read again at stop: it holds no buffer
+    EXPECT_GE(fast, 6u);  // the fast group is not read again at stop: it holds no buffer
     EXPECT_LE(fast, 9u);
   }
   // ~0.7 s of 200 ms samples per GPU came with the read at stop, none before it but the first.
@@ -196,7 +196,8 @@ TEST(Sampler, LostGpuIsReportedAndOthersKeepTheirSamples) {
         lines[r.gpu]++;
         if (r.gpu == 2 && lost_reported) last_value_after_loss_ns = r.samples.front().time_unix_ns;
       }
-      if (r.kind == SamplerRecord::Kind::kEvent && r.event_kind == "gpu_lost" && r.gpu == 2) lost_reported = clock.now();
+      if (r.kind == SamplerRecord::Kind::kEvent && r.event_kind == "gpu_lost" && r.gpu == 2)
+        lost_reported = clock.now();
     }
   }
   s.stop();

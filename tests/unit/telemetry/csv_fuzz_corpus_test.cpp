@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/import_nvidia_smi.hpp"
 #include "fuzz_mutate.hpp"
+#include "telemetry/import_nvidia_smi.hpp"
 #include "trace_test_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
@@ -100,25 +100,56 @@ TEST(CsvFuzzCorpus, SeedsCoverTheCasesTheyAreNamedFor) {
   EXPECT_EQ(t->header.extra["import_notes"][0], "column 3 (\"fan.speed [%]\") is not imported");
   t = parse_nvidia_smi_csv(seeds.at("absent_values.csv"), "seed");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->gpus[0].metric(gpu::Metric::kPowerWatts).size(), 2u);   // N/A is absent, not 0
+  EXPECT_EQ(t->gpus[0].metric(gpu::Metric::kPowerWatts).size(), 2u);  // N/A is absent, not 0
   EXPECT_EQ(t->gpus[0].metric(gpu::Metric::kMemoryUsedBytes).size(), 1u);
   t = parse_nvidia_smi_csv(seeds.at("crash_invalid_utf8_uuid.csv"), "seed");
   ASSERT_TRUE(t.ok());
-  ASSERT_EQ(t->header.gpus.size(), 2u);   // keyed by UUID: the damaged one is a second GPU
+  ASSERT_EQ(t->header.gpus.size(), 2u);  // keyed by UUID: the damaged one is a second GPU
   EXPECT_NE(t->header.gpus[1].uuid.find("\xEF\xBF\xBD"), std::string::npos);
   t = parse_nvidia_smi_csv(seeds.at("gaps_repeated_header.csv"), "seed");
   ASSERT_TRUE(t.ok());
-  EXPECT_GT(t->duration_s, 7 * 3600.0);   // a 5 min gap and a 7 h gap, kept as they are
+  EXPECT_GT(t->duration_s, 7 * 3600.0);  // a 5 min gap and a 7 h gap, kept as they are
 }
 
 // Tokens that tend to reach the importer's edges.
 const std::vector<std::string> kTokens = {
-    "\n", ",", ", ", "[N/A]", "N/A", " %", " W", " MiB", " MHz", "0x", "0xFFFFFFFFFFFFFFFF", "-1", "1e999", "nan", "-0",
-    "4096", "4095", "999999999", "2026/02/29", "1969/12/31", "2096/01/01", "23:59:59.", ".123456789", "\xEF\xBB\xBF",
-    "\xff", "\xc3", "\r\n", " [", "]", "timestamp", "index", "uuid", "pci.bus_id", "power.draw [W]", "memory.total [MiB]",
+    "\n",
+    ",",
+    ", ",
+    "[N/A]",
+    "N/A",
+    " %",
+    " W",
+    " MiB",
+    " MHz",
+    "0x",
+    "0xFFFFFFFFFFFFFFFF",
+    "-1",
+    "1e999",
+    "nan",
+    "-0",
+    "4096",
+    "4095",
+    "999999999",
+    "2026/02/29",
+    "1969/12/31",
+    "2096/01/01",
+    "23:59:59.",
+    ".123456789",
+    "\xEF\xBB\xBF",
+    "\xff",
+    "\xc3",
+    "\r\n",
+    " [",
+    "]",
+    "timestamp",
+    "index",
+    "uuid",
+    "pci.bus_id",
+    "power.draw [W]",
+    "memory.total [MiB]",
     "clocks.max.sm [MHz]",
 };
-
 
 std::string mutate(const std::string& in, const std::vector<std::string>& seeds, std::mt19937_64& rng) {
   return testing::mutate(in, seeds, kTokens, rng);

@@ -22,7 +22,9 @@ inline std::string join_lines(const std::vector<std::string>& lines) {
 inline std::string mutate(const std::string& in, const std::vector<std::string>& seeds,
                           const std::vector<std::string>& tokens, std::mt19937_64& rng) {
   std::string s = in;
-  auto pick = [&](std::size_t n) { return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  auto pick = [&](std::size_t n) {
+    return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
   int steps = 1 + static_cast<int>(pick(4));
   for (int k = 0; k < steps; ++k) {
     switch (pick(8)) {

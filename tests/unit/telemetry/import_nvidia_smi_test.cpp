@@ -153,15 +153,17 @@ TEST(ImportNvidiaSmi, SkipsATruncatedLastLineWithANote) {
 }
 
 TEST(ImportNvidiaSmi, AcceptsCrlfARepeatedHeaderAndBlankLines) {
-  auto t = parse("\xEF\xBB\xBFtimestamp, power.draw [W]\r\n2026/01/02 03:04:05.000, 1 W\r\n\r\n"
-                 "timestamp, power.draw [W]\r\n2026/01/02 03:04:05.100, 2 W\r\n");
+  auto t = parse(
+      "\xEF\xBB\xBFtimestamp, power.draw [W]\r\n2026/01/02 03:04:05.000, 1 W\r\n\r\n"
+      "timestamp, power.draw [W]\r\n2026/01/02 03:04:05.100, 2 W\r\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{1, 2}));
 }
 
 TEST(ImportNvidiaSmi, SkipsRowsWhoseTimeGoesBackwards) {
-  auto t = parse("timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1 W\n2026/01/02 03:04:04.000, 2 W\n"
-                 "2026/01/02 03:04:05.100, 3 W\n");
+  auto t = parse(
+      "timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1 W\n2026/01/02 03:04:04.000, 2 W\n"
+      "2026/01/02 03:04:05.100, 3 W\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{1, 3}));
   EXPECT_EQ(t->header.extra["import_notes"][0], "1 rows skipped: their time went backwards (clock change?)");
@@ -191,17 +193,19 @@ TEST(ImportNvidiaSmi, SaysHowManyRowsWereDroppedAndWhere) {
 // Found by fuzzing (tests/fuzz/corpus/csv/crash_*.csv): what the importer returns must be a trace
 // the trace format can hold, and JSON output of its strings must not throw.
 TEST(ImportNvidiaSmi, InvalidUtf8BecomesReplacementCharacters) {
-  auto t = parse("timestamp, name, uuid, pci.bus_id, power.draw [W], fan\xc3\n"
-                 "2026/01/02 03:04:05.000, H200\xff, GPU-\xed\xa0\x80x, 0\xe2\x82, 1 W, 1\n");
+  auto t = parse(
+      "timestamp, name, uuid, pci.bus_id, power.draw [W], fan\xc3\n"
+      "2026/01/02 03:04:05.000, H200\xff, GPU-\xed\xa0\x80x, 0\xe2\x82, 1 W, 1\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   const auto& d = t->header.gpus[0];
   EXPECT_EQ(d.name, "H200\xEF\xBF\xBD");
-  EXPECT_EQ(d.uuid, "GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");   // a UTF-16 surrogate is not UTF-8
+  EXPECT_EQ(d.uuid, "GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");  // a UTF-16 surrogate is not UTF-8
   EXPECT_EQ(d.pci_bus_id, "0\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(t->header.extra["import_notes"][0], "column 6 (\"fan\xEF\xBF\xBD\") is not imported");
   EXPECT_NO_THROW((void)t->header.extra.dump());
   // Valid multi-byte text is kept as it is.
-  t = parse("timestamp, name, power.draw [W]\n2026/01/02 03:04:05.000, GPU \xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5, 1 W\n");
+  t = parse(
+      "timestamp, name, power.draw [W]\n2026/01/02 03:04:05.000, GPU \xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5, 1 W\n");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->header.gpus[0].name, "GPU \xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5");
 }
@@ -222,8 +226,9 @@ TEST(ImportNvidiaSmi, RejectsBadInputWithExactMessages) {
   const std::string h = "timestamp, index, power.draw [W], clocks_event_reasons.active\n";
   EXPECT_EQ(rejection(""), "log.csv: empty file (not an nvidia-smi CSV)");
   EXPECT_EQ(rejection("\n \n"), "log.csv: empty file (not an nvidia-smi CSV)");
-  EXPECT_EQ(rejection("foo, bar\n1, 2\n"),
-            "log.csv line 1: no known nvidia-smi column in the header (expected e.g. \"timestamp, index, power.draw [W]\")");
+  EXPECT_EQ(
+      rejection("foo, bar\n1, 2\n"),
+      "log.csv line 1: no known nvidia-smi column in the header (expected e.g. \"timestamp, index, power.draw [W]\")");
   EXPECT_EQ(rejection("index, power.draw [W]\n0, 1 W\n"),
             "log.csv line 1: no timestamp column: the rows cannot be placed in time");
   EXPECT_EQ(rejection("timestamp, power.draw [W], power.draw.instant [W]\n"),
@@ -238,10 +243,12 @@ TEST(ImportNvidiaSmi, RejectsBadInputWithExactMessages) {
             "log.csv line 2: column 3 (\"power.draw [W]\"): \"inf\" is not a number");
   EXPECT_EQ(rejection(h + "2026/01/02 03:04:05.000, 0, 1 W, 12\n"),
             "log.csv line 2: column 4 (\"clocks_event_reasons.active\"): \"12\" is not a hexadecimal mask");
-  EXPECT_EQ(rejection(h + "2026/01/02 03:04:05.000, 0, 1 W, 0x1ffffffffffffffff\n"),
-            "log.csv line 2: column 4 (\"clocks_event_reasons.active\"): \"0x1ffffffffffffffff\" is not a hexadecimal mask");
+  EXPECT_EQ(
+      rejection(h + "2026/01/02 03:04:05.000, 0, 1 W, 0x1ffffffffffffffff\n"),
+      "log.csv line 2: column 4 (\"clocks_event_reasons.active\"): \"0x1ffffffffffffffff\" is not a hexadecimal mask");
   EXPECT_EQ(rejection(h + "2026/02/30 03:04:05.000, 0, 1 W, 0x0\n"),
-            "log.csv line 2: column 1 (\"timestamp\"): \"2026/02/30 03:04:05.000\" is not a timestamp (YYYY/MM/DD HH:MM:SS.mmm)");
+            "log.csv line 2: column 1 (\"timestamp\"): \"2026/02/30 03:04:05.000\" is not a timestamp (YYYY/MM/DD "
+            "HH:MM:SS.mmm)");
   EXPECT_EQ(rejection(h + "yesterday, 0, 1 W, 0x0\n"),
             "log.csv line 2: column 1 (\"timestamp\"): \"yesterday\" is not a timestamp (YYYY/MM/DD HH:MM:SS.mmm)");
   EXPECT_EQ(rejection(h + "2026/01/02 03:04:05.000, 5000, 1 W, 0x0\n"),
@@ -274,10 +281,11 @@ std::string generated_csv(bool units) {
   for (int r = 0; r < 600; ++r) {
     const int ms = r * 100;
     for (int g = 0; g < 2; ++g) {
-      csv += fmt::format("2026/11/29 18:{:02}:{:02}.{:03}, {}, {}{}, {}{}, {}{}, 143771{}, {:.2f}{}, {}, {}{}, 1980{}, 0x{:016x}\n",
-                         45 + ms / 60000, ms / 1000 % 60, ms % 1000, g, (r + g) % 101, u("%"), r % 50, u("%"),
-                         r * 10 + g, u("MiB"), u("MiB"), 100.0 + r * 0.25 + g, u("W"), 30 + r % 40, 900 + r, u("MHz"),
-                         u("MHz"), static_cast<unsigned>(r % 8) << g);
+      csv += fmt::format(
+          "2026/11/29 18:{:02}:{:02}.{:03}, {}, {}{}, {}{}, {}{}, 143771{}, {:.2f}{}, {}, {}{}, 1980{}, 0x{:016x}\n",
+          45 + ms / 60000, ms / 1000 % 60, ms % 1000, g, (r + g) % 101, u("%"), r % 50, u("%"), r * 10 + g, u("MiB"),
+          u("MiB"), 100.0 + r * 0.25 + g, u("W"), 30 + r % 40, 900 + r, u("MHz"), u("MHz"),
+          static_cast<unsigned>(r % 8) << g);
     }
   }
   return csv;
@@ -295,9 +303,9 @@ TEST(ImportNvidiaSmi, GeneratedTwoGpusRoundTrip) {
       const auto& gt = t->gpus[g];
       EXPECT_EQ(t->header.gpus[g].index, static_cast<int>(g));
       EXPECT_EQ(t->header.gpus[g].memory_total_bytes, 143771ull * 1048576);
-      for (Metric m : {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kMemoryUsedBytes,
-                       Metric::kPowerWatts, Metric::kGpuTemperatureCelsius, Metric::kSmClockMhz,
-                       Metric::kClockEventReasonsMask})
+      for (Metric m :
+           {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kMemoryUsedBytes,
+            Metric::kPowerWatts, Metric::kGpuTemperatureCelsius, Metric::kSmClockMhz, Metric::kClockEventReasonsMask})
         ASSERT_EQ(gt.metric(m).size(), 600u) << gpu::info(m).name;
       for (int r = 0; r < 600; ++r) {
         const auto k = static_cast<std::size_t>(r);
@@ -317,29 +325,45 @@ TEST(ImportNvidiaSmi, GeneratedTwoGpusRoundTrip) {
 
 // Fixed-seed mutations of a valid CSV: never a crash, only ok or kBadInput, sane when ok.
 std::string mutate_csv(const std::string& in, std::mt19937_64& rng) {
-  static const std::vector<std::string> kTokens = {
-      "\n", ",", ", ", " ", "[N/A]", "N/A", "0x", "0xffffffffffffffffff", "-1", "1e999", "nan", "4096", "W", " MiB",
-      "\r\n", "\xff", "2026/02/29 25:61:61.9999999999", "timestamp", "index", "power.draw [W]", ""};
+  static const std::vector<std::string> kTokens = {"\n",
+                                                   ",",
+                                                   ", ",
+                                                   " ",
+                                                   "[N/A]",
+                                                   "N/A",
+                                                   "0x",
+                                                   "0xffffffffffffffffff",
+                                                   "-1",
+                                                   "1e999",
+                                                   "nan",
+                                                   "4096",
+                                                   "W",
+                                                   " MiB",
+                                                   "\r\n",
+                                                   "\xff",
+                                                   "2026/02/29 25:61:61.9999999999",
+                                                   "timestamp",
+                                                   "index",
+                                                   "power.draw [W]",
+                                                   ""};
   std::string s = in;
-  auto pick = [&](std::size_t n) { return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  auto pick = [&](std::size_t n) {
+    return n == 0 ? std::size_t{0} : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
   const int steps = 1 + static_cast<int>(pick(4));
   for (int k = 0; k < steps; ++k) {
     switch (pick(5)) {
       case 0:
         if (!s.empty()) s[pick(s.size())] ^= static_cast<char>(1u << pick(8));
         break;
-      case 1:
-        s.insert(pick(s.size() + 1), kTokens[pick(kTokens.size())]);
-        break;
+      case 1: s.insert(pick(s.size() + 1), kTokens[pick(kTokens.size())]); break;
       case 2: {
         if (s.empty()) break;
         const std::size_t at = pick(s.size());
         s.erase(at, 1 + pick(std::min<std::size_t>(24, s.size() - at)));
         break;
       }
-      case 3:
-        s.resize(pick(s.size() + 1));
-        break;
+      case 3: s.resize(pick(s.size() + 1)); break;
       default: {
         const std::size_t at = s.find_first_of("0123456789", pick(s.size() + 1));
         if (at != std::string::npos) s.replace(at, 1, kTokens[pick(kTokens.size())]);
@@ -354,8 +378,10 @@ TEST(ImportNvidiaSmi, TwoThousandMutationsOnlyAcceptOrReject) {
   std::string seed = kUnitsHeader;
   for (int r = 0; r < 6; ++r)
     for (int g = 0; g < 2; ++g)
-      seed += fmt::format("2026/11/29 18:45:48.{}66, {}, {} %, 0 %, 0 MiB, 143771 MiB, 81.31 W, 27, 900 MHz, 1980 MHz, "
-                          "0x0000000000000001\n", r, g, r * 10);
+      seed += fmt::format(
+          "2026/11/29 18:45:48.{}66, {}, {} %, 0 %, 0 MiB, 143771 MiB, 81.31 W, 27, 900 MHz, 1980 MHz, "
+          "0x0000000000000001\n",
+          r, g, r * 10);
   std::mt19937_64 rng(20261129);
   std::size_t accepted = 0;
   for (int i = 0; i < 2000; ++i) {

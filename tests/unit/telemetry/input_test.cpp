@@ -45,8 +45,8 @@ TEST(LineReader, ReadsLinesAcrossBlocksAsTheTextReaderDoes) {
   std::string text;
   std::mt19937_64 rng(7);
   for (int i = 0; i < 40; ++i)
-    text += std::string(std::uniform_int_distribution<std::size_t>(0, 200000)(rng), static_cast<char>('a' + i % 26)) +
-            "\n";
+    text +=
+        std::string(std::uniform_int_distribution<std::size_t>(0, 200000)(rng), static_cast<char>('a' + i % 26)) + "\n";
   text += "last";
   TempFile f;
   write_to(f, text);

@@ -41,7 +41,8 @@ telemetry::Trace make_trace() {
         line(fmt::format(R"({{"type":"sample","t":{},"gpu":0,"gpu_utilization_percent":{}}})", t - k * 0.2, i - k));
     if (i % 20 == 0) {
       line(fmt::format(R"({{"type":"sample","t":{},"gpu":0,"energy_joules":{}}})", t, i * 1000));
-      line(fmt::format(R"({{"type":"process","t":{},"gpu":1,"pid":42,"name":"python3","memory_used_bytes":{}}})", t, i));
+      line(
+          fmt::format(R"({{"type":"process","t":{},"gpu":1,"pid":42,"name":"python3","memory_used_bytes":{}}})", t, i));
     }
   }
   line(R"({"type":"event","t":2.5,"kind":"xid","gpu":1,"code":79})");
@@ -170,7 +171,7 @@ TEST(ReplayBackend, SpeedScalesThePosition) {
   ASSERT_TRUE(b.ok());
   clock.advance(milliseconds(500));
   EXPECT_DOUBLE_EQ((*b)->position_s(), 2.0);
-  EXPECT_EQ((*b)->read(1, MetricGroup::kFast)->metrics.size(), 40u);  // t = 0.1 .. 2.0
+  EXPECT_EQ((*b)->read(1, MetricGroup::kFast)->metrics.size(), 40u);        // t = 0.1 .. 2.0
   EXPECT_EQ((*b)->read(1, MetricGroup::kProcesses)->processes.size(), 1u);  // t = 2
 }
 

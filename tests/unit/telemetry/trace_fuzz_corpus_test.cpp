@@ -33,9 +33,35 @@ std::vector<std::string> seed_corpus() {
 
 // Tokens that tend to reach the reader's edges.
 const std::vector<std::string> kTokens = {
-    "\n", "{", "}", "[", "]", ",", ":", "\"", "\\u0000", "\\ud800", "1e999", "-1", "-1.5", "100000001", "4096",
-    "4294967296", "18446744073709551616", "null", "true", "0.0000001", "\"type\":\"end\"", "\"type\":\"header\"",
-    "\"gpu\":1", "\"t\":", "\"power_watts\":", "\"kind\":\"xid\"", "\xff", "\r\n", " ",
+    "\n",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"",
+    "\\u0000",
+    "\\ud800",
+    "1e999",
+    "-1",
+    "-1.5",
+    "100000001",
+    "4096",
+    "4294967296",
+    "18446744073709551616",
+    "null",
+    "true",
+    "0.0000001",
+    "\"type\":\"end\"",
+    "\"type\":\"header\"",
+    "\"gpu\":1",
+    "\"t\":",
+    "\"power_watts\":",
+    "\"kind\":\"xid\"",
+    "\xff",
+    "\r\n",
+    " ",
 };
 
 std::string mutate(const std::string& in, const std::vector<std::string>& seeds, std::mt19937_64& rng) {

@@ -26,7 +26,8 @@ std::string rejection(const std::string& content) {
 }
 
 TEST(TraceReader, ReadsAMinimalTrace) {
-  auto t = parse(kHeader + R"({"type":"sample","t":0.5,"gpu":1,"power_watts":300})" "\n");
+  auto t = parse(kHeader + R"({"type":"sample","t":0.5,"gpu":1,"power_watts":300})"
+                           "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus.size(), 2u);
   EXPECT_EQ(t->gpus[1].metric(Metric::kPowerWatts).v, std::vector<double>{300});
@@ -37,49 +38,68 @@ TEST(TraceReader, ReadsAMinimalTrace) {
 TEST(TraceReader, RejectsAnEmptyFile) { EXPECT_EQ(rejection(""), "run.jsonl: empty file (not a gpudoc trace)"); }
 
 TEST(TraceReader, RejectsAFirstLineThatIsNotAHeader) {
-  EXPECT_EQ(rejection(R"({"type":"sample","t":0,"gpu":0})" "\n"),
+  EXPECT_EQ(rejection(R"({"type":"sample","t":0,"gpu":0})"
+                      "\n"),
             R"(run.jsonl line 1: not a gpudoc trace: the first line must be the header ({"type":"header",...}))");
   EXPECT_EQ(rejection("[1,2]\n"),
             R"(run.jsonl line 1: not a gpudoc trace: the first line must be the header ({"type":"header",...}))");
-  EXPECT_EQ(rejection("time,power\n1,2\n").rfind("run.jsonl line 1: not a gpudoc trace: the first line is not JSON (", 0),
-            0u);
+  EXPECT_EQ(
+      rejection("time,power\n1,2\n").rfind("run.jsonl line 1: not a gpudoc trace: the first line is not JSON (", 0),
+      0u);
 }
 
 TEST(TraceReader, RejectsAnUnknownFormat) {
-  EXPECT_EQ(rejection(R"({"type":"header","format":"chrome-trace","version":1})" "\n"),
+  EXPECT_EQ(rejection(R"({"type":"header","format":"chrome-trace","version":1})"
+                      "\n"),
             R"(run.jsonl line 1: not a gpudoc trace: "format" is "chrome-trace", expected "gpudoc-trace")");
-  EXPECT_EQ(rejection(R"({"type":"header","version":1})" "\n"),
+  EXPECT_EQ(rejection(R"({"type":"header","version":1})"
+                      "\n"),
             R"(run.jsonl line 1: not a gpudoc trace: "format" is missing, expected "gpudoc-trace")");
 }
 
 TEST(TraceReader, RejectsOtherVersions) {
-  EXPECT_EQ(rejection(R"({"type":"header","format":"gpudoc-trace","version":2,"start_unix_ns":0})" "\n"),
+  EXPECT_EQ(rejection(R"({"type":"header","format":"gpudoc-trace","version":2,"start_unix_ns":0})"
+                      "\n"),
             "run.jsonl line 1: trace format version 2 was written by a newer gpudoc; this one reads version 1");
-  EXPECT_EQ(rejection(R"({"type":"header","format":"gpudoc-trace","version":0,"start_unix_ns":0})" "\n"),
+  EXPECT_EQ(rejection(R"({"type":"header","format":"gpudoc-trace","version":0,"start_unix_ns":0})"
+                      "\n"),
             "run.jsonl line 1: trace format version 0 is not supported; this gpudoc reads version 1");
-  EXPECT_EQ(rejection(R"({"type":"header","format":"gpudoc-trace","version":"1"})" "\n"),
+  EXPECT_EQ(rejection(R"({"type":"header","format":"gpudoc-trace","version":"1"})"
+                      "\n"),
             R"(run.jsonl line 1: "version" must be an integer)");
 }
 
 TEST(TraceReader, RejectsBadHeaderFields) {
   const std::string base = R"({"type":"header","format":"gpudoc-trace","version":1,)";
-  EXPECT_EQ(rejection(base + R"("gpus":[],"metrics":[]})" "\n"), R"(run.jsonl line 1: "start_unix_ns" is missing)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":-5,"gpus":[],"metrics":[]})" "\n"),
+  EXPECT_EQ(rejection(base + R"("gpus":[],"metrics":[]})"
+                             "\n"),
+            R"(run.jsonl line 1: "start_unix_ns" is missing)");
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":-5,"gpus":[],"metrics":[]})"
+                             "\n"),
             R"(run.jsonl line 1: "start_unix_ns" must be an integer between 0 and 4000000000000000000)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"metrics":[]})" "\n"), R"(run.jsonl line 1: "gpus" is missing)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"memory_total_bytes":-1}],"metrics":[]})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"metrics":[]})"
+                             "\n"),
+            R"(run.jsonl line 1: "gpus" is missing)");
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"memory_total_bytes":-1}],"metrics":[]})"
+                             "\n"),
             R"(run.jsonl line 1: "gpus[0].memory_total_bytes" must be a non-negative integer)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"name":7}],"metrics":[]})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"name":7}],"metrics":[]})"
+                             "\n"),
             R"(run.jsonl line 1: "gpus[0].name" must be a string)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"sm_clock_max_mhz":"fast"}],"metrics":[]})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"sm_clock_max_mhz":"fast"}],"metrics":[]})"
+                             "\n"),
             R"(run.jsonl line 1: "gpus[0].sm_clock_max_mhz" must be a number)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"mig_instances":[{"uuid":1}]}],"metrics":[]})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[{"mig_instances":[{"uuid":1}]}],"metrics":[]})"
+                             "\n"),
             R"(run.jsonl line 1: "gpus[0].mig_instances[0].uuid" must be a string)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[],"metrics":[{"unit":"W"}]})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[],"metrics":[{"unit":"W"}]})"
+                             "\n"),
             R"(run.jsonl line 1: "metrics[0].name" must be a non-empty string)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[],"metrics":[],"command":"python3 x.py"})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[],"metrics":[],"command":"python3 x.py"})"
+                             "\n"),
             R"(run.jsonl line 1: "command" must be a list of strings)");
-  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[],"metrics":[],"host":null})" "\n"),
+  EXPECT_EQ(rejection(base + R"("start_unix_ns":0,"gpus":[],"metrics":[],"host":null})"
+                             "\n"),
             R"(run.jsonl line 1: "host" must be a string)");
 }
 
@@ -93,118 +113,172 @@ TEST(TraceReader, RejectsTooManyGpus) {
   std::string gpus;
   for (std::size_t i = 0; i <= kMaxGpus; ++i) gpus += i ? ",{}" : "{}";
   std::string h = R"({"type":"header","format":"gpudoc-trace","version":1,"start_unix_ns":0,"gpus":[)" + gpus +
-                  R"(],"metrics":[]})" "\n";
+                  R"(],"metrics":[]})"
+                  "\n";
   EXPECT_EQ(rejection(h), "run.jsonl line 1: the header lists 4097 GPUs; at most 4096 are supported");
 }
 
 TEST(TraceReader, RejectsALineOverTheLimit) {
-  std::string big = R"({"type":"annotation","t":1,"kind":"annotation","text":")" + std::string(kMaxLineBytes, 'x') +
-                    "\"}\n";
+  std::string big =
+      R"({"type":"annotation","t":1,"kind":"annotation","text":")" + std::string(kMaxLineBytes, 'x') + "\"}\n";
   EXPECT_EQ(rejection(kHeader + big), "run.jsonl line 2: the line is longer than the limit of 1048576 bytes");
 }
 
 TEST(TraceReader, RejectsAGpuOutOfRange) {
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":2,"power_watts":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":2,"power_watts":1})"
+                                "\n"),
             R"(run.jsonl line 2: "gpu" is 2 but the header lists 2 GPUs (0..1))");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":-1,"power_watts":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":-1,"power_watts":1})"
+                                "\n"),
             R"(run.jsonl line 2: "gpu" must be a non-negative integer)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0.5,"power_watts":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0.5,"power_watts":1})"
+                                "\n"),
             R"(run.jsonl line 2: "gpu" must be a non-negative integer)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":7,"pid":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":7,"pid":1})"
+                                "\n"),
             R"(run.jsonl line 2: "gpu" is 7 but the header lists 2 GPUs (0..1))");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"gpu":9,"kind":"gpu_lost"})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"gpu":9,"kind":"gpu_lost"})"
+                                "\n"),
             R"(run.jsonl line 2: "gpu" is 9 but the header lists 2 GPUs (0..1))");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"power_watts":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"power_watts":1})"
+                                "\n"),
             R"(run.jsonl line 2: "gpu" is missing)");
 }
 
 TEST(TraceReader, RejectsATimeOutOfRange) {
   const std::string msg = R"(run.jsonl line 2: "t" must be a number of seconds between -1 and 100000000)";
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":-1.5,"gpu":0,"power_watts":1})" "\n"), msg);
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":100000001,"gpu":0,"power_watts":1})" "\n"), msg);
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":"1","gpu":0,"power_watts":1})" "\n"), msg);
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":null,"gpu":0,"power_watts":1})" "\n"), msg);
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":-2,"kind":"x"})" "\n"), msg);
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","gpu":0,"power_watts":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":-1.5,"gpu":0,"power_watts":1})"
+                                "\n"),
+            msg);
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":100000001,"gpu":0,"power_watts":1})"
+                                "\n"),
+            msg);
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":"1","gpu":0,"power_watts":1})"
+                                "\n"),
+            msg);
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":null,"gpu":0,"power_watts":1})"
+                                "\n"),
+            msg);
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":-2,"kind":"x"})"
+                                "\n"),
+            msg);
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","gpu":0,"power_watts":1})"
+                                "\n"),
             R"(run.jsonl line 2: "t" is missing)");
   // Not finite: JSON has no NaN or Infinity, and 1e999 overflows.
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":NaN,"gpu":0})" "\n").rfind("run.jsonl line 2: not valid JSON: ", 0),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":NaN,"gpu":0})"
+                                "\n")
+                .rfind("run.jsonl line 2: not valid JSON: ", 0),
             0u);
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1e999,"gpu":0})" "\n").rfind("run.jsonl line 2: not valid JSON: ", 0),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1e999,"gpu":0})"
+                                "\n")
+                .rfind("run.jsonl line 2: not valid JSON: ", 0),
             0u);
   // -1 itself is allowed: utilization samples may predate the start a little.
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":-1,"gpu":0,"power_watts":1})" "\n"), "<accepted>");
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":-1,"gpu":0,"power_watts":1})"
+                                "\n"),
+            "<accepted>");
 }
 
 TEST(TraceReader, RejectsUnknownMetricsButAcceptsCatalogAndDeclaredOnes) {
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watt":1})" "\n"),
-            R"(run.jsonl line 2: unknown metric "power_watt" in a sample (neither in the header's "metrics" nor in this gpudoc's catalog))");
+  EXPECT_EQ(
+      rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watt":1})"
+                          "\n"),
+      R"(run.jsonl line 2: unknown metric "power_watt" in a sample (neither in the header's "metrics" nor in this gpudoc's catalog))");
   // In the catalog though not in this header's list: accepted.
-  auto t = parse(kHeader + R"({"type":"sample","t":1,"gpu":0,"sm_clock_mhz":1980})" "\n");
+  auto t = parse(kHeader + R"({"type":"sample","t":1,"gpu":0,"sm_clock_mhz":1980})"
+                           "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].metric(Metric::kSmClockMhz).v, std::vector<double>{1980});
   // Declared by a newer gpudoc's header but unknown here: checked, then skipped.
   std::string newer = R"({"type":"header","format":"gpudoc-trace","version":1,"start_unix_ns":0,"gpus":[{}],)"
-                      R"("metrics":[{"name":"nvlink_errors_total","unit":"1","group":"slow","period_ms":1000}]})" "\n";
-  auto n = parse(newer + R"({"type":"sample","t":1,"gpu":0,"nvlink_errors_total":3,"power_watts":2})" "\n");
+                      R"("metrics":[{"name":"nvlink_errors_total","unit":"1","group":"slow","period_ms":1000}]})"
+                      "\n";
+  auto n = parse(newer + R"({"type":"sample","t":1,"gpu":0,"nvlink_errors_total":3,"power_watts":2})"
+                         "\n");
   ASSERT_TRUE(n.ok()) << n.error().message();
   EXPECT_EQ(n->gpus[0].metric(Metric::kPowerWatts).v, std::vector<double>{2});
-  EXPECT_EQ(rejection(newer + R"({"type":"sample","t":1,"gpu":0,"nvlink_errors_total":"3"})" "\n"),
+  EXPECT_EQ(rejection(newer + R"({"type":"sample","t":1,"gpu":0,"nvlink_errors_total":"3"})"
+                              "\n"),
             R"(run.jsonl line 2: "nvlink_errors_total" must be a number)");
 }
 
 TEST(TraceReader, RejectsWrongTypes) {
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":"312"})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":"312"})"
+                                "\n"),
             R"(run.jsonl line 2: "power_watts" must be a number)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":[1]})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":[1]})"
+                                "\n"),
             R"(run.jsonl line 2: "power_watts" must be a number)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":null})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":null})"
+                                "\n"),
             R"(run.jsonl line 2: "power_watts" must be a number)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":"12"})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":"12"})"
+                                "\n"),
             R"(run.jsonl line 2: "pid" must be a process id)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":4294967296})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":4294967296})"
+                                "\n"),
             R"(run.jsonl line 2: "pid" must be a process id)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0})" "\n"), R"(run.jsonl line 2: "pid" is missing)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"name":5})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0})"
+                                "\n"),
+            R"(run.jsonl line 2: "pid" is missing)");
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"name":5})"
+                                "\n"),
             R"(run.jsonl line 2: "name" must be a string)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"memory_used_bytes":1.5})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"memory_used_bytes":1.5})"
+                                "\n"),
             R"(run.jsonl line 2: "memory_used_bytes" must be a non-negative integer)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"sm_utilization_percent":true})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"sm_utilization_percent":true})"
+                                "\n"),
             R"(run.jsonl line 2: "sm_utilization_percent" must be a number)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":5,"t":1})" "\n"), R"(run.jsonl line 2: "type" must be a string)");
-  EXPECT_EQ(rejection(kHeader + R"({"t":1})" "\n"), R"(run.jsonl line 2: missing "type")");
+  EXPECT_EQ(rejection(kHeader + R"({"type":5,"t":1})"
+                                "\n"),
+            R"(run.jsonl line 2: "type" must be a string)");
+  EXPECT_EQ(rejection(kHeader + R"({"t":1})"
+                                "\n"),
+            R"(run.jsonl line 2: missing "type")");
   EXPECT_EQ(rejection(kHeader + "[1]\n"), "run.jsonl line 2: a record must be a JSON object");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1})" "\n"), R"(run.jsonl line 2: "kind" is missing)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":""})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1})"
+                                "\n"),
+            R"(run.jsonl line 2: "kind" is missing)");
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":""})"
+                                "\n"),
             R"(run.jsonl line 2: "kind" must be a non-empty string)");
 }
 
 TEST(TraceReader, ChecksTheKeysOfKnownEventKinds) {
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"xid","gpu":0})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"xid","gpu":0})"
+                                "\n"),
             R"(run.jsonl line 2: a "xid" event needs "code")");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"xid","code":79})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"xid","code":79})"
+                                "\n"),
             R"(run.jsonl line 2: a "xid" event needs "gpu")");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"process_exit","pid":1,"exit_code":"0"})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"process_exit","pid":1,"exit_code":"0"})"
+                                "\n"),
             R"(run.jsonl line 2: "exit_code" of a "process_exit" event must be an integer)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"process_start","pid":1,"command":[1]})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"process_start","pid":1,"command":[1]})"
+                                "\n"),
             R"(run.jsonl line 2: "command" of a "process_start" event must be a list of strings)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"annotation"})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"annotation"})"
+                                "\n"),
             R"(run.jsonl line 2: a "annotation" event needs "text")");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"sampler_overrun","dropped":-3})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"event","t":1,"kind":"sampler_overrun","dropped":-3})"
+                                "\n"),
             R"(run.jsonl line 2: "dropped" of a "sampler_overrun" event must be a non-negative integer)");
   std::string ok = kHeader;
-  for (const char* line : {
-           R"({"type":"event","t":0,"kind":"process_start","pid":1,"command":["python3","x.py"]})",
-           R"({"type":"event","t":1,"kind":"process_exit","pid":1,"signal":9})",
-           R"({"type":"event","t":1,"kind":"xid","gpu":1,"code":79})",
-           R"({"type":"event","t":1,"kind":"step","step_ms":412.5,"loss":1.25})",
-           R"({"type":"event","t":1,"kind":"finding","id":"GD001","severity":"warning","message":"idle"})",
-           R"({"type":"event","t":1,"kind":"annotation","text":"eval"})",
-           R"({"type":"event","t":1,"kind":"gpu_lost","gpu":0})",
-           R"({"type":"event","t":1,"kind":"gpu_unresponsive","gpu":0,"call":"nvmlDeviceGetPowerUsage","waited_ms":2000})",
-           R"({"type":"event","t":1,"kind":"gpu_recovered","gpu":0})",
-           R"({"type":"event","t":1,"kind":"sampler_overrun","dropped":12})",
-       })
+  for (
+      const char* line : {
+          R"({"type":"event","t":0,"kind":"process_start","pid":1,"command":["python3","x.py"]})",
+          R"({"type":"event","t":1,"kind":"process_exit","pid":1,"signal":9})",
+          R"({"type":"event","t":1,"kind":"xid","gpu":1,"code":79})",
+          R"({"type":"event","t":1,"kind":"step","step_ms":412.5,"loss":1.25})",
+          R"({"type":"event","t":1,"kind":"finding","id":"GD001","severity":"warning","message":"idle"})",
+          R"({"type":"event","t":1,"kind":"annotation","text":"eval"})",
+          R"({"type":"event","t":1,"kind":"gpu_lost","gpu":0})",
+          R"({"type":"event","t":1,"kind":"gpu_unresponsive","gpu":0,"call":"nvmlDeviceGetPowerUsage","waited_ms":2000})",
+          R"({"type":"event","t":1,"kind":"gpu_recovered","gpu":0})",
+          R"({"type":"event","t":1,"kind":"sampler_overrun","dropped":12})",
+      })
     ok += std::string(line) + "\n";
   auto t = parse(ok);
   ASSERT_TRUE(t.ok()) << t.error().message();
@@ -212,7 +286,9 @@ TEST(TraceReader, ChecksTheKeysOfKnownEventKinds) {
 }
 
 TEST(TraceReader, KeepsUnknownEventKindsAndTheirFields) {
-  auto t = parse(kHeader + R"({"type":"event","t":3,"kind":"nccl_hang","gpu":1,"comm":"0xdead","ranks":[0,1],"x":{"y":null}})" "\n");
+  auto t = parse(kHeader +
+                 R"({"type":"event","t":3,"kind":"nccl_hang","gpu":1,"comm":"0xdead","ranks":[0,1],"x":{"y":null}})"
+                 "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   ASSERT_EQ(t->events.size(), 1u);
   EXPECT_EQ(t->events[0].kind, "nccl_hang");
@@ -221,26 +297,34 @@ TEST(TraceReader, KeepsUnknownEventKindsAndTheirFields) {
 }
 
 TEST(TraceReader, IgnoresUnknownKeysOnProcessLines) {
-  auto t = parse(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":5,"cgroup":"/slurm/job42"})" "\n");
+  auto t = parse(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":5,"cgroup":"/slurm/job42"})"
+                           "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].processes.size(), 1u);
 }
 
 TEST(TraceReader, RejectsUnknownRecordTypesAndASecondHeader) {
-  EXPECT_EQ(rejection(kHeader + R"({"type":"gauge","t":1})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"gauge","t":1})"
+                                "\n"),
             R"(run.jsonl line 2: unknown record type "gauge" (this gpudoc reads header, sample, process, event, end))");
   EXPECT_EQ(rejection(kHeader + kHeader), "run.jsonl line 2: a second header (only line 1 is a header)");
 }
 
 TEST(TraceReader, RejectsEmptyLines) {
-  EXPECT_EQ(rejection(kHeader + "\n" + R"({"type":"sample","t":1,"gpu":0})" "\n"),
+  EXPECT_EQ(rejection(kHeader + "\n" +
+                      R"({"type":"sample","t":1,"gpu":0})"
+                      "\n"),
             "run.jsonl line 2: empty line (a trace has no blank lines)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0})" "\n\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"sample","t":1,"gpu":0})"
+                                "\n\n"),
             "run.jsonl line 3: empty line (a trace has no blank lines)");
 }
 
 TEST(TraceReader, RejectsInvalidJsonInTheMiddle) {
-  auto msg = rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,)" "\n" R"({"type":"sample","t":2,"gpu":0})" "\n");
+  auto msg = rejection(kHeader + R"({"type":"sample","t":1,"gpu":0,)"
+                                 "\n"
+                                 R"({"type":"sample","t":2,"gpu":0})"
+                                 "\n");
   EXPECT_EQ(msg.rfind("run.jsonl line 2: not valid JSON: column ", 0), 0u) << msg;
 }
 
@@ -279,13 +363,18 @@ TEST(TraceReader, MessagesQuoteKeysAsJsonSoEscapesStayText) {
 }
 
 TEST(TraceReader, RejectsRecordsAfterTheEnd) {
-  const std::string end = R"({"type":"end","t":2,"sample_lines":0,"dropped_records":0,"reason":"duration"})" "\n";
-  EXPECT_EQ(rejection(kHeader + end + R"({"type":"sample","t":3,"gpu":0})" "\n"),
+  const std::string end = R"({"type":"end","t":2,"sample_lines":0,"dropped_records":0,"reason":"duration"})"
+                          "\n";
+  EXPECT_EQ(rejection(kHeader + end +
+                      R"({"type":"sample","t":3,"gpu":0})"
+                      "\n"),
             "run.jsonl line 3: a record after the end line (line 2)");
   EXPECT_EQ(rejection(kHeader + end + end), "run.jsonl line 3: a record after the end line (line 2)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"end","t":2,"sample_lines":0,"dropped_records":0})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"end","t":2,"sample_lines":0,"dropped_records":0})"
+                                "\n"),
             R"(run.jsonl line 2: "reason" is missing)");
-  EXPECT_EQ(rejection(kHeader + R"({"type":"end","t":2,"sample_lines":-1,"dropped_records":0,"reason":"x"})" "\n"),
+  EXPECT_EQ(rejection(kHeader + R"({"type":"end","t":2,"sample_lines":-1,"dropped_records":0,"reason":"x"})"
+                                "\n"),
             R"(run.jsonl line 2: "sample_lines" must be a non-negative integer)");
   auto t = parse(kHeader + end);
   ASSERT_TRUE(t.ok());
@@ -295,15 +384,22 @@ TEST(TraceReader, RejectsRecordsAfterTheEnd) {
 
 TEST(TraceReader, SortsEachSeriesByTimeStably) {
   // Utilization samples come from the driver's buffer, after later fast samples.
-  auto t = parse(kHeader +
-                 R"({"type":"sample","t":1.0,"gpu":0,"power_watts":1})" "\n"
-                 R"({"type":"sample","t":0.8,"gpu":0,"gpu_utilization_percent":80,"power_watts":2})" "\n"
-                 R"({"type":"sample","t":0.2,"gpu":0,"gpu_utilization_percent":20})" "\n"
-                 R"({"type":"sample","t":0.8,"gpu":0,"power_watts":3})" "\n"
-                 R"({"type":"process","t":5,"gpu":0,"pid":2})" "\n"
-                 R"({"type":"process","t":4,"gpu":0,"pid":1})" "\n"
-                 R"({"type":"event","t":9,"kind":"b"})" "\n"
-                 R"({"type":"event","t":8,"kind":"a"})" "\n");
+  auto t = parse(kHeader + R"({"type":"sample","t":1.0,"gpu":0,"power_watts":1})"
+                           "\n"
+                           R"({"type":"sample","t":0.8,"gpu":0,"gpu_utilization_percent":80,"power_watts":2})"
+                           "\n"
+                           R"({"type":"sample","t":0.2,"gpu":0,"gpu_utilization_percent":20})"
+                           "\n"
+                           R"({"type":"sample","t":0.8,"gpu":0,"power_watts":3})"
+                           "\n"
+                           R"({"type":"process","t":5,"gpu":0,"pid":2})"
+                           "\n"
+                           R"({"type":"process","t":4,"gpu":0,"pid":1})"
+                           "\n"
+                           R"({"type":"event","t":9,"kind":"b"})"
+                           "\n"
+                           R"({"type":"event","t":8,"kind":"a"})"
+                           "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   const auto& g = t->gpus[0];
   EXPECT_EQ(g.metric(Metric::kGpuUtilizationPercent).t, (std::vector<double>{0.2, 0.8}));
@@ -317,13 +413,18 @@ TEST(TraceReader, SortsEachSeriesByTimeStably) {
 
 TEST(TraceReader, ReadsLinesTheFastPathLeavesToTheFullParser) {
   // Escapes, non-ASCII, spaces, CRLF, repeated keys (the last wins, as in most JSON parsers).
-  auto t = parse(kHeader +
-                 R"({"type":"sample","t":1,"gpu":0,"\u0070ower_watts":5})" "\n"
-                 R"( { "type" : "sample" , "t" : 2 , "gpu" : 0 , "power_watts" : 6 } )" "\r\n"
-                 R"({"type":"sample","t":3,"gpu":0,"power_watts":7,"power_watts":8})" "\n"
-                 R"({"type":"process","t":4,"gpu":0,"pid":9,"name":"tr\u00e4in \"x\""})" "\n"
-                 R"({"type":"process","t":5,"gpu":0,"pid":9,"name":"träin"})" "\n"
-                 R"({"type":"sample","t":6e0,"gpu":1.0,"power_watts":-0.5E+1})" "\n");
+  auto t = parse(kHeader + R"({"type":"sample","t":1,"gpu":0,"\u0070ower_watts":5})"
+                           "\n"
+                           R"( { "type" : "sample" , "t" : 2 , "gpu" : 0 , "power_watts" : 6 } )"
+                           "\r\n"
+                           R"({"type":"sample","t":3,"gpu":0,"power_watts":7,"power_watts":8})"
+                           "\n"
+                           R"({"type":"process","t":4,"gpu":0,"pid":9,"name":"tr\u00e4in \"x\""})"
+                           "\n"
+                           R"({"type":"process","t":5,"gpu":0,"pid":9,"name":"träin"})"
+                           "\n"
+                           R"({"type":"sample","t":6e0,"gpu":1.0,"power_watts":-0.5E+1})"
+                           "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{5, 6, 8}));
   EXPECT_EQ(t->gpus[0].processes[0].sample.name, "träin \"x\"");
@@ -332,7 +433,8 @@ TEST(TraceReader, ReadsLinesTheFastPathLeavesToTheFullParser) {
 }
 
 TEST(TraceReader, KeepsLargeIntegersExact) {
-  auto t = parse(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"memory_used_bytes":18446744073709551615})" "\n");
+  auto t = parse(kHeader + R"({"type":"process","t":1,"gpu":0,"pid":1,"memory_used_bytes":18446744073709551615})"
+                           "\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].processes[0].sample.memory_used_bytes, 18446744073709551615ULL);
 }
@@ -349,7 +451,8 @@ TEST(TraceReader, NamesTheFileAsGiven) {
   {
     std::FILE* out = std::fopen(f.path().c_str(), "w");
     ASSERT_NE(out, nullptr);
-    std::string bad = kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":"x"})" "\n";
+    std::string bad = kHeader + R"({"type":"sample","t":1,"gpu":0,"power_watts":"x"})"
+                                "\n";
     std::fputs(bad.c_str(), out);
     std::fclose(out);
   }
@@ -385,10 +488,31 @@ TEST(FlatLine, SplitsAFlatObject) {
 TEST(FlatLine, LeavesEverythingElseToTheFullParser) {
   std::vector<detail::FlatField> f;
   for (const char* line : {
-           R"({"a":{}})", R"({"a":[1]})", R"({"a\n":1})", R"({"a":"\u00e4"})", "{\"a\":\"\xc3\xa4\"}",
-           R"({"a":1,"a":2})", R"({"a":01})", R"({"a":1.})", R"({"a":.5})", R"({"a":+1})", R"({"a":1e})",
-           R"({"a":-})", R"({"a":1e999})", R"({"a":tru})", R"({"a":1,})", R"({"a":1}x)", R"({"a" 1})", R"({a:1})",
-           R"({"a":1)", R"({"a":"x)", "", "[]", R"({"a":NaN})", R"({"a":Infinity})", "{\"a\":\"\t\"}",
+           R"({"a":{}})",
+           R"({"a":[1]})",
+           R"({"a\n":1})",
+           R"({"a":"\u00e4"})",
+           "{\"a\":\"\xc3\xa4\"}",
+           R"({"a":1,"a":2})",
+           R"({"a":01})",
+           R"({"a":1.})",
+           R"({"a":.5})",
+           R"({"a":+1})",
+           R"({"a":1e})",
+           R"({"a":-})",
+           R"({"a":1e999})",
+           R"({"a":tru})",
+           R"({"a":1,})",
+           R"({"a":1}x)",
+           R"({"a" 1})",
+           R"({a:1})",
+           R"({"a":1)",
+           R"({"a":"x)",
+           "",
+           "[]",
+           R"({"a":NaN})",
+           R"({"a":Infinity})",
+           "{\"a\":\"\t\"}",
        })
     EXPECT_EQ(parse_flat_line(line, f), FlatParse::kFallback) << line;
 }

@@ -100,8 +100,11 @@ inline std::string header_line(int gpus = 1, const std::string& extra = "") {
   std::string g;
   for (int i = 0; i < gpus; ++i) g += (i ? "," : "") + std::string("{\"index\":") + std::to_string(i) + "}";
   return "{\"type\":\"header\",\"format\":\"gpudoc-trace\",\"version\":1,\"start_unix_ns\":1780000000000000000,"
-         "\"gpus\":[" + g + "],\"metrics\":[{\"name\":\"power_watts\",\"unit\":\"W\",\"group\":\"fast\","
-         "\"period_ms\":100}]" + extra + "}\n";
+         "\"gpus\":[" +
+         g +
+         "],\"metrics\":[{\"name\":\"power_watts\",\"unit\":\"W\",\"group\":\"fast\","
+         "\"period_ms\":100}]" +
+         extra + "}\n";
 }
 
 }  // namespace gpudoc::telemetry::testing

@@ -193,15 +193,17 @@ TEST(TraceWriter, WritesTheDocumentedLines) {
   ASSERT_TRUE(w->close({15, 3, 0, "duration"}).ok());
   auto lines = lines_of(slurp(f.path()));
   ASSERT_EQ(lines.size(), 7u);
-  EXPECT_EQ(lines[0].rfind("{\"type\":\"header\",\"format\":\"gpudoc-trace\",\"version\":1,\"gpudoc_version\":\"0.1.0\","
-                           "\"host\":\"node7\",\"start_unix_ns\":1780000000000000000,\"backend\":\"nvml\",",
-                           0),
-            0u)
+  EXPECT_EQ(
+      lines[0].rfind("{\"type\":\"header\",\"format\":\"gpudoc-trace\",\"version\":1,\"gpudoc_version\":\"0.1.0\","
+                     "\"host\":\"node7\",\"start_unix_ns\":1780000000000000000,\"backend\":\"nvml\",",
+                     0),
+      0u)
       << lines[0];
   EXPECT_EQ(lines[1], R"({"type":"sample","t":12.345678,"gpu":0,"power_watts":312.5,"sm_clock_mhz":1980})");
   EXPECT_EQ(lines[2], R"({"type":"sample","t":12.5,"gpu":0,"power_watts":300})");
   EXPECT_EQ(lines[3], R"({"type":"sample","t":13,"gpu":0,"power_watts":301})");
-  EXPECT_EQ(lines[4], R"({"type":"process","t":14.000001,"gpu":0,"pid":1234,"name":"python3","memory_used_bytes":1000})");
+  EXPECT_EQ(lines[4],
+            R"({"type":"process","t":14.000001,"gpu":0,"pid":1234,"name":"python3","memory_used_bytes":1000})");
   EXPECT_EQ(lines[5], R"({"type":"event","t":14.5,"kind":"annotation","text":"warmup done"})");
   EXPECT_EQ(lines[6], R"({"type":"end","t":15,"sample_lines":3,"dropped_records":0,"reason":"duration"})");
 }
@@ -249,7 +251,7 @@ TEST(TraceWriter, NeverWritesNanOrInfAndAbsentStaysAbsent) {
   EXPECT_EQ(content.find("inf"), std::string::npos);
   EXPECT_EQ(content.find("null"), std::string::npos);
   Trace t = read_back(f.path());
-  EXPECT_TRUE(t.gpus[0].metric(Metric::kPowerWatts).empty());   // not read, not 0
+  EXPECT_TRUE(t.gpus[0].metric(Metric::kPowerWatts).empty());                  // not read, not 0
   EXPECT_EQ(t.gpus[0].metric(Metric::kSmClockMhz).v, std::vector<double>{0});  // a real 0 stays 0
   EXPECT_FALSE(t.gpus[0].processes[0].sample.sm_utilization_percent);
   EXPECT_EQ(t.end->sample_lines, 1u);

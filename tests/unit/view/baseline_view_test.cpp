@@ -15,7 +15,7 @@ namespace {
 
 const WebAssets kAssets{"/* uPlot stand-in */ var s = \"</script>\";", ".u{}", "uplot test"};
 
-constexpr std::int64_t kT0 = 1'796'083'200'000'000'000;   // 2026-12-01 00:00:00 UTC
+constexpr std::int64_t kT0 = 1'796'083'200'000'000'000;  // 2026-12-01 00:00:00 UTC
 
 BaselineHistory make_history(const std::string& name = "train", const std::string& figure = "step_ms") {
   BaselineHistory h;
@@ -77,13 +77,14 @@ TEST(BaselineHistoryHtml, EveryFigureHasAPlotHostATableAndItsColumns) {
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
   EXPECT_NE(page.find("<title>gpudoc baseline history — train</title>"), std::string::npos);
   for (int i = 0; i < 3; ++i) EXPECT_NE(page.find("id=\"plot-" + std::to_string(i) + "\""), std::string::npos) << i;
-  EXPECT_NE(page.find("lower is better · bound +10.0 % · baseline 10.35 ms · regression beyond 11.38 ms"), std::string::npos);
+  EXPECT_NE(page.find("lower is better · bound +10.0 % · baseline 10.35 ms · regression beyond 11.38 ms"),
+            std::string::npos);
   EXPECT_NE(page.find("higher is better · bound −1.0 % · baseline 0.95 · regression beyond 0.9405"), std::string::npos);
   EXPECT_NE(page.find("no direction known: shown, not gated"), std::string::npos);
-  EXPECT_NE(page.find("<td class=\"num\">1.0 GiB</td>"), std::string::npos);   // bytes in GiB, not 1073741824
+  EXPECT_NE(page.find("<td class=\"num\">1.0 GiB</td>"), std::string::npos);  // bytes in GiB, not 1073741824
   EXPECT_NE(page.find("<td class=\"v-regression\">REGRESSION</td>"), std::string::npos);
   EXPECT_NE(page.find("<td class=\"v-missing\">MISSING</td>"), std::string::npos);
-  EXPECT_NE(page.find("<td>1*</td>"), std::string::npos);   // the golden run is marked
+  EXPECT_NE(page.find("<td>1*</td>"), std::string::npos);  // the golden run is marked
   EXPECT_NE(page.find("2026-12-01 01:00:00Z"), std::string::npos);
 
   const auto d = data_of(page);
@@ -107,13 +108,15 @@ TEST(BaselineHistoryHtml, EveryFigureHasAPlotHostATableAndItsColumns) {
 
 TEST(BaselineHistoryHtml, HostileNamesAreEscapedAndCannotEndTheScript) {
   const std::string evil = "</script><script>alert(1)</script><b>&'\"";
-  const std::string page = render_baseline_history_html(make_history(evil, "x</SCRIPT><img src=x onerror=alert(2)>"), kAssets);
+  const std::string page =
+      render_baseline_history_html(make_history(evil, "x</SCRIPT><img src=x onerror=alert(2)>"), kAssets);
   // Four script elements (error hook, data, the plot library, the page's code): no more ends.
   EXPECT_EQ(count(page, "</script>"), 4u);
   EXPECT_EQ(page.find("<script>alert"), std::string::npos);
   EXPECT_EQ(page.find("<img"), std::string::npos);
   EXPECT_EQ(page.find("</SCRIPT>"), std::string::npos);
-  EXPECT_NE(page.find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;&amp;&#39;&quot;"), std::string::npos);
+  EXPECT_NE(page.find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;&amp;&#39;&quot;"),
+            std::string::npos);
   EXPECT_NE(page.find("<code>x&lt;/SCRIPT&gt;&lt;img src=x onerror=alert(2)&gt;</code>"), std::string::npos);
   // The library's own "</script>" is guarded too, and the data still reads back unchanged.
   EXPECT_NE(page.find("var s = \"<\\/script>\";"), std::string::npos);

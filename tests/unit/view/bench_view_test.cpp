@@ -17,37 +17,57 @@ using nlohmann::json;
 const WebAssets kAssets{"/* uPlot stand-in */ var s = \"</script>\";", ".u{}", "uplot test"};
 
 json ok_result(const std::string& key, const std::string& unit, std::vector<double> samples, double median, double cv) {
-  return {{"key", key},
-          {"status", "ok"},
-          {"conditions", {{"sm_clock_mhz", {{"min", 1400}, {"median", 1515}, {"max", 1980}}}, {"clock_event_reasons", "sw_power_cap"}}},
-          {"result",
-           {{"key", key}, {"unit", unit}, {"median", median}, {"min", 1.0}, {"max", 9.0}, {"cv", cv},
-            {"samples", samples}, {"params", json::object()}, {"verified", {{"ok", true}, {"detail", "64 elements"}}}}}};
+  return {
+      {"key", key},
+      {"status", "ok"},
+      {"conditions",
+       {{"sm_clock_mhz", {{"min", 1400}, {"median", 1515}, {"max", 1980}}}, {"clock_event_reasons", "sw_power_cap"}}},
+      {"result",
+       {{"key", key},
+        {"unit", unit},
+        {"median", median},
+        {"min", 1.0},
+        {"max", 9.0},
+        {"cv", cv},
+        {"samples", samples},
+        {"params", json::object()},
+        {"verified", {{"ok", true}, {"detail", "64 elements"}}}}}};
 }
 
 json report() {
   json launch = ok_result("launch.throughput", "us", {3.3, 3.4, 4.2, 4.3}, 3.8, 0.12);
-  launch["result"]["params"] = {{"host_thread_cpu_us", {3.2, 3.3, 4.1, 4.2}}, {"host_spread", "slower CPU: the thread ran"}};
+  launch["result"]["params"] = {{"host_thread_cpu_us", {3.2, 3.3, 4.1, 4.2}},
+                                {"host_spread", "slower CPU: the thread ran"}};
   json nccl = ok_result("nccl.all_reduce", "GB/s", {361.0, 362.0}, 361.5, 0.001);
   nccl["result"]["params"] = {
       {"formula", "busbw = S / t x 2(n-1)/n"},
-      {"curve", {{{"bytes", 8}, {"time_us", 20.1}, {"algbw_gb_per_s", 0.0004}, {"busbw_gb_per_s", 0.0004}},
-                 {{"bytes", 1073741824}, {"time_us", 5940.0}, {"algbw_gb_per_s", 180.8}, {"busbw_gb_per_s", 361.6}},
-                 {{"bytes", "bad"}}}}};
+      {"curve",
+       {{{"bytes", 8}, {"time_us", 20.1}, {"algbw_gb_per_s", 0.0004}, {"busbw_gb_per_s", 0.0004}},
+        {{"bytes", 1073741824}, {"time_us", 5940.0}, {"algbw_gb_per_s", 180.8}, {"busbw_gb_per_s", 361.6}},
+        {{"bytes", "bad"}}}}};
   json p2p = ok_result("p2p.bandwidth", "GB/s", {370.0, 371.0}, 370.5, 0.001);
-  p2p["result"]["params"] = {{"matrix", {{"rows", "src"}, {"columns", "dst"}, {"unit", "GB/s"}, {"values", {{nullptr, 370.1}, {370.9, nullptr}}}}}};
+  p2p["result"]["params"] = {
+      {"matrix",
+       {{"rows", "src"}, {"columns", "dst"}, {"unit", "GB/s"}, {"values", {{nullptr, 370.1}, {370.9, nullptr}}}}}};
   json gemm = ok_result("gemm.<b>&x", "TFLOP/s", {349.0, 350.0, 351.0}, 350.0, 0.003);
   gemm["result"]["verified"] = false;
-  return {{"mode", "full"},
-          {"wall_seconds", 12.5},
-          {"exit_code", 4},
-          {"machine", {{"device", 0}, {"gpu", {{"name", "NVIDIA H200"}, {"uuid", "GPU-1"}, {"sm_count", 132}}},
-                       {"nvml", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}, {"power_limit_watts", 700.0}}}}},
-          {"conditions", {{"sm_clock_mhz", {{"min", 1185}, {"median", 1515}, {"max", 1980}}}}},
-          {"results", {launch, nccl, p2p, gemm,
-                       {{"key", "hbm.copy"}, {"status", "waived"}, {"reason", "waived: built without CUDA"}},
-                       {{"key", "pcie.h2d.pinned"}, {"status", "failed"}, {"reason", "cudaMemcpyAsync: out of memory"}},
-                       "not an object"}}};
+  return {
+      {"mode", "full"},
+      {"wall_seconds", 12.5},
+      {"exit_code", 4},
+      {"machine",
+       {{"device", 0},
+        {"gpu", {{"name", "NVIDIA H200"}, {"uuid", "GPU-1"}, {"sm_count", 132}}},
+        {"nvml", {{"driver_version", "580.159.04"}, {"cuda_driver_version", "13.0"}, {"power_limit_watts", 700.0}}}}},
+      {"conditions", {{"sm_clock_mhz", {{"min", 1185}, {"median", 1515}, {"max", 1980}}}}},
+      {"results",
+       {launch,
+        nccl,
+        p2p,
+        gemm,
+        {{"key", "hbm.copy"}, {"status", "waived"}, {"reason", "waived: built without CUDA"}},
+        {{"key", "pcie.h2d.pinned"}, {"status", "failed"}, {"reason", "cudaMemcpyAsync: out of memory"}},
+        "not an object"}}};
 }
 
 // The page's embedded data.
@@ -71,7 +91,7 @@ TEST(BenchView, TableMarksSpreadWaiversFailuresAndVerification) {
   EXPECT_NE(p.find("<td class=\"num\">0.30 %</td>"), std::string::npos);        // gemm: within
   EXPECT_NE(p.find("slower CPU: the thread ran"), std::string::npos);
   EXPECT_NE(p.find("<span title=\"64 elements\">yes</span>"), std::string::npos);
-  EXPECT_NE(p.find("<b class=\"bad\">NO</b>"), std::string::npos);             // gemm's "verified": false
+  EXPECT_NE(p.find("<b class=\"bad\">NO</b>"), std::string::npos);  // gemm's "verified": false
   EXPECT_NE(p.find("<td class=\"muted\">waived: built without CUDA</td>"), std::string::npos);
   EXPECT_NE(p.find("<td class=\"bad\">cudaMemcpyAsync: out of memory</td>"), std::string::npos);
   // The key with markup is text, in the table and in the data.

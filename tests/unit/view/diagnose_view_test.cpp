@@ -202,7 +202,9 @@ TEST(RenderDiagnosis, TextFromTheInputCannotDriveTheTerminal) {
   t.header.command = {"python3", "tr\x1b[2Jain.py"};
   auto d = make_diagnosis(t);
   d.source = "run\x1b[31m.jsonl";
-  d.gpus[0].name = "H200\xc2\x9b" "31m";
+  d.gpus[0].name =
+      "H200\xc2\x9b"
+      "31m";
   d.findings[1].message = "GPU 0 shared by py\x1b[1mthon";
   d.warnings = {"run.jsonl line 9: cut \x1b[2K here"};
   for (bool color : {false, true}) {
@@ -220,7 +222,9 @@ TEST(RenderDiagnosis, TextFromTheInputCannotDriveTheTerminal) {
   }
 }
 
-WebAssets fake_assets() { return {"/*uplot*/ window.uPlot = function(){}; var s = '</script>';", ".u-legend{}", "uplot test"}; }
+WebAssets fake_assets() {
+  return {"/*uplot*/ window.uPlot = function(){}; var s = '</script>';", ".u-legend{}", "uplot test"};
+}
 
 TEST(DiagnoseHtml, EveryFindingEvidenceNextStepAndTheData) {
   auto t = make_trace(2, 20);
@@ -231,7 +235,8 @@ TEST(DiagnoseHtml, EveryFindingEvidenceNextStepAndTheData) {
   for (const auto& f : d.findings) {
     EXPECT_TRUE(contains(page, "<code>" + f.id + "</code>")) << f.id;
     EXPECT_TRUE(contains(page, html_escape(f.message))) << f.message;
-    for (const auto& e : f.evidence) EXPECT_TRUE(contains(page, html_escape(format_evidence_value(e.value, e.unit)))) << e.name;
+    for (const auto& e : f.evidence)
+      EXPECT_TRUE(contains(page, html_escape(format_evidence_value(e.value, e.unit)))) << e.name;
     for (const auto& s : f.next_steps) EXPECT_TRUE(contains(page, html_escape(s))) << s;
   }
   EXPECT_TRUE(contains(page, "confidence 87 %"));
@@ -284,7 +289,8 @@ TEST(DiagnoseHtml, HostileStringsAreEscapedEverywhere) {
   // No raw copy anywhere: every insertion point escaped it (HTML) or \u-escaped it (the data).
   EXPECT_FALSE(contains(page, "<script>alert(1)"));
   EXPECT_FALSE(contains(page, "<img src=x"));
-  EXPECT_TRUE(contains(page, "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;&#39;&amp;"));
+  EXPECT_TRUE(contains(
+      page, "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;&#39;&amp;"));
   EXPECT_TRUE(contains(page, "\\u003c/script\\u003e"));
   // Exactly the page's own script elements: the error hook, data, the library, the page's code.
   std::size_t scripts = 0;

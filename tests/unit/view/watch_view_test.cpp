@@ -61,8 +61,11 @@ TEST(WatchRender, FitsEightyColumnsAndShowsWhatItKnows) {
   LiveState s({h200(0), h200(1)}, telemetry::SamplerConfig::default_periods());
   for (int i = 0; i < 20; ++i)
     s.add(samples(0, 10 * kSec + i * kSec / 5,
-                  {{Metric::kGpuUtilizationPercent, 100}, {Metric::kPowerWatts, 690}, {Metric::kSmClockMhz, 1530},
-                   {Metric::kClockEventReasonsMask, 4}, {Metric::kGpmSmActivityPercent, 92},
+                  {{Metric::kGpuUtilizationPercent, 100},
+                   {Metric::kPowerWatts, 690},
+                   {Metric::kSmClockMhz, 1530},
+                   {Metric::kClockEventReasonsMask, 4},
+                   {Metric::kGpmSmActivityPercent, 92},
                    {Metric::kMemoryUsedBytes, 40.0 * (1ULL << 30)}}));
   telemetry::SamplerRecord lost;
   lost.kind = telemetry::SamplerRecord::Kind::kEvent;
@@ -108,7 +111,9 @@ TEST(WatchRender, NamesFromGpusProcessesAndTracesCannotDriveTheTerminal) {
   telemetry::SamplerRecord ev;
   ev.kind = telemetry::SamplerRecord::Kind::kEvent;
   ev.gpu = 0;
-  ev.event_kind = "x\xc2\x9b" "31mid";
+  ev.event_kind =
+      "x\xc2\x9b"
+      "31mid";
   s.add(ev);
   s.set_now(10 * kSec + kSec / 10);
   const std::string frame = render_watch(s, {.title = "gpudoc watch — test", .banner = "", .clock = "12:00:00"});
