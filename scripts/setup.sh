@@ -22,7 +22,8 @@ packages=(g++ cmake ninja-build git pkg-config libcli11-dev nlohmann-json3-dev l
 if ((!only_gpudoc)); then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3
              chromium        # the HTML report's test opens it in a real headless browser
-             dpkg-dev file)  # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
+             dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
+             clang-format-14)  # the formatting check (tools/format.sh --check)
 fi
 missing=()
 for p in "${packages[@]}"; do
