@@ -29,6 +29,7 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 constexpr double kMaxMiB = 1.0e12;                       // far above any device; keeps bytes in uint64
 constexpr double kMinT = -1.0;                           // as the trace reader
 constexpr std::int64_t kMaxUnixSeconds = 4'000'000'000;  // year 2096, as the trace reader
+constexpr std::uint64_t kMaxBlankBytes = 1ULL << 20;     // blank lines in a row before the log is refused
 
 enum class ColumnKind { kIgnored, kTimestamp, kIndex, kUuid, kName, kPciBusId, kMetric, kMemoryTotal, kSmClockMax };
 
@@ -252,6 +253,7 @@ class Importer {
 
   core::Result<Trace> run(LineReader& lines) {
     bool have_header = false;
+    std::uint64_t blank_bytes = 0;  // of the blank lines since the last line with text
     std::string header_line;
     while (true) {
       auto next = lines.next();
@@ -260,8 +262,17 @@ class Importer {
       line_no_ = lines.line_no();
       std::string_view line = **next;
       if (line_no_ == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+      const std::size_t raw_size = line.size();
       line = trim(line);
-      if (line.empty()) continue;
+      if (line.empty()) {
+        // A log may hold a few blank lines (runs appended one after another); a stream of them
+        // (`yes ''`) is not a log and would otherwise be read up to the input limit.
+        blank_bytes += raw_size + 1;
+        if (blank_bytes > kMaxBlankBytes)
+          return bad(fmt::format("over {} MiB of blank lines in a row: not an nvidia-smi log", kMaxBlankBytes >> 20));
+        continue;
+      }
+      blank_bytes = 0;
       if (!have_header) {
         if (auto s = read_header(line); !s) return s.error();
         have_header = true;

@@ -1,16 +1,19 @@
 // Hostile inputs end at once, in little memory, with exit 2 and a message that names the input:
 // a valid 2 KB trace whose two samples lie 10^8 s apart, /dev/zero (one line that never ends),
-// an nvidia-smi CSV of four rows spread over three years, and a window far below the grid's
+// an nvidia-smi CSV of four rows spread over three years, one whose header is followed by blank
+// lines without end (`yes ''`), and a window far below the grid's
 // step. Before, each of them allocated without bound (a 0.1 s grid over the whole span, or the
 // whole endless line); here each runs as a child under RLIMIT_AS, and its exit code, wall time
 // and peak RSS (wait4's ru_maxrss) are checked.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -114,6 +117,35 @@ TEST(CliLimits, ACsvOfFourRowsOverThreeYearsIsRefusedAtOnce) {
   EXPECT_EQ(info.exit_code, 0) << info.err;
   EXPECT_LT(info.wall_s, kMaxSeconds);
   EXPECT_LT(info.max_rss_kb, kMaxRssKb);
+}
+
+// `(header; yes '') | gpudoc ...`: a writer that never stops, through a FIFO, refused after 1 MiB
+// of blank lines instead of being read up to the 1 TiB input limit.
+TEST(CliLimits, ACsvOfEndlessBlankLinesIsRefusedAtOnce) {
+  const gpudoc::testing::TempDir tmp("gpudoc-limits-blank");
+  const std::string fifo = tmp.file("blank.csv");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"trace", "info", fifo}, {"diagnose", fifo}, {"watch", fifo, "--once"}};
+  for (const auto& command : commands) {
+    const pid_t writer = ::fork();
+    if (writer == 0) {
+      std::signal(SIGPIPE, SIG_DFL);  // the reader's exit ends the writer
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) ::_exit(1);
+      const std::string head = "timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1 W\n";
+      const std::string blank(65536, '\n');
+      if (::write(fd, head.data(), head.size()) < 0) ::_exit(1);
+      while (::write(fd, blank.data(), blank.size()) > 0) {
+      }
+      ::_exit(0);
+    }
+    ASSERT_GT(writer, 0);
+    expect_bounded_rejection(command,
+                             fifo + " line 1048579: over 1 MiB of blank lines in a row: not an nvidia-smi log");
+    ::kill(writer, SIGKILL);
+    ::waitpid(writer, nullptr, 0);
+  }
 }
 
 TEST(CliLimits, AWindowBelowTheGridIsAUsageError) {

@@ -1,6 +1,7 @@
 // The nvidia-smi CSV importer: both --format forms, column subsets and orders, several GPUs,
 // absent values, every error message, a generated round trip and fixed-seed mutations.
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@ namespace gpudoc::telemetry {
 namespace {
 
 using gpu::Metric;
+using ::testing::HasSubstr;
 
 const std::string kUnitsHeader =
     "timestamp, index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], memory.total [MiB], "
@@ -156,6 +158,21 @@ TEST(ImportNvidiaSmi, AcceptsCrlfARepeatedHeaderAndBlankLines) {
   auto t = parse(
       "\xEF\xBB\xBFtimestamp, power.draw [W]\r\n2026/01/02 03:04:05.000, 1 W\r\n\r\n"
       "timestamp, power.draw [W]\r\n2026/01/02 03:04:05.100, 2 W\r\n");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{1, 2}));
+}
+
+// A stream of blank lines after the header (`yes ''`) ends with an error naming where, after 1 MiB
+// of them, instead of being read up to the 1 TiB input limit; the same in lines of spaces.
+TEST(ImportNvidiaSmi, AStreamOfBlankLinesIsRefusedAfterOneMebibyte) {
+  const std::string head = "timestamp, power.draw [W]\n2026/01/02 03:04:05.000, 1 W\n";
+  EXPECT_EQ(rejection(head + std::string(2u << 20, '\n') + "2026/01/02 03:04:05.100, 2 W\n"),
+            "log.csv line 1048579: over 1 MiB of blank lines in a row: not an nvidia-smi log");
+  std::string spaces;
+  for (int i = 0; i < 20; ++i) spaces += std::string(100'000, ' ') + "\r\n";
+  EXPECT_THAT(rejection(head + spaces), HasSubstr("line 13: over 1 MiB of blank lines in a row"));
+  // Just under the limit, the log is read whole.
+  auto t = parse(head + std::string((1u << 20) - 1, '\n') + "2026/01/02 03:04:05.100, 2 W\n");
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->gpus[0].metric(Metric::kPowerWatts).v, (std::vector<double>{1, 2}));
 }
