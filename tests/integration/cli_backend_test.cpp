@@ -255,18 +255,20 @@ TEST(CliBackend, BaselineRecordsAndChecksOnFakeGpus) {
 
 TEST(CliBackend, BaselineRecordsTheGpusOfAReplay) {
   const TempDir dir("gpudoc-backend");
-  auto rec = run_gpudoc_stdout(replay("gemm_saturated.jsonl", 10) + " baseline record rp --store " + dir.file("s.db") +
+  auto rec = run_gpudoc_stdout(replay("gemm_saturated.jsonl", 5) + " baseline record rp --store " + dir.file("s.db") +
                                " --json -- " + kStepWorkload);
   ASSERT_EQ(rec.exit_code, 0) << rec.output;
   const auto j = parse(rec.output);
   ASSERT_FALSE(j.is_discarded()) << rec.output;
   EXPECT_EQ(j["machine"]["extra"]["backend"], "replay") << j["machine"].dump();
   EXPECT_EQ(j["machine"]["gpus"][0], "NVIDIA H200") << j["machine"].dump();
-  // The replayed GPU runs GEMMs (the trace's first seconds are the workload's set-up, so not 100 %);
-  // an idle or fake GPU would not give this figure.
+  // The replayed GPU runs GEMMs from 3.8 s of the trace to 23.6 s (before: the workload's set-up,
+  // idle). At speed 5 the 1.5 s workload sees at least 7.5 s of trace, within the busy part for
+  // any start-up delay under ~4 s (a loaded CI machine), so at least half of its window is busy:
+  // an idle GPU gives 0.
   for (const auto& f : j["figures"]) {
     if (f["name"] == "gpu_utilization_mean_percent") {
-      EXPECT_GT(f["median"].get<double>(), 50) << f.dump();
+      EXPECT_GT(f["median"].get<double>(), 25) << f.dump();
     }
   }
   EXPECT_TRUE(contains(figure_names(j), "gpu_utilization_mean_percent")) << j["figures"].dump();
