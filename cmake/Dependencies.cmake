@@ -3,13 +3,8 @@ find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)              # libfmt-dev
 # fmt's compiled library (libfmt9 at run time) unless the binary must carry everything it needs: a
 # header-only fmt compiles fmt's formatting code into every file that formats, ~35 % of the build.
-if(GPUDOC_PORTABLE)
-  add_library(gpudoc_fmt INTERFACE)
-  target_link_libraries(gpudoc_fmt INTERFACE fmt::fmt-header-only)
-else()
-  add_library(gpudoc_fmt INTERFACE)
-  target_link_libraries(gpudoc_fmt INTERFACE fmt::fmt)
-endif()
+add_library(gpudoc_fmt INTERFACE)
+target_link_libraries(gpudoc_fmt INTERFACE $<IF:$<BOOL:${GPUDOC_PORTABLE}>,fmt::fmt-header-only,fmt::fmt>)
 find_package(nlohmann_json 3.10 REQUIRED)  # nlohmann-json3-dev
 find_package(CLI11 QUIET CONFIG)        # libcli11-dev
 if(NOT CLI11_FOUND)

@@ -286,6 +286,17 @@ struct Store::Impl {
     return id;
   }
 
+  // Inside an open transaction: adds the run and commits, or rolls back on a failed insert.
+  core::Result<std::int64_t> insert_run_and_commit(const NewRun& r, const std::string& what) {
+    auto id = insert_run(r);
+    if (!id) {
+      rollback();
+      return id.error();
+    }
+    if (auto st = commit(what); !st) return st.error();
+    return *id;
+  }
+
   // Refuses a file that is not ours before anything writes to it (even the switch to WAL).
   // The schema version, the owner mark and the table list are read by one statement, so from one
   // snapshot: read apart, a store another process was creating at that moment showed its tables
@@ -516,13 +527,7 @@ core::Result<std::int64_t> Store::record_baseline(const NewBaseline& b) {
       return exists.error();
     }
     if (*exists) {
-      auto id = impl_->insert_run(run);
-      if (!id) {
-        impl_->rollback();
-        return id.error();
-      }
-      if (auto st = impl_->commit(what); !st) return st.error();
-      return *id;
+      return impl_->insert_run_and_commit(run, what);
     }
   }
   Stmt s;
@@ -575,13 +580,7 @@ core::Result<std::int64_t> Store::add_run(const NewRun& run) {
     if (!exists) return exists.error();
     return core::Error(core::ErrorKind::kUsage, fmt::format("no baseline named '{}'", run.baseline));
   }
-  auto id = impl_->insert_run(run);
-  if (!id) {
-    impl_->rollback();
-    return id.error();
-  }
-  if (auto st = impl_->commit(what); !st) return st.error();
-  return *id;
+  return impl_->insert_run_and_commit(run, what);
 }
 
 core::Result<std::int64_t> Store::add_result(const std::string& kind, const std::string& subject,

@@ -69,18 +69,7 @@ Grid resample(const telemetry::Series& s, double t0, double t1, double dt, doubl
   const std::size_t n = std::min(s.t.size(), s.v.size());
   if (n == 0) return g;
 
-  // Indices of the usable samples, in time order (the reader sorts; synthetic input may not be).
-  std::vector<std::size_t> idx;
-  idx.reserve(n);
-  bool sorted = true;
-  double last = -INFINITY;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(s.t[i]) || !std::isfinite(s.v[i])) continue;
-    if (s.t[i] < last) sorted = false;
-    last = s.t[i];
-    idx.push_back(i);
-  }
-  if (!sorted) std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return s.t[a] < s.t[b]; });
+  const std::vector<std::size_t> idx = usable_in_time_order(s);
 
   std::size_t k = 0;  // next sample not yet at or before the cell's time
   std::size_t held = idx.size();

@@ -24,6 +24,7 @@
 #include "cli_runner.hpp"
 #include "core/file.hpp"
 #include "core/process_tree.hpp"
+#include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 #include "support/unprivileged.hpp"
 
@@ -89,25 +90,6 @@ std::string wait_for_line(const std::string& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return {};
-}
-
-std::string sql(const std::string& db_path, const std::string& statement) {
-  sqlite3* db = nullptr;
-  sqlite3_open(db_path.c_str(), &db);
-  char* err = nullptr;
-  std::string out;
-  sqlite3_exec(
-      db, statement.c_str(),
-      [](void* o, int n, char** v, char**) {
-        for (int i = 0; i < n; ++i)
-          *static_cast<std::string*>(o) += (v[i] != nullptr ? v[i] : "NULL") + std::string("|");
-        return 0;
-      },
-      &out, &err);
-  if (err != nullptr) out = std::string("ERR:") + err;
-  sqlite3_free(err);
-  sqlite3_close(db);
-  return out;
 }
 
 class BaselineHardening : public ::testing::Test {
@@ -238,7 +220,7 @@ TEST_P(DamagedFigure, TheCheckFailsNamingTheFigureAndTheDamage) {
   const auto [samples, damage] = GetParam();
   ASSERT_EQ(gpudoc("baseline record d -- " + quick_ + " 10").exit_code, 0);
   const std::string edit =
-      sql(store_, std::string("UPDATE figures SET samples_json = '") + samples + "' WHERE name = 'step_ms'");
+      raw_sql(store_, std::string("UPDATE figures SET samples_json = '") + samples + "' WHERE name = 'step_ms'");
   ASSERT_EQ(edit.find("ERR"), std::string::npos) << edit;
   const CliRun chk = gpudoc("baseline check d -- " + quick_ + " 91.8");
   EXPECT_EQ(chk.exit_code, 2) << chk.output;

@@ -9,11 +9,14 @@
 #include <fstream>
 
 #include "baseline/store.hpp"
+#include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 #include "support/unprivileged.hpp"
 
 namespace gpudoc::baseline {
 namespace {
+
+using gpudoc::testing::raw_sql;
 
 using ::testing::HasSubstr;
 
@@ -36,25 +39,6 @@ class StoreTest : public ::testing::Test {
     return b;
   }
 
-  static std::string raw_exec(const std::string& path, const std::string& sql) {
-    sqlite3* db = nullptr;
-    sqlite3_open(path.c_str(), &db);
-    char* err = nullptr;
-    std::string out;
-    sqlite3_exec(
-        db, sql.c_str(),
-        [](void* o, int n, char** v, char**) {
-          for (int i = 0; i < n; ++i)
-            *static_cast<std::string*>(o) += (v[i] != nullptr ? v[i] : "NULL") + std::string("|");
-          return 0;
-        },
-        &out, &err);
-    if (err != nullptr) out = std::string("ERR:") + err;
-    sqlite3_free(err);
-    sqlite3_close(db);
-    return out;
-  }
-
   testing::TempDir tmp_{"gpudoc-store"};
   std::string dir_ = tmp_.str();
   std::string path_;
@@ -64,7 +48,7 @@ TEST_F(StoreTest, RoundTrip) {
   auto s = Store::open(path_);
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(*s->schema_version(), kSchemaVersion);
-  EXPECT_EQ(raw_exec(path_, "PRAGMA journal_mode"), "wal|");
+  EXPECT_EQ(raw_sql(path_, "PRAGMA journal_mode"), "wal|");
   auto id = s->record_baseline(sample("resnet", 41.0));
   ASSERT_TRUE(id) << id.error().message();
   auto info = s->find_baseline("resnet");
@@ -85,7 +69,7 @@ TEST_F(StoreTest, RoundTrip) {
   EXPECT_FALSE(run->figures[0].direction);
   EXPECT_EQ(run->figures[1].unit, "GB/s");
   EXPECT_EQ(run->figures[1].direction, Direction::kHigherIsBetter);
-  EXPECT_EQ(raw_exec(path_, "SELECT median FROM figures WHERE name = 'step_ms'"), "41.0|");
+  EXPECT_EQ(raw_sql(path_, "SELECT median FROM figures WHERE name = 'step_ms'"), "41.0|");
   EXPECT_FALSE(*s->find_baseline("nope"));
   EXPECT_EQ(*s->integrity_check(), "ok");
 }
@@ -135,7 +119,7 @@ TEST_F(StoreTest, GenericResults) {
   auto id = s->add_result("health", "GPU-1", 5, MachineContext{}, "pass", {{"checks", 12}});
   ASSERT_TRUE(id) << id.error().message();
   EXPECT_EQ(*s->count_rows("results"), 1);
-  EXPECT_EQ(raw_exec(path_, "SELECT kind, status, payload_json FROM results"), "health|pass|{\"checks\":12}|");
+  EXPECT_EQ(raw_sql(path_, "SELECT kind, status, payload_json FROM results"), "health|pass|{\"checks\":12}|");
 }
 
 TEST_F(StoreTest, MigratesFromVersionOneKeepingData) {
@@ -147,7 +131,7 @@ TEST_F(StoreTest, MigratesFromVersionOneKeepingData) {
     EXPECT_EQ(*s->schema_version(), 1);
     ASSERT_TRUE(s->record_baseline(sample("old", 5)));
   }
-  EXPECT_THAT(raw_exec(path_, "SELECT * FROM results"), HasSubstr("no such table"));
+  EXPECT_THAT(raw_sql(path_, "SELECT * FROM results"), HasSubstr("no such table"));
   auto s = Store::open(path_);
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(*s->schema_version(), 2);
@@ -155,7 +139,7 @@ TEST_F(StoreTest, MigratesFromVersionOneKeepingData) {
   ASSERT_TRUE(info && *info);
   EXPECT_EQ(s->load_run((*info)->golden_run_id)->figures.size(), 2u);
   EXPECT_TRUE(s->add_result("health", "", 1, {}, "pass", nlohmann::json::object()));
-  EXPECT_EQ(raw_exec(path_, "PRAGMA application_id"), std::to_string(kApplicationId) + "|");
+  EXPECT_EQ(raw_sql(path_, "PRAGMA application_id"), std::to_string(kApplicationId) + "|");
 }
 
 TEST_F(StoreTest, ANonSqliteFileIsRefusedByName) {
@@ -170,13 +154,13 @@ TEST_F(StoreTest, ANonSqliteFileIsRefusedByName) {
 
 TEST_F(StoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
-  raw_exec(path_, "CREATE TABLE users(id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'x')");
+  raw_sql(path_, "CREATE TABLE users(id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'x')");
   auto s = Store::open(path_);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput);
   EXPECT_THAT(s.error().message(), HasSubstr("other tables: users"));
-  EXPECT_EQ(raw_exec(path_, "PRAGMA journal_mode"), "delete|");  // not switched to WAL
-  raw_exec(path_, "PRAGMA application_id = 1234");
+  EXPECT_EQ(raw_sql(path_, "PRAGMA journal_mode"), "delete|");  // not switched to WAL
+  raw_sql(path_, "PRAGMA application_id = 1234");
   auto t = Store::open(path_);
   ASSERT_FALSE(t);
   EXPECT_THAT(t.error().message(), HasSubstr("another program"));
@@ -184,7 +168,7 @@ TEST_F(StoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
 
 TEST_F(StoreTest, ANewerSchemaIsRefused) {
   { ASSERT_TRUE(Store::open(path_)); }
-  raw_exec(path_, "PRAGMA user_version = 99");
+  raw_sql(path_, "PRAGMA user_version = 99");
   auto s = Store::open(path_);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput);
@@ -241,7 +225,7 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
       {"[]", "no samples"},
   };
   for (const auto& [json, message] : damages) {
-    raw_exec(path_, "UPDATE figures SET samples_json = '" + json + "' WHERE run_id = " + run + " AND name = 'step_ms'");
+    raw_sql(path_, "UPDATE figures SET samples_json = '" + json + "' WHERE run_id = " + run + " AND name = 'step_ms'");
     auto r = s->load_run(*id);
     ASSERT_TRUE(r) << r.error().message();
     ASSERT_EQ(r->damaged.size(), 1u) << json;
@@ -249,10 +233,10 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
     EXPECT_THAT(r->damaged[0], HasSubstr(message)) << json;
     ASSERT_EQ(r->figures.size(), 2u);  // still listed, with only its readable samples
   }
-  raw_exec(path_, "UPDATE figures SET samples_json = '[10, 11, 9]' WHERE run_id = " + run);
+  raw_sql(path_, "UPDATE figures SET samples_json = '[10, 11, 9]' WHERE run_id = " + run);
   EXPECT_TRUE(s->load_run(*id)->damaged.empty());
   // A direction nobody knows would silently stop the figure from gating.
-  raw_exec(path_, "UPDATE figures SET direction = 'sideways' WHERE run_id = " + run + " AND name = 'hbm.copy'");
+  raw_sql(path_, "UPDATE figures SET direction = 'sideways' WHERE run_id = " + run + " AND name = 'hbm.copy'");
   auto r = s->load_run(*id);
   ASSERT_EQ(r->damaged.size(), 1u);
   EXPECT_THAT(r->damaged[0], HasSubstr("figure 'hbm.copy': direction 'sideways'"));
