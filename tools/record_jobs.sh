@@ -23,6 +23,8 @@
 #   NAME.jsonl    gpudoc record -o NAME.jsonl $GPUDOC_RECORD_ARGS -- <command>
 #   NAME.csv      nvidia-smi --query-gpu=<SMI_FIELDS below> --format=csv -lms 100, from 1 s before
 #                 the command to 2 s after it (so the memory released at exit is in it)
+#   (the single-GPU jobs run on GPU 0; on a machine with more GPUs both files hold GPU 0 alone:
+#   gpudoc record --gpus 0, nvidia-smi -i 0)
 #   NAME.log      the command's output (its ::gpudoc lines: start, steps, end with gpu_busy_share)
 #   NAME.cmd.txt  the exact command, the split, what the job is, and the expected diagnosis
 # and manifest.json (every job: name, split, command, files, exit code, expected findings).
@@ -247,7 +249,7 @@ write_cmd_txt() {  # NAME SPLIT EXPECT CSV_EXPECT NOT_WRONG KEY DESCRIPTION
         echo "split: $2 ($([[ $2 == test ]] && echo 'held out: never looked at while tuning the diagnosis' || echo 'for tuning'))"
         echo "command (from the repository root): $full_text"
         echo "workload command: $cmd_text"
-        echo "nvidia-smi: nvidia-smi --query-gpu=$SMI_FIELDS --format=csv -lms $SMI_PERIOD_MS > $1.csv"
+        echo "nvidia-smi: nvidia-smi ${smi_gpus[*]+${smi_gpus[*]} }--query-gpu=$SMI_FIELDS --format=csv -lms $SMI_PERIOD_MS > $1.csv"
         echo "what it is: $7"
         echo "expected findings (gpudoc trace): $3"
         echo "expected findings (nvidia-smi CSV): $([[ $4 == - ]] && echo 'none at warning or above (not visible without per-process/GPM data)' || echo "$4")"
@@ -314,7 +316,7 @@ run_one() {  # NAME DURATION SPLIT; uses full; returns the command's exit code
     local name=$1 duration=$2 split_of=$3 smi_pid="" rc t0=$SECONDS
     local limit=$(( ${duration%.*} + 240 ))   # a hung job (a stuck collective) must not stop the set
     if [[ $smoke -eq 0 ]]; then
-        nvidia-smi --query-gpu="$SMI_FIELDS" --format=csv -lms "$SMI_PERIOD_MS" \
+        nvidia-smi ${smi_gpus[@]+"${smi_gpus[@]}"} --query-gpu="$SMI_FIELDS" --format=csv -lms "$SMI_PERIOD_MS" \
             >"$outdir/$name.csv" 2>"$outdir/$name.smi.err" &
         smi_pid=$!
         sleep "$SMI_LEAD_S"
@@ -376,6 +378,7 @@ EOF
 
 if [[ $list -eq 0 ]]; then
     read -r -a record_args <<<"${GPUDOC_RECORD_ARGS:-}"
+    smi_gpus=()
     if [[ $smoke -eq 0 ]]; then
         if [[ -z "$gpudoc" ]]; then
             if [[ -x "$ROOT/build-portable/src/cli/gpudoc" ]]; then
@@ -390,6 +393,12 @@ if [[ $list -eq 0 ]]; then
         gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
         need=$([[ $multi -eq 1 ]] && echo 2 || echo 1)
         [[ "${gpus:-0}" -ge "$need" ]] || die "this set needs $need GPU(s); nvidia-smi lists ${gpus:-0}" 3
+        # A single-GPU job runs on GPU 0 (CUDA_DEVICE_ORDER=PCI_BUS_ID: the same GPU as NVML's 0);
+        # on a machine with more GPUs, record that one alone, so the trace shows the job only.
+        if [[ $multi -eq 0 && "$gpus" -gt 1 ]]; then
+            record_args+=(--gpus 0)
+            smi_gpus=(-i 0)
+        fi
     fi
     mkdir -p "$outdir" || die "cannot create '$outdir'"
     outdir=$(cd "$outdir" && pwd)
