@@ -2,7 +2,8 @@
 // features of every GPU over one span to the roles of a pulse. docs/methodology.md ("Diagnosis").
 #include "diagnose/classify.hpp"
 
-#include <set>
+#include <algorithm>
+#include <cmath>
 
 namespace gpudoc::diagnose::detail {
 
@@ -20,6 +21,15 @@ const char* id_of(Label l) {
   return "insufficient_data";
 }
 
+namespace {
+
+// The board draws most of its power limit: it delivers what its power allows.
+bool power_bound(const Features& f, const Signals& s) {
+  return s.power_limit_w > 0 && f.power.n > 0 && f.power.mean >= th::kPowerBoundRatio * s.power_limit_w;
+}
+
+}  // namespace
+
 Label classify(const Features& f, const Signals& s) {
   const bool util_ok = f.util.n >= th::kMinSignalCells;
   if (!util_ok && !has_gpm(f)) return Label::kInsufficient;
@@ -29,7 +39,8 @@ Label classify(const Features& f, const Signals& s) {
 
   const Levels& wl = f.use_util ? f.util : f.sm;
   if (f.acf && wl.p95 - wl.p05 >= th::kSawtoothAmplitudePercent && wl.p05 <= th::kSawtoothTroughMaxPercent)
-    return Label::kSawtooth;
+    // Peaks that never saturate: bursts shorter than the sensor's sample.
+    return wl.p95 < th::kSaturatedPercent ? Label::kSawtoothFast : Label::kSawtooth;
 
   if (u >= th::kBusyUtilPercent) {
     if (gpm && f.tensor.n > 0 && f.dram.n > 0) {
@@ -43,8 +54,12 @@ Label classify(const Features& f, const Signals& s) {
     if (f.mutil.n >= th::kMinSignalCells && f.mutil.mean >= th::kMemoryBoundMemUtilPercent) return Label::kMemoryBound;
     return Label::kHealthy;
   }
-  // A steady middle level without a visible period.
+  // A steady middle level without a visible period. At the power limit with the chip at work:
+  // power-bound, healthy.
+  if (u >= th::kPowerBoundMinUtilPercent && power_bound(f, s) && (!gpm || f.sm.mean >= th::kBusyIdleSmRatio * u))
+    return Label::kHealthy;
   if (gpm) return f.sm.mean >= th::kBurstSmRatio * u ? Label::kSawtoothFast : Label::kPlateauLaunch;
+  if (u < th::kNoGpmStarvedUtilPercent) return Label::kSawtoothFast;
   if (f.power.n > 0 && s.has_power_floor)
     return f.power.mean >= th::kWorkPowerFactor * s.power_floor_w ? Label::kSawtoothFast : Label::kPlateauLaunch;
   return Label::kSawtoothFast;  // undecidable without GPM or power: never call it steady (low confidence)
@@ -70,41 +85,140 @@ double busy_level(const Activity& a) { return a.util_n >= th::kMinSignalCells ? 
 
 bool has_gpm(const Activity& a) { return a.sm_n >= th::kMinSignalCells; }
 
-PulseRoles pulse_roles(const std::vector<Activity>& fs) {
+std::size_t cells_per_bin() {
+  return static_cast<std::size_t>(std::max(1.0, std::round(th::kPulseBinS / th::kGridStepS)));
+}
+
+std::vector<Bin> bins_of(const Signals& s) {
+  const std::size_t per = cells_per_bin();
+  // Sums per bin, kept sparse: (k, sum, cells) per signal, merged below.
+  struct Acc {
+    std::size_t k;
+    double sum;
+    std::size_t n;
+  };
+  auto sums = [&](const StepGrid& g) {
+    std::vector<Acc> out;
+    for (const auto& st : g.steps) {
+      std::size_t c = st.first;
+      const std::size_t end = std::size_t{st.first} + st.count;
+      while (c < end) {
+        const std::size_t k = c / per;
+        const std::size_t upto = std::min(end, (k + 1) * per);
+        if (out.empty() || out.back().k != k) out.push_back({k, 0.0, 0});
+        out.back().sum += st.v * static_cast<double>(upto - c);
+        out.back().n += upto - c;
+        c = upto;
+      }
+    }
+    return out;
+  };
+  const std::vector<Acc> u = sums(s.util), m = sums(s.sm), p = sums(s.power);
+  std::vector<Bin> out;
+  std::size_t i = 0, j = 0, l = 0;
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  while (i < u.size() || j < m.size() || l < p.size()) {
+    const std::size_t k =
+        std::min({i < u.size() ? u[i].k : kNone, j < m.size() ? m[j].k : kNone, l < p.size() ? p[l].k : kNone});
+    Bin b;
+    b.k = k;
+    if (i < u.size() && u[i].k == k) {
+      b.util = u[i].sum / static_cast<double>(u[i].n);
+      ++i;
+    }
+    if (j < m.size() && m[j].k == k) {
+      b.sm = m[j].sum / static_cast<double>(m[j].n);
+      ++j;
+    }
+    if (l < p.size() && p[l].k == k) {
+      b.power = p[l].sum / static_cast<double>(p[l].n);
+      ++l;
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+namespace {
+
+bool waits_in(const Bin& b, double limit_w) {
+  if (!(b.util >= th::kWaitUtilPercent)) return false;
+  if (std::isfinite(b.sm)) return b.sm < th::kBusyIdleSmRatio * b.util;
+  return std::isfinite(b.power) && limit_w > 0 && b.power <= th::kWaitPowerLimitRatio * limit_w;
+}
+
+// Peer j, in the bin where GPU i waits: far less busy (its host is late), or working far more.
+bool straggles_in(const Bin& j, const Bin& i) {
+  if (!std::isfinite(j.util)) return false;
+  if (j.util <= i.util - th::kStragglerUtilMarginPercent) return true;
+  if (std::isfinite(j.sm) && std::isfinite(i.sm)) return j.sm >= i.sm + th::kStragglerSmMarginPercent;
+  return !std::isfinite(i.sm) && std::isfinite(j.power) && std::isfinite(i.power) &&
+         i.power <= th::kWaitPowerRatio * j.power;
+}
+
+}  // namespace
+
+PulseRoles pulse_roles(const std::vector<std::span<const Bin>>& sparse, const std::vector<double>& limits) {
   PulseRoles r;
-  const std::size_t n = fs.size();
+  const std::size_t n = sparse.size();
   if (n < 2) return r;
-  auto out = [&](std::size_t i) { return fs[i].label == Label::kInsufficient || fs[i].label == Label::kIdle; };
-  std::vector<bool> waits(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Activity& f = fs[i];
-    if (out(i)) continue;
-    if (has_gpm(f)) {
-      waits[i] = f.label == Label::kPlateauBusyIdle;
-    } else if (busy_level(f) >= th::kBusyUtilPercent && f.power_n > 0) {
-      for (std::size_t j = 0; j < n; ++j)
-        if (j != i && fs[j].power_n > 0 && busy_level(fs[j]) >= th::kBusyUtilPercent &&
-            f.power_mean <= th::kWaitPowerRatio * fs[j].power_mean)
-          waits[i] = true;
-    }
-  }
-  std::set<int> strag;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!waits[i]) continue;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (j == i || waits[j] || out(j)) continue;
-      const bool more_sm =
-          has_gpm(fs[i]) && has_gpm(fs[j]) && fs[j].sm_mean >= fs[i].sm_mean + th::kStragglerSmMarginPercent;
-      const bool less_util = busy_level(fs[j]) <= busy_level(fs[i]) - th::kStragglerUtilMarginPercent;
-      const bool more_power = !has_gpm(fs[i]) && fs[j].power_n > 0 && fs[i].power_n > 0 &&
-                              fs[i].power_mean <= th::kWaitPowerRatio * fs[j].power_mean;
-      if (more_sm || less_util || more_power) strag.insert(static_cast<int>(j));
-    }
-  }
-  if (strag.empty()) return r;
+  // Align the GPUs' bins: one row per bin that any GPU has data in (memory follows the data).
+  std::vector<std::size_t> ks;
+  for (const auto& g : sparse)
+    for (const Bin& b : g) ks.push_back(b.k);
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  const std::size_t len = ks.size();
+  std::vector<std::vector<Bin>> gpus(n, std::vector<Bin>(len));
+  for (std::size_t g = 0; g < n; ++g)
+    for (const Bin& b : sparse[g])
+      gpus[g][static_cast<std::size_t>(std::lower_bound(ks.begin(), ks.end(), b.k) - ks.begin())] = b;
+  auto limit = [&](std::size_t i) { return i < limits.size() ? limits[i] : 0.0; };
+  std::vector<std::vector<bool>> waits(n, std::vector<bool>(len, false));
   for (std::size_t i = 0; i < n; ++i)
-    if (waits[i]) r.waiting.push_back(static_cast<int>(i));
-  r.stragglers.assign(strag.begin(), strag.end());
+    for (std::size_t b = 0; b < len; ++b) {
+      waits[i][b] = waits_in(gpus[i][b], limit(i));
+      // Without GPM or a known limit: a fraction of a busy peer's power at the same time.
+      const Bin& x = gpus[i][b];
+      if (waits[i][b] || std::isfinite(x.sm) || !(x.util >= th::kWaitUtilPercent) || !std::isfinite(x.power)) continue;
+      for (std::size_t j = 0; j < n && !waits[i][b]; ++j)
+        waits[i][b] = j != i && gpus[j][b].util >= th::kWaitUtilPercent && std::isfinite(gpus[j][b].power) &&
+                      x.power <= th::kWaitPowerRatio * gpus[j][b].power;
+    }
+  std::vector<bool> is_waiting(n, false), is_straggler(n, false);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      std::size_t hits = 0, shared = 0;
+      for (std::size_t b = 0; b < len; ++b) {
+        if (!std::isfinite(gpus[i][b].util) || !std::isfinite(gpus[j][b].util)) continue;
+        ++shared;
+        if (waits[i][b] && !waits[j][b] && straggles_in(gpus[j][b], gpus[i][b])) ++hits;
+      }
+      if (hits >= th::kPulseMinBins && static_cast<double>(hits) >= th::kPulseMinShare * static_cast<double>(shared)) {
+        is_waiting[i] = true;
+        is_straggler[j] = true;
+      }
+    }
+  for (std::size_t j = 0; j < n; ++j)
+    if (is_straggler[j] && !is_waiting[j]) r.stragglers.push_back(static_cast<int>(j));
+  if (r.stragglers.empty()) return r;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!is_waiting[i]) continue;
+    std::size_t with_data = 0, waiting = 0;
+    for (std::size_t b = 0; b < len; ++b) {
+      if (!std::isfinite(gpus[i][b].util)) continue;
+      ++with_data;
+      if (!waits[i][b]) continue;
+      for (int j : r.stragglers)
+        if (!waits[static_cast<std::size_t>(j)][b] && straggles_in(gpus[static_cast<std::size_t>(j)][b], gpus[i][b])) {
+          ++waiting;
+          break;
+        }
+    }
+    r.waiting.push_back(static_cast<int>(i));
+    r.waiting_share.push_back(share_of(static_cast<double>(waiting), static_cast<double>(with_data)));
+  }
   return r;
 }
 

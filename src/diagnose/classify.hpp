@@ -4,11 +4,13 @@
 //
 //   detail::Label l = detail::classify(f, signals);                 // kSawtooth, kHealthy, ...
 //   detail::Activity a = detail::activity_of(f, l);                 // what a pulse needs of it
-//   detail::PulseRoles r = detail::pulse_roles(activities);         // across the GPUs of one window
+//   detail::PulseRoles r = detail::pulse_roles(bins, limits);       // across the GPUs, second by second
 //
 // Pure functions; thread-safe; never throw.
 #pragma once
 
+#include <cmath>
+#include <span>
 #include <vector>
 
 #include "diagnose/signals.hpp"
@@ -47,14 +49,30 @@ struct Activity {
 [[nodiscard]] double busy_level(const Activity& a);
 [[nodiscard]] bool has_gpm(const Activity& a);
 
+// One GPU over one th::kPulseBinS bin: bin k covers cells [k * cells_per_bin(), (k + 1) *
+// cells_per_bin()); means of the cells with data, NaN where none.
+struct Bin {
+  std::size_t k = 0;
+  double util = NAN, sm = NAN, power = NAN;
+};
+// The bins of a GPU's signals that hold data, in order of k: memory follows the data, not the span.
+[[nodiscard]] std::vector<Bin> bins_of(const Signals& s);
+// Cells per bin (th::kPulseBinS on the th::kGridStepS grid).
+[[nodiscard]] std::size_t cells_per_bin();
+
 struct PulseRoles {
   std::vector<int> waiting;
+  std::vector<double> waiting_share;  // per waiting GPU (same order): its bins spent waiting / its bins with data
   std::vector<int> stragglers;
   [[nodiscard]] bool found() const { return !waiting.empty() && !stragglers.empty(); }
 };
-// gpus[i]: GPU i over the same span. Busy GPUs that do little (busy-but-idle with GPM, a fraction
-// of a busy peer's power without) wait; a GPU that works more, or is less busy, while they wait is
-// the straggler. Empty roles when either side is missing.
-[[nodiscard]] PulseRoles pulse_roles(const std::vector<Activity>& gpus);
+// gpus[i]: GPU i's bins (in order of k) over the same span; power_limit_w[i] its board's limit (0:
+// unknown). In each bin a busy GPU that does little waits (SM activity low for its util; without
+// GPM, power far below its limit); a peer that at the same time is much less busy (its host is
+// late) or works much more (it computes longer) is the straggler. A GPU waits for a straggler
+// when that happens in th::kPulseMinBins bins and th::kPulseMinShare of the bins both have data.
+// Empty roles when either side is missing.
+[[nodiscard]] PulseRoles pulse_roles(const std::vector<std::span<const Bin>>& gpus,
+                                     const std::vector<double>& power_limit_w);
 
 }  // namespace gpudoc::diagnose::detail

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,10 @@ using detail::Signals;
 using findings::Finding;
 using findings::Severity;
 using gpu::Metric;
+
+const gpu::DeviceInfo* device_of(const telemetry::Trace& t, std::size_t g) {
+  return g < t.header.gpus.size() ? &t.header.gpus[g] : nullptr;
+}
 
 std::string input_format_of(const telemetry::Trace& t) {
   if (t.header.system.backend == "nvidia-smi-csv") return "nvidia-smi-csv";
@@ -135,18 +140,6 @@ std::vector<WindowLabel> label_windows(const Signals& s, const WindowGrid& wg) {
   return out;
 }
 
-// Every GPU's activity in window w (insufficient where it has no label there); `cursor[g]`
-// walks labelled[g] as w grows.
-std::vector<detail::Activity> across_gpus_at(const std::vector<std::vector<WindowLabel>>& labelled, std::size_t w,
-                                             std::vector<std::size_t>& cursor) {
-  std::vector<detail::Activity> acts(labelled.size());
-  for (std::size_t g = 0; g < labelled.size(); ++g) {
-    while (cursor[g] < labelled[g].size() && labelled[g][cursor[g]].w < w) ++cursor[g];
-    if (cursor[g] < labelled[g].size() && labelled[g][cursor[g]].w == w) acts[g] = labelled[g][cursor[g]].a;
-  }
-  return acts;
-}
-
 // The windows in which two or more GPUs are labelled, in order.
 std::vector<std::size_t> shared_windows(const std::vector<std::vector<WindowLabel>>& labelled) {
   std::vector<std::size_t> all;
@@ -159,12 +152,32 @@ std::vector<std::size_t> shared_windows(const std::vector<std::vector<WindowLabe
   return out;
 }
 
+// What pulses are found from: every GPU's bins and board power limit.
+struct PulseInput {
+  std::vector<std::vector<detail::Bin>> bins;
+  std::vector<double> power_limit_w;
+};
+
+// The roles of a pulse over windows [w, e): from the bins those windows cover.
+detail::PulseRoles roles_in(const PulseInput& in, const WindowGrid& wg, std::size_t w, std::size_t e) {
+  const std::size_t per = detail::cells_per_bin();
+  const std::size_t b0 = wg.bound(w) / per, b1 = (wg.bound(e) + per - 1) / per;
+  std::vector<std::span<const detail::Bin>> spans;
+  auto before = [](const detail::Bin& b, std::size_t k) { return b.k < k; };
+  for (const auto& g : in.bins) {
+    const auto a = std::lower_bound(g.begin(), g.end(), b0, before);
+    const auto b = std::lower_bound(a, g.end(), b1, before);
+    spans.emplace_back(g.data() + (a - g.begin()), static_cast<std::size_t>(b - a));
+  }
+  return detail::pulse_roles(spans, in.power_limit_w);
+}
+
 // Per GPU, the windows in which it waits for a straggler or is one.
-std::vector<std::vector<std::size_t>> pulse_windows(const std::vector<std::vector<WindowLabel>>& labelled) {
+std::vector<std::vector<std::size_t>> pulse_windows(const std::vector<std::vector<WindowLabel>>& labelled,
+                                                    const PulseInput& in, const WindowGrid& wg) {
   std::vector<std::vector<std::size_t>> in_pulse(labelled.size());
-  std::vector<std::size_t> cursor(labelled.size(), 0);
   for (std::size_t w : shared_windows(labelled)) {
-    const detail::PulseRoles r = detail::pulse_roles(across_gpus_at(labelled, w, cursor));
+    const detail::PulseRoles r = roles_in(in, wg, w, w + 1);
     if (!r.found()) continue;
     std::vector<int> gpus = r.waiting;
     gpus.insert(gpus.end(), r.stragglers.begin(), r.stragglers.end());
@@ -320,17 +333,13 @@ GpuResult diagnose_gpu(const telemetry::Trace& trace, std::size_t g, const Signa
 // Pulse findings: roles recomputed on each run of pulse windows; when the run as a whole blurs
 // them, taken from its first window.
 std::vector<Finding> pulse_findings(const std::vector<std::pair<std::size_t, std::size_t>>& pulses,
-                                    const std::vector<GpuResult>& gpus,
-                                    const std::vector<std::vector<WindowLabel>>& labelled) {
+                                    const std::vector<GpuResult>& gpus, const PulseInput& in, const WindowGrid& wg) {
   std::vector<Finding> out;
   for (std::size_t k = 0; k < pulses.size(); ++k) {
     std::vector<detail::Activity> run;
     for (const GpuResult& g : gpus) run.push_back(g.in_pulse_runs[k]);
-    detail::PulseRoles r = detail::pulse_roles(run);
-    if (!r.found()) {
-      std::vector<std::size_t> cursor(labelled.size(), 0);
-      r = detail::pulse_roles(across_gpus_at(labelled, pulses[k].first, cursor));
-    }
+    detail::PulseRoles r = roles_in(in, wg, pulses[k].first, pulses[k].second);
+    if (!r.found()) r = roles_in(in, wg, pulses[k].first, pulses[k].first + 1);
     if (r.found()) out.push_back(detail::pulse_finding(r, run));
   }
   return out;
@@ -342,19 +351,24 @@ void diagnose_windows(const telemetry::Trace& trace, const detail::Span& sp, con
   const std::size_t ngpu = trace.gpus.size();
   WindowGrid wg;
   std::vector<std::vector<WindowLabel>> labelled(ngpu);
+  PulseInput pin;
   for (std::size_t g = 0; g < ngpu; ++g) {
-    const Signals s = detail::make_signals(trace.gpus[g], sp.t0, sp.t1);
+    const Signals s = detail::make_signals(trace.gpus[g], device_of(trace, g), sp.t0, sp.t1);
     if (g == 0) wg = make_windows(s.util.cells, sp.t1 - sp.t0, options);
     labelled[g] = label_windows(s, wg);
+    if (ngpu > 1) {
+      pin.bins.push_back(detail::bins_of(s));
+      pin.power_limit_w.push_back(s.power_limit_w);
+    }
   }
-  const auto in_pulse = pulse_windows(labelled);
+  const auto in_pulse = pulse_windows(labelled, pin, wg);
   const auto pulses = pulse_runs(in_pulse);
   std::vector<GpuResult> gpus;
   for (std::size_t g = 0; g < ngpu; ++g) {
-    const Signals s = detail::make_signals(trace.gpus[g], sp.t0, sp.t1);
+    const Signals s = detail::make_signals(trace.gpus[g], device_of(trace, g), sp.t0, sp.t1);
     gpus.push_back(diagnose_gpu(trace, g, s, wg, runs_of(labelled[g], in_pulse[g], wg.count), pulses, sp));
   }
-  d.findings = pulse_findings(pulses, gpus, labelled);
+  d.findings = pulse_findings(pulses, gpus, pin, wg);
   for (GpuResult& g : gpus) {
     std::move(g.findings.begin(), g.findings.end(), std::back_inserter(d.findings));
     std::move(g.changes.begin(), g.changes.end(), std::back_inserter(d.changes));

@@ -55,6 +55,12 @@ void paired_cells(const StepGrid& x, const StepGrid& y, std::vector<double>& a, 
 
 }  // namespace
 
+Severity severity_for_lost(double lost_share) {
+  if (lost_share >= th::kCriticalLostShare) return Severity::kCritical;
+  if (lost_share >= th::kWarningLostShare) return Severity::kWarning;
+  return Severity::kInfo;
+}
+
 // Wave-level evidence shared by sawtooth.
 Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) {
   const Levels& wl = f.use_util ? f.util : f.sm;
@@ -68,12 +74,12 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
     peak = 100;
     trough = 0;
   } else {
-    duty = wl.p95 - wl.p05 > 0 ? std::clamp((wl.mean - wl.p05) / (wl.p95 - wl.p05), 0.0, 1.0) : 1.0;
+    // The share of time the curve stands in its upper half: the bursts' share of the period.
+    duty = std::clamp(f.above_mid_share, 0.0, 1.0);
   }
   const double lost_s = span * (1 - duty);
   const double lost_share = 1 - duty;
-  Finding out = findings::make_finding("sawtooth",
-                                       lost_share >= th::kCriticalLostShare ? Severity::kCritical : Severity::kWarning);
+  Finding out = findings::make_finding("sawtooth", severity_for_lost(lost_share));
   out.gpus = {g};
   out.window = {f.t0, f.t1};
   double conf = th::kBaseConfidence * span_confidence(span);
@@ -82,13 +88,14 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
     if (!gpm) conf *= th::kGuessFactor;
     out.message = fmt::format(
         "GPU {} alternates between work and idle faster than the {:.0f} ms utilization sensor resolves: "
-        "utilization holds a middle level ({}) while {}; busy about {} of the time, {:.1f} s of GPU time lost",
+        "utilization holds a middle level ({}) while {}; busy about {} of the time: {:.1f} s of GPU time lost "
+        "({} of {:.1f} s)",
         g, std::max(s.util_period_s, th::kUtilSensorPeriodS) * 1000, pct(busy_level(f)),
-        gpm ? fmt::format("GPM SM activity ({}) shows full-chip bursts", pct(f.sm.mean))
+        gpm ? fmt::format("GPM SM activity ({}) shows the bursts use the chip", pct(f.sm.mean))
             : (f.power.n > 0 ? fmt::format("power ({:.0f} W, {:.1f}x the idle floor) shows real work", f.power.mean,
                                            share_of(f.power.mean, s.power_floor_w))
                              : std::string("no GPM or power reading can confirm it")),
-        pct(duty * 100), lost_s);
+        pct(duty * 100), lost_s, pct(lost_share * 100), span);
     out.caveats.push_back(
         "below sensor resolution: period and duty cycle cannot be read from the curve; a profiler shows each gap");
     out.next_steps.insert(out.next_steps.begin(),
@@ -96,8 +103,10 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
                           "cuda,nvtx,osrt -o gaps python3 train.py`");
   } else {
     out.message = fmt::format(
-        "GPU {} works in bursts: period {:.2f} s, duty cycle {}, peak {} and trough {} {}, {:.1f} s of GPU time lost",
-        g, f.period_s, pct(duty * 100), pct(peak), pct(trough), f.use_util ? "utilization" : "SM activity", lost_s);
+        "GPU {} works in bursts: period {:.2f} s, duty cycle {}, peak {} and trough {} {}: {:.1f} s of GPU time "
+        "lost ({} of {:.1f} s)",
+        g, f.period_s, pct(duty * 100), pct(peak), pct(trough), f.use_util ? "utilization" : "SM activity", lost_s,
+        pct(lost_share * 100), span);
     if (below_resolution) out.caveats.push_back("period near the sensor's resolution: confirm with a profiler (nsys)");
   }
   out.confidence = conf;
@@ -107,11 +116,12 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
   }
   add(out, "duty_cycle_percent", duty * 100, "percent",
       fast ? "mean utilization (busy share of each 200 ms sample)"
-           : fmt::format("(mean - trough) / (peak - trough) of {}", sig));
+           : fmt::format("share of the span with {} at or above (peak + trough) / 2", sig));
   add(out, "peak_percent", peak, "percent",
       fast ? "assumed full-chip bursts" : fmt::format("95th percentile of {}", sig));
   add(out, "trough_percent", trough, "percent", fast ? "assumed idle gaps" : fmt::format("5th percentile of {}", sig));
   add(out, "gpu_time_lost_s", lost_s, "s", "analysed span x (1 - duty cycle)");
+  add(out, "gpu_time_lost_share", lost_share, "1", "1 - duty cycle");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   if (has_gpm(f)) add(out, "mean_sm_activity_percent", f.sm.mean, "percent", "GPM SM activity, mean over the span");
   out.details = {{"below_sensor_resolution", below_resolution},
@@ -120,6 +130,7 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
                  {"peak_percent", peak},
                  {"trough_percent", trough},
                  {"gpu_time_lost_s", lost_s},
+                 {"gpu_time_lost_share", lost_share},
                  {"sensor_period_s", s.util_period_s}};
   return out;
 }
@@ -224,32 +235,20 @@ Finding insufficient_finding(int g, double t0, double t1, const std::string& why
 }
 
 Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
-  // Per-busy-time SM activity of the stragglers: what a GPU doing this step's work reaches.
-  double ref = 0;
   bool gpm = true;
-  for (int j : r.stragglers) {
-    const Activity& f = fs[static_cast<std::size_t>(j)];
-    if (!has_gpm(f))
-      gpm = false;
-    else
-      ref = std::max(ref, std::min(100.0, share_of(f.sm_mean, std::max(busy_level(f), 1.0)) * 100));
-  }
+  for (int j : r.stragglers)
+    if (!has_gpm(fs[static_cast<std::size_t>(j)])) gpm = false;
   double worst = 0;
   nlohmann::json waiting = nlohmann::json::array();
-  for (int i : r.waiting) {
+  for (std::size_t k = 0; k < r.waiting.size(); ++k) {
+    const int i = r.waiting[k];
     const Activity& f = fs[static_cast<std::size_t>(i)];
-    double share = 0;
-    if (gpm && has_gpm(f) && ref > 0) {
-      share = std::clamp(1 - f.sm_mean / ref, 0.0, 1.0);
-    } else {
-      // Power above the idle floor as a stand-in for work done (no GPM).
-      double pref = 0;
-      for (int j : r.stragglers) pref = std::max(pref, fs[static_cast<std::size_t>(j)].power_mean);
-      share = pref > 0 ? std::clamp(1 - f.power_mean / pref, 0.0, 1.0) : 0;
-    }
+    if (!has_gpm(f)) gpm = false;
+    const double share = k < r.waiting_share.size() ? r.waiting_share[k] : 0.0;
     worst = std::max(worst, share);
     waiting.push_back({{"gpu", i},
                        {"waiting_share", share},
+                       {"waiting_s", share * (f.t1 - f.t0)},
                        {"utilization_percent", busy_level(f)},
                        {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
                        {"power_watts", f.power_n > 0 ? nlohmann::json(f.power_mean) : nlohmann::json(nullptr)}});
@@ -265,8 +264,7 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
                      {"sm_activity_percent", has_gpm(f) ? nlohmann::json(f.sm_mean) : nlohmann::json(nullptr)},
                      {"kind", host ? "host" : "compute"}});
   }
-  Finding out =
-      findings::make_finding("pulse", worst >= th::kCriticalWaitShare ? Severity::kCritical : Severity::kWarning);
+  Finding out = findings::make_finding("pulse", severity_for_lost(worst));
   std::vector<int> all = r.waiting;
   all.insert(all.end(), r.stragglers.begin(), r.stragglers.end());
   std::sort(all.begin(), all.end());
@@ -275,12 +273,12 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
   out.window = {w0.t0, w0.t1};
   out.confidence = th::kBaseConfidence * span_confidence(w0.t1 - w0.t0) * (gpm ? 1.0 : th::kGuessFactor);
   out.message = fmt::format(
-      "GPU {} wait{} for straggler GPU {} ({}): busy {} but {}; about {} of the time is spent waiting",
+      "GPU {} wait{} for straggler GPU {} ({}): busy {} but {}; {} of the time ({:.1f} s) is spent waiting",
       gpu_list(r.waiting), r.waiting.size() == 1 ? "s" : "", gpu_list(r.stragglers),
       strag_kind == "host" ? "its own GPU idles: the delay is on the host" : "it computes longer", pct(busy_level(w0)),
       has_gpm(w0) ? fmt::format("SM activity only {}", pct(w0.sm_mean))
                   : fmt::format("power only {:.0f} W", w0.power_mean),
-      pct(worst * 100));
+      pct(worst * 100), worst * (w0.t1 - w0.t0));
   if (!gpm) out.caveats.push_back("no GPM in this input: waiting inferred from power, not SM activity");
   for (int i : r.waiting) {
     const Activity& f = fs[static_cast<std::size_t>(i)];
@@ -297,8 +295,9 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
       add(out, fmt::format("gpu{}_sm_activity_percent", j), f.sm_mean, "percent", "straggler, GPM SM activity");
   }
   add(out, "waiting_share", worst, "1",
-      gpm ? "1 - waiting GPU's SM activity / straggler's SM activity per busy time"
-          : "1 - waiting GPU's power / straggler's power");
+      gpm ? "share of 1 s bins in which the GPU is busy with SM activity < 0.6x util while the straggler is not"
+          : "share of 1 s bins in which the GPU is busy at <= 35 % of its power limit while the straggler is not");
+  add(out, "gpu_time_lost_s", worst * (w0.t1 - w0.t0), "s", "waiting share x the pulse's span");
   out.details = {{"straggler", strag}, {"waiting", waiting}, {"straggler_kind", strag_kind}, {"waiting_share", worst}};
   return out;
 }
@@ -326,20 +325,24 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
     double mean;
     std::size_t n;
     StepGrid grid;
+    double period;
   };
   std::vector<Contender> cs;
   for (auto& [pid, pr] : procs) {
     const Levels l = levels(pr.s.v);
     if (l.n < th::kMinProcessPoints || l.mean < th::kMinProcessUtilPercent) continue;
-    const double period = upper_median_spacing(pr.s, 1.0);
-    StepGrid gr = resample_steps(pr.s, t0, t1, std::max(period, th::kGridStepS), 2 * period);
-    cs.push_back({pid, pr.name, l.mean, l.n, std::move(gr)});
+    cs.push_back({pid, pr.name, l.mean, l.n, StepGrid{}, upper_median_spacing(pr.s, 1.0)});
   }
   if (cs.size() < 2) return std::nullopt;
+  // One grid for all: the coarsest process's spacing (spacings that differ by 0.1 ms must not
+  // keep two series from being paired).
+  double period = th::kGridStepS;
+  for (const auto& c : cs) period = std::max(period, c.period);
+  for (auto& c : cs) c.grid = resample_steps(procs[c.pid].s, t0, t1, period, 2 * period);
   double total = 0;
   for (const auto& c : cs) total += c.mean;
   std::optional<double> corr;
-  if (cs.size() == 2 && cs[0].grid.dt == cs[1].grid.dt) {
+  if (cs.size() == 2) {
     std::vector<double> a, b;
     paired_cells(cs[0].grid, cs[1].grid, a, b);
     corr = core::correlation(a, b, th::kMinCorrelationPairs);
@@ -362,7 +365,8 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
     add(out, fmt::format("pid{}_mean_utilization_percent", c.pid), c.mean, "percent",
         "per-process SM utilization, mean");
   }
-  if (worst >= th::kCriticalLossShare) out.severity = Severity::kCritical;
+  // Contention is the finding whatever its size: at least a warning; critical by the share lost.
+  out.severity = std::max(Severity::kWarning, severity_for_lost(worst));
   out.gpus = {g};
   out.window = {t0, t1};
   const bool turns = corr && *corr <= th::kTurnsCorrelation;
@@ -395,6 +399,29 @@ std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const
   std::vector<std::size_t> idx(t.size());
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
+  // Memory released at the end (the process exits, an nvidia-smi log goes on): the growth during
+  // the run is judged up to the highest point.
+  double released_at_end = 0;
+  {
+    std::size_t top = 0;
+    for (std::size_t k = 1; k < idx.size(); ++k)
+      if (v[idx[k]] >= v[idx[top]]) top = k;
+    const double span = t[idx.back()] - t[idx.front()];
+    const double tail = t[idx.back()] - t[idx[top]];
+    if (top + 1 < idx.size() && top >= 2 && tail <= std::max(th::kReleaseTailShare * span, th::kReleaseTailS) &&
+        tail < 0.5 * span) {
+      released_at_end = v[idx[top]] - v[idx.back()];
+      idx.resize(top + 1);
+      std::vector<double> tt, vv;
+      for (std::size_t k : idx) {
+        tt.push_back(t[k]);
+        vv.push_back(v[k]);
+      }
+      t = std::move(tt);
+      v = std::move(vv);
+      for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
+    }
+  }
   double up = 0, down = 0;
   for (std::size_t k = 1; k < idx.size(); ++k) {
     const double d = v[idx[k]] - v[idx[k - 1]];
@@ -421,6 +448,10 @@ std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const
   add(out, "growth_rate_bytes_per_second", fit.slope, "By/s", "least-squares slope of memory_used_bytes");
   add(out, "net_growth_bytes", net, "By", "last - first memory_used_bytes in the span");
   add(out, "released_bytes", down, "By", "sum of the falls");
+  if (released_at_end > 0) {
+    add(out, "released_at_end_bytes", released_at_end, "By", "freed after the highest point, at the end (exit)");
+    out.message += fmt::format("; {:.2f} GiB were freed only at the end", released_at_end / kGiB);
+  }
   add(out, "fit_r2", fit.r2, "1", "how well a straight line fits the climb");
   if (eta)
     add(out, "time_to_exhaustion_s", *eta, "s", "(memory total from the header - current) / rate");
@@ -437,9 +468,12 @@ std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const
 std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0,
                                  double t1) {
   const telemetry::Series& m = gt.metric(Metric::kClockEventReasonsMask);
-  std::size_t n = 0, slow = 0, serious = 0;
+  const telemetry::Series& clock = gt.metric(Metric::kSmClockMhz);
+  std::size_t n = 0, slow = 0, serious = 0, clk_n = 0;
+  double clk_sum = 0;
   std::uint64_t seen = 0;
   constexpr std::uint64_t kSwPowerCap = 0x4;
+  std::size_t ci = 0;  // walks the clock series (both sorted by time; read together, same timestamps)
   for (std::size_t i = 0; i < m.t.size(); ++i) {
     if (m.t[i] < t0 || m.t[i] > t1 || !std::isfinite(m.v[i]) || m.v[i] < 0) continue;
     const auto mask = static_cast<std::uint64_t>(m.v[i]);
@@ -448,11 +482,23 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
       ++slow;
       seen |= mask;
       if (gpu::is_slowdown(mask & ~kSwPowerCap)) ++serious;
+      while (ci < clock.t.size() && clock.t[ci] < m.t[i] - 1e-3) ++ci;
+      if (ci < clock.t.size() && std::abs(clock.t[ci] - m.t[i]) <= 1e-3 && std::isfinite(clock.v[ci])) {
+        clk_sum += clock.v[ci];
+        ++clk_n;
+      }
     }
   }
   if (n < th::kMinSignalCells / 2) return std::nullopt;
   const double share = share_of(static_cast<double>(slow), static_cast<double>(n));
   if (share < th::kThrottleMinShare) return std::nullopt;
+  // Clocks really held down: the SM clock while a reason is set, against the maximum. Unknown
+  // (no clock or maximum): the reasons alone decide.
+  const double clk_max = dev && dev->sm_clock_max_mhz ? *dev->sm_clock_max_mhz : 0.0;
+  const double clk_slow = clk_n > 0 ? clk_sum / static_cast<double>(clk_n) : -1;
+  const bool has_clock = clk_slow > 0 && clk_max > 0;
+  const double clock_loss = has_clock ? std::max(0.0, 1 - clk_slow / clk_max) : -1;
+  if (has_clock && clock_loss < th::kThrottleMinClockLoss) return std::nullopt;
   const double serious_share = share_of(static_cast<double>(serious), static_cast<double>(n));
   // A lowered power limit makes the power cap a fault, not the expected ceiling.
   const Levels lim = levels(gt.metric(Metric::kPowerLimitWatts).v);
@@ -467,26 +513,29 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   out.window = {t0, t1};
   out.confidence = th::kBaseConfidence;
   const std::uint64_t reasons = seen & ~std::uint64_t{0x1};
-  const Levels clk = levels(gt.metric(Metric::kSmClockMhz).v);
-  const double clk_max = dev && dev->sm_clock_max_mhz ? *dev->sm_clock_max_mhz : 0.0;
   std::string why = serious_share >= th::kThrottleMinShare
                         ? "thermal or hardware slowdown: check cooling and power delivery"
                     : lowered ? "the power limit was lowered below its default"
                               : "the board is at its power limit: expected under heavy load";
   out.message = fmt::format(
       "GPU {} clocks held down {} of the time by {}{}; {}", g, pct(share * 100), gpu::clock_event_reason_names(reasons),
-      clk.n > 0 && clk_max > 0 ? fmt::format(" (SM clock median {:.0f} of {:.0f} MHz)", clk.p50, clk_max)
-                               : std::string(),
+      has_clock ? fmt::format(" (SM clock {:.0f} of {:.0f} MHz while held down: {} of the clock lost)", clk_slow,
+                              clk_max, pct(clock_loss * 100))
+                : std::string(),
       why);
   add(out, "throttled_share", share, "1", "share of clock_event_reasons_mask samples with a slowdown reason");
   add(out, "thermal_or_hw_share", serious_share, "1", "share with a reason other than the software power cap");
-  if (clk.n > 0) add(out, "sm_clock_median_mhz", clk.p50, "MHz", "median SM clock over the span");
+  if (clk_n > 0) add(out, "sm_clock_throttled_mhz", clk_slow, "MHz", "mean SM clock in the samples with a reason set");
   if (clk_max > 0) add(out, "sm_clock_max_mhz", clk_max, "MHz", "from the header");
+  if (has_clock) add(out, "clock_lost_share", clock_loss, "1", "1 - throttled clock / maximum clock");
   nlohmann::json names = nlohmann::json::array();
   for (const auto& r : gpu::clock_event_reasons())
     if ((reasons & r.bit) && r.is_slowdown) names.push_back(std::string(r.name));
-  out.details = {
-      {"reasons", names}, {"share", share}, {"thermal_or_hw_share", serious_share}, {"power_limit_lowered", lowered}};
+  out.details = {{"reasons", names},
+                 {"share", share},
+                 {"thermal_or_hw_share", serious_share},
+                 {"power_limit_lowered", lowered},
+                 {"clock_lost_share", has_clock ? nlohmann::json(clock_loss) : nlohmann::json(nullptr)}};
   return out;
 }
 

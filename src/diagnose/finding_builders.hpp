@@ -19,6 +19,10 @@
 
 namespace gpudoc::diagnose::detail {
 
+// The severity of a finding that loses this share of the GPU's time (sawtooth, pulse,
+// staircase): info below th::kWarningLostShare, critical from th::kCriticalLostShare.
+[[nodiscard]] findings::Severity severity_for_lost(double lost_share);
+
 // Sawtooth (input starvation): a visible period, or (fast) bursts faster than the sensor resolves.
 [[nodiscard]] findings::Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s);
 // Plateau: launch-bound (l == kPlateauLaunch) or busy but idle (kPlateauBusyIdle).

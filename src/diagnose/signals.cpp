@@ -20,40 +20,57 @@ StepGrid grid_of(const telemetry::Series& s, double t0, double t1, double* perio
   return resample_steps(s, t0, t1, th::kGridStepS, hold);
 }
 
-// Start-up: the first sign of work on one GPU (util/SM up for kOnsetMinS, or memory allocated);
-// INFINITY when none.
-double onset_of(const telemetry::GpuTrace& g) {
-  double onset = INFINITY;
-  // Work that lasts: active samples in a row for kOnsetMinS (a lone leftover sample from before
-  // the recording, repeated on a few CSV rows, is not the start of work).
+// Recurring work on one GPU: the first util/SM reading that saw a kernel and has at least
+// kRecurringSamples - 1 more within kRecurringWindowS after it, and the last one with as many
+// before it. A context or allocated memory alone is not work. Infinite when none.
+struct WorkSpan {
+  double first = INFINITY, last = -INFINITY;
+  double sustained = INFINITY;  // the first run of util/SM >= kActiveUtilPercent lasting kOnsetMinS
+};
+
+// The start of the first run of samples at or above kActiveUtilPercent that lasts kOnsetMinS.
+double sustained_start(const telemetry::Series& s) {
+  double run_start = NAN;
+  for (std::size_t i = 0; i < s.t.size(); ++i) {
+    if (!std::isfinite(s.v[i]) || !std::isfinite(s.t[i])) continue;
+    if (s.v[i] < th::kActiveUtilPercent) {
+      run_start = NAN;
+      continue;
+    }
+    if (std::isnan(run_start)) run_start = s.t[i];
+    if (s.t[i] - run_start >= th::kOnsetMinS) return run_start;
+  }
+  return INFINITY;
+}
+WorkSpan work_span_of(const telemetry::GpuTrace& g) {
+  WorkSpan w;
+  const std::size_t k = th::kRecurringSamples - 1;
+  std::vector<double> active;
   for (Metric m : {Metric::kGpuUtilizationPercent, Metric::kGpmSmActivityPercent}) {
     const auto& s = g.metric(m);
-    double run_start = NAN;
-    for (std::size_t i = 0; i < s.t.size(); ++i) {
-      if (!std::isfinite(s.v[i])) continue;
-      if (s.v[i] < th::kActiveUtilPercent) {
-        run_start = NAN;
-        continue;
-      }
-      if (std::isnan(run_start)) run_start = s.t[i];
-      if (s.t[i] - run_start >= th::kOnsetMinS) {
-        onset = std::min(onset, run_start);
+    w.sustained = std::min(w.sustained, sustained_start(s));
+    active.clear();
+    for (std::size_t i = 0; i < s.t.size(); ++i)
+      if (std::isfinite(s.t[i]) && std::isfinite(s.v[i]) && s.v[i] >= th::kWorkLevelPercent) active.push_back(s.t[i]);
+    if (!std::is_sorted(active.begin(), active.end())) std::sort(active.begin(), active.end());
+    // Distinct readings only: rows closer than kDistinctReadingS repeat one reading.
+    std::size_t kept = 0;
+    for (double t : active)
+      if (kept == 0 || t - active[kept - 1] >= th::kDistinctReadingS) active[kept++] = t;
+    active.resize(kept);
+    if (active.size() <= k) continue;
+    for (std::size_t i = 0; i + k < active.size(); ++i)
+      if (active[i + k] - active[i] <= th::kRecurringWindowS) {
+        w.first = std::min(w.first, active[i]);
         break;
       }
-    }
+    for (std::size_t i = active.size() - 1; i >= k; --i)
+      if (active[i] - active[i - k] <= th::kRecurringWindowS) {
+        w.last = std::max(w.last, active[i]);
+        break;
+      }
   }
-  const auto& mem = g.metric(Metric::kMemoryUsedBytes);
-  double base = NAN;
-  for (std::size_t i = 0; i < mem.t.size(); ++i) {
-    if (!std::isfinite(mem.v[i])) continue;
-    if (std::isnan(base))
-      base = mem.v[i];
-    else if (mem.v[i] - base >= th::kStartupMemoryRiseBytes) {
-      onset = std::min(onset, mem.t[i]);
-      break;
-    }
-  }
-  return onset;
+  return w;
 }
 
 }  // namespace
@@ -69,7 +86,7 @@ double upper_median_spacing(const telemetry::Series& s, double fallback) {
   return d[d.size() / 2];
 }
 
-Signals make_signals(const telemetry::GpuTrace& g, double t0, double t1) {
+Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, double t0, double t1) {
   Signals s;
   s.util = grid_of(g.metric(Metric::kGpuUtilizationPercent), t0, t1, &s.util_period_s);
   s.mutil = grid_of(g.metric(Metric::kMemoryUtilizationPercent), t0, t1);
@@ -88,6 +105,13 @@ Signals make_signals(const telemetry::GpuTrace& g, double t0, double t1) {
     s.power_floor_w = pl.p05;
     s.has_power_floor = pl.p05 > 1;
   }
+  // The board's limit: the enforced limit the trace recorded (nvidia-smi's power.limit), else the
+  // default from the header.
+  const Levels lim = levels(g.metric(Metric::kPowerLimitWatts).v);
+  if (lim.n > 0 && lim.p50 > 1)
+    s.power_limit_w = lim.p50;
+  else if (dev && dev->power_limit_default_watts && *dev->power_limit_default_watts > 1)
+    s.power_limit_w = *dev->power_limit_default_watts;
   return s;
 }
 
@@ -118,6 +142,15 @@ Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave
     f.acf = first_acf_peak(acf, th::kAcfPeakMin);
     const double mid = (wl.p95 + wl.p05) / 2;
     f.mid_crossings = crossings(wave, a, b, mid);
+    std::size_t above = 0, seen = 0;
+    for (const auto& st : wave.steps) {
+      const std::size_t from = std::max<std::size_t>(st.first, a);
+      const std::size_t to = std::min<std::size_t>(std::size_t{st.first} + st.count, b);
+      if (from >= to) continue;
+      seen += to - from;
+      if (st.v >= mid) above += to - from;
+    }
+    f.above_mid_share = share_of(static_cast<double>(above), static_cast<double>(seen));
     const double valid_s = static_cast<double>(wl.n) * th::kGridStepS;
     const double cross_period = f.mid_crossings >= 2 ? valid_s / (static_cast<double>(f.mid_crossings) / 2) : 0;
     if (f.acf) {
@@ -164,22 +197,43 @@ Span analysed_span(const telemetry::Trace& trace, const Options& opt) {
   for (const auto& e : trace.events)
     if (e.kind == "process_exit" && std::isfinite(e.t) && e.t - th::kTailS > sp.t0)
       sp.t1 = std::min(sp.t1, e.t - th::kTailS);
+  WorkSpan work;
+  for (const auto& g : trace.gpus) {
+    const WorkSpan w = work_span_of(g);
+    work.first = std::min(work.first, w.first);
+    work.last = std::max(work.last, w.last);
+    work.sustained = std::min(work.sustained, w.sustained);
+  }
+  // ...and before a short idle end after the last work: teardown (an nvidia-smi log has no exit
+  // event; a job's exit takes seconds). A longer idle end is a phase of its own and stays.
+  std::string tail;
+  if (std::isfinite(work.last) && sp.t1 > work.last && sp.t1 - work.last <= th::kTeardownMaxS &&
+      work.last - std::max(sp.t0, work.first) >= th::kMinSpanS) {
+    tail =
+        fmt::format("; left out {:.1f} s of teardown after the last work (t = {:.1f} s)", sp.t1 - work.last, work.last);
+    sp.t1 = work.last;
+  }
 
   if (opt.skip_start_s >= 0) {
     sp.t0 = first + opt.skip_start_s;
-    sp.how = fmt::format("skipped the first {:.1f} s as asked", opt.skip_start_s);
+    sp.how = fmt::format("skipped the first {:.1f} s as asked", opt.skip_start_s) + tail;
     return sp;
   }
-  double onset = INFINITY;
-  for (const auto& g : trace.gpus) onset = std::min(onset, onset_of(g));
+  // The start of work: set-up kernels (weights, cuDNN autotuning) often run a little before the
+  // job's steady work; where a sustained level follows within a few seconds, work starts there.
+  double onset = work.first;
+  if (std::isfinite(work.sustained) && work.sustained >= onset && work.sustained - onset <= th::kOnsetSearchS)
+    onset = work.sustained;
   if (!std::isfinite(onset) || onset - first <= th::kAttachedStartS) {
-    sp.how =
-        std::isfinite(onset) ? "work from the first sample: nothing skipped" : "no start of work seen: nothing skipped";
+    sp.how = (std::isfinite(onset) ? "work from the first sample: nothing skipped"
+                                   : "no work seen (no kernel ran): nothing skipped") +
+             tail;
     return sp;
   }
   sp.t0 = std::min(onset + th::kWarmupS, sp.t1);
-  sp.how = fmt::format("skipped {:.1f} s of start-up (idle until t = {:.1f} s, then {:.1f} s of warm-up)",
-                       sp.t0 - first, onset, th::kWarmupS);
+  sp.how = fmt::format("skipped {:.1f} s of start-up (no work until t = {:.1f} s, then {:.1f} s of warm-up)",
+                       sp.t0 - first, onset, th::kWarmupS) +
+           tail;
   return sp;
 }
 

@@ -3,7 +3,7 @@
 // analysis grid, and the features of one span of that grid (levels, period, crossings).
 //
 //   detail::Span sp = detail::analysed_span(trace, options);
-//   detail::Signals s = detail::make_signals(trace.gpus[0], sp.t0, sp.t1);
+//   detail::Signals s = detail::make_signals(trace.gpus[0], &trace.header.gpus[0], sp.t0, sp.t1);
 //   detail::Features f = detail::features(s, 0, s.util.cells);   // the whole span
 //
 // The grids are step grids (features.hpp): one GPU's signals over a day take tens of MB, and two
@@ -39,8 +39,9 @@ struct Signals {
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
   double power_floor_w = 0;                       // idle floor: p05 of the whole trace's power
   bool has_power_floor = false;
+  double power_limit_w = 0;  // the board's power limit (recorded, else the default); 0: unknown
 };
-[[nodiscard]] Signals make_signals(const telemetry::GpuTrace& g, double t0, double t1);
+[[nodiscard]] Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, double t0, double t1);
 
 // The upper median of the spacings (> 1 ms) between the first 4097 samples of s: for an even count
 // the larger of the two middle spacings, so that a series alternating short and long intervals
@@ -56,6 +57,7 @@ struct Features {
   double period_s = 0;  // sawtooth period estimate (0: none)
   double acf_period_s = 0;
   std::size_t mid_crossings = 0;
+  double above_mid_share = 0;  // share of the wave's cells at or above its mid level: the duty cycle
   double nvlink_tx_mean = 0;
   bool has_nvlink = false;
 };

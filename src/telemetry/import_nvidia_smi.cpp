@@ -138,6 +138,8 @@ Column classify(std::string_view cell) {
     c.unit = "MiB";
   } else if (key == "power.draw" || key == "power.draw.instant")
     metric(Metric::kPowerWatts, "W");
+  else if (key == "power.limit" || key == "enforced.power.limit")
+    metric(Metric::kPowerLimitWatts, "W");
   else if (key == "temperature.gpu")
     metric(Metric::kGpuTemperatureCelsius, "C");
   else if (key == "clocks.sm" || key == "clocks.current.sm")
