@@ -4,11 +4,13 @@
 the recording's manifest says a correct diagnosis names.
 
     tools/evaluate_jobs.py DIR [DIR...] [--gpudoc BIN] [--markdown FILE] [--json FILE]
+    tools/evaluate_jobs.py DIR --live      # judge the JSON of a live run (tools/diagnose_jobs.sh)
 
 A row is right when every expected finding is named (at any severity) and nothing else reaches
 warning or above, apart from the ids the manifest allows (`not_wrong`). Expected severity
 (`expect_severity=` in the job's key) and the sawtooth period (checked within 10 % against the
-job's own step lines where the job's key gives it) are reported and checked too. CSV rows whose
+job's own step lines where the job's key gives it) are reported and checked too, and so is the
+straggler of a pulse (`straggler=N`: GPU N must be named; `straggler=none`: no pulse at all). CSV rows whose
 pattern CSV cannot show (expected "-") only check that no wrong finding reaches warning.
 
 Exit status: 0 all rows right, 1 some row wrong, 2 bad usage or a missing file.
@@ -72,7 +74,7 @@ def expected_period_s(job, truth):
 
 
 def judge(job, form, result, truth):
-    expected = job["expected"] if form == "trace" else job["expected_csv"]
+    expected = job["expected_csv"] if form == "csv" else job["expected"]
     not_wrong = set(job.get("not_wrong", []))
     kv = key_values(job.get("key", ""))
     findings = result.get("findings", []) if result else []
@@ -93,6 +95,14 @@ def judge(job, form, result, truth):
         sev = [f["severity"] for f in findings if f["id"] == expected[0]]
         if sev and sev[0] != want_sev:
             problems.append(f"{expected[0]} {sev[0]}, expected {want_sev}")
+    strag = kv.get("straggler")
+    pulses = [f for f in findings if f["id"] == "pulse"]
+    if strag == "none" and pulses:
+        problems.append("a pulse on a balanced run")
+    elif strag is not None and strag.isdigit() and "pulse" in expected:
+        named_gpus = {s.get("gpu") for f in pulses for s in f.get("details", {}).get("straggler", [])}
+        if pulses and int(strag) not in named_gpus:
+            problems.append(f"straggler named {sorted(named_gpus)}, true {strag}")
     period = expected_period_s(job, truth)
     if period and "sawtooth" in expected:
         for f in findings:
@@ -120,8 +130,10 @@ def main():
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--only", help="only jobs whose name matches this regular expression")
+    ap.add_argument("--live", action="store_true",
+                    help="judge the diagnosis JSON each job of the manifest names (a live run); no CSV")
     a = ap.parse_args()
-    if not os.access(a.gpudoc, os.X_OK):
+    if not a.live and not os.access(a.gpudoc, os.X_OK):
         print(f"evaluate_jobs.py: no gpudoc binary at {a.gpudoc} (--gpudoc BIN)", file=sys.stderr)
         return 2
     rows = []
@@ -135,14 +147,22 @@ def main():
                 if a.only and not re.search(a.only, job["name"]):
                     continue
                 truth = job_log_truth(os.path.join(d, job["log"]))
-                for form, fname in (("trace", job["trace"]), ("csv", job["csv"])):
-                    path = os.path.join(d, fname)
-                    if not os.path.exists(path):
+                forms = (("live", job.get("diagnosis")),) if a.live else (("trace", job["trace"]), ("csv", job["csv"]))
+                for form, fname in forms:
+                    path = os.path.join(d, fname or "")
+                    if not fname or not os.path.exists(path):
                         print(f"evaluate_jobs.py: {path} is missing", file=sys.stderr)
                         return 2
-                    result, rc = diagnose(a.gpudoc, path)
+                    if a.live:
+                        try:
+                            with open(path) as f:
+                                result = json.load(f)
+                        except ValueError:
+                            result = None
+                    else:
+                        result, _ = diagnose(a.gpudoc, path)
                     problems, findings = judge(job, form, result, truth)
-                    expected = job["expected"] if form == "trace" else job["expected_csv"]
+                    expected = job["expected_csv"] if form == "csv" else job["expected"]
                     rows.append({"job": job["name"], "split": job["split"], "form": form,
                                  "expected": expected or ["(not visible)"],
                                  "named": short(findings), "ok": not problems,

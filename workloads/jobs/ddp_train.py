@@ -19,7 +19,10 @@ NVLink multicast stays off (``NCCL_NVLS_ENABLE=0`` etc., forced by ``_common``).
 * ``input``: rank R's DataLoader is starved: ``--slow-workers`` workers and a tokenizer without
   a per-word cache (a shard of long, rare words), so it waits for every batch;
 * ``checkpoint``: rank R saves the model and optimizer ``state_dict`` to disk (``torch.save``,
-  fsync) every ``--ckpt-every-s`` seconds; the other ranks wait in the next all-reduce.
+  fsync) every ``--ckpt-every-s`` seconds; the other ranks wait in the next all-reduce;
+* ``gpu``: after each step rank R runs ``--slow-ms`` of extra GPU work (bf16 matmuls, as an
+  auxiliary loss or a metric computed on the GPU would), so its GPU computes while the other ranks
+  wait in the next all-reduce (a compute straggler: its GPU is the busy one).
 
 Rank 0 prints the start and end lines; every rank prints a ``rank_start`` line (its GPU and PID)
 and step lines with ``"rank"``: ``data_ms``, ``gpu_ms``, ``slow_ms`` (host work or checkpoint);
@@ -48,9 +51,9 @@ def parse_args() -> Any:
     parser.add_argument("--nproc", type=C.positive_int, default=2,
                         help="ranks when not started by torchrun")
     parser.add_argument("--slow-rank", type=int, default=-1, help="the straggler; -1 = balanced")
-    parser.add_argument("--slow-kind", choices=("host", "input", "checkpoint"), default="host")
+    parser.add_argument("--slow-kind", choices=("host", "input", "checkpoint", "gpu"), default="host")
     parser.add_argument("--slow-ms", type=C.positive_float, default=150.0,
-                        help="host work per step on the slow rank (--slow-kind host)")
+                        help="host (or GPU) work per step on the slow rank (--slow-kind host|gpu)")
     parser.add_argument("--slow-workers", type=int, default=1,
                         help="DataLoader workers of the slow rank (--slow-kind input)")
     parser.add_argument("--ckpt-every-s", type=C.positive_float, default=3.0,
@@ -134,6 +137,35 @@ def calibrate_host_work(ms: float) -> int:
         n *= 4
 
 
+def calibrate_gpu_work(job: J.Job, ms: float) -> tuple:
+    """Operands and the number of bf16 matmuls that take about ``ms`` milliseconds on this GPU."""
+    size = 256 if job.smoke else 4096
+    dtype = torch.float32 if job.smoke else torch.bfloat16
+    a = torch.randn(size, size, device=job.device, dtype=dtype)
+    b = torch.randn(size, size, device=job.device, dtype=dtype)
+    c = torch.empty(size, size, device=job.device, dtype=dtype)
+    n = 8
+    while True:
+        gpu_work((a, b, c), n)
+        if job.cuda:
+            torch.cuda.synchronize(job.device)
+        t = time.perf_counter()
+        gpu_work((a, b, c), n)
+        if job.cuda:
+            torch.cuda.synchronize(job.device)
+        took = (time.perf_counter() - t) * 1e3
+        if took > 20 or n > 1_000_000:
+            return (a, b, c), max(1, int(n * ms / max(took, 1e-3)))
+        n *= 4
+
+
+def gpu_work(operands: tuple, n: int) -> None:
+    """``n`` matmuls on the GPU, queued (the host does not wait for them)."""
+    a, b, c = operands
+    for _ in range(n):
+        torch.matmul(a, b, out=c)
+
+
 def host_work(n: int) -> float:
     """CPU-bound Python: running statistics over a stream of values, as hand-written metrics
     code does."""
@@ -195,6 +227,7 @@ def train(args: Any, job: J.Job, rank: int, world: int) -> None:
     ddp = DistributedDataParallel(model, device_ids=[job.device.index] if job.cuda else None)
     optimizer = M.make_adamw(ddp)
     host_iters = calibrate_host_work(args.slow_ms) if slow and args.slow_kind == "host" else 0
+    gpu_extra = calibrate_gpu_work(job, args.slow_ms) if slow and args.slow_kind == "gpu" else None
     ckpt_dir = None
     if slow and args.slow_kind == "checkpoint":
         ckpt_dir = J.private_dir(args.ckpt_dir, "gpudoc-ddp-ckpt-")
@@ -224,9 +257,10 @@ def train(args: Any, job: J.Job, rank: int, world: int) -> None:
     info = {**job.info(), "rank": rank, "world_size": world, "slow": slow,
             "setup_s": time.perf_counter() - t_setup, "parameters": M.parameter_count(model),
             "host_work_iterations": host_iters,
+            "gpu_work_matmuls": gpu_extra[1] if gpu_extra else 0,
             "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE")}
     try:
-        run_steps(args, job, rank, reporter, clock, info, loader, train_step, host_iters,
+        run_steps(args, job, rank, reporter, clock, info, loader, train_step, (host_iters, gpu_extra),
                   ckpt_dir, (ddp, optimizer))
     finally:
         if ckpt_dir is not None:
@@ -242,9 +276,11 @@ def model_loss(ddp: Any, tokens: "torch.Tensor") -> tuple:
 
 
 def run_steps(args: Any, job: J.Job, rank: int, reporter: C.Reporter, clock: J.GpuClock,
-              info: dict, loader: Any, train_step: Any, host_iters: int, ckpt_dir: Any,
+              info: dict, loader: Any, train_step: Any, extra: tuple, ckpt_dir: Any,
               state: tuple) -> None:
-    """The timed loop of one rank; every rank leaves it at the same step."""
+    """The timed loop of one rank; every rank leaves it at the same step. ``extra``: the host
+    work iterations and the (operands, matmuls) of GPU work of a slow rank."""
+    host_iters, gpu_extra = extra
     if rank == 0:
         reporter.start(**info)
     else:
@@ -267,6 +303,9 @@ def run_steps(args: Any, job: J.Job, rank: int, reporter: C.Reporter, clock: J.G
                 t = time.perf_counter()
                 host_work(host_iters)
                 slow_ms = (time.perf_counter() - t) * 1e3
+            elif gpu_extra is not None:
+                gpu_work(*gpu_extra)  # queued: the next step's all-reduce waits for it
+                slow_ms = args.slow_ms
             elif ckpt_dir is not None and time.perf_counter() - last_ckpt >= args.ckpt_every_s:
                 t = time.perf_counter()
                 ddp, optimizer = state
