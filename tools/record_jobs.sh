@@ -5,7 +5,9 @@
 #   tools/record_jobs.sh OUTDIR [--set test|tune|all] [--multi-gpu] [--list] [--gpudoc BIN]
 #
 #   --set S        which split: test (never looked at while tuning the diagnosis; record and
-#                  commit it first), tune, or all (default: test first, then tune)
+#                  commit it first), tune, all (default: test first, then tune), or test2 (a
+#                  second held-out set with jobs and parameters the other two do not use, for a
+#                  diagnosis changed after the first test run)
 #   --multi-gpu    the two-GPU jobs (DDP with torchrun, needs >= 2 GPUs) instead of the
 #                  single-GPU ones
 #   --list         print the jobs, their commands and the planned wall time; run nothing
@@ -76,7 +78,7 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-case "$split" in test|tune|all) ;; *) die "--set must be test, tune or all, not '$split'" ;; esac
+case "$split" in test|tune|all|test2) ;; *) die "--set must be test, tune, all or test2, not '$split'" ;; esac
 if [[ $list -eq 0 && -z "$outdir" ]]; then
     die "usage: $PROG OUTDIR [--set test|tune|all] [--multi-gpu] [--list] [--gpudoc BIN] (try --help)"
 fi
@@ -156,6 +158,27 @@ single_gpu_jobs() {
         "processes=2 mode=concurrent intruder_start_s=7" \
         "LM training alone for 7 s, then a second process starts GEMMs on the same GPU until the end: the job's step time about doubles from then on." \
         -- shared_gpu.py --intruder-start-s 7 --layers 8
+
+    job test2 image_gpu_decode_r34 15 "healthy" "healthy" "throttled" \
+        "starved=no" \
+        "ResNet-34, batch 256, JPEGs decoded (nvJPEG) and augmented on the GPU: fed." \
+        -- image_classify.py --arch resnet34 --preprocess gpu --decode gpu --workers 3 --pin-memory
+    job test2 image_cpu_r34_w3 15 "sawtooth" "sawtooth" "throttled" \
+        "starved=yes workers=3 expect_severity=critical" \
+        "ResNet-34, batch 256, heavy CPU augmentation in 3 workers: starved." \
+        -- image_classify.py --arch resnet34 --workers 3 --augment heavy
+    job test2 lm_wide_w6 15 "healthy" "healthy" "throttled" \
+        "starved=no workers=6" \
+        "GPT-style LM (10 x 1280), tokenization in 6 pinned workers with the word cache: fed." \
+        -- transformer_lm.py --workers 6 --pin-memory --width 1280 --layers 10 --heads 10
+    job test2 infer_low_r80 15 "sawtooth" "sawtooth" "plateau" \
+        "rate=80 max_batch=64 max_wait_ms=5" \
+        "Inference server (8 layers) at 80 requests/s: small batches, the GPU waiting for requests in between." \
+        -- inference_server.py --rate 80 --max-wait-ms 5 --max-batch 64 --layers 8
+    job test2 leak_logits_every12 15 "memory_growth" "memory_growth" "healthy throttled" \
+        "leak=logits" \
+        "LM training keeping every 12th step's logits on the GPU: memory climbs, then the process ends normally." \
+        -- leaky_train.py --leak logits --leak-every 12
 }
 
 multi_gpu_jobs() {
@@ -192,6 +215,19 @@ multi_gpu_jobs() {
         "straggler=none" \
         "DDP on 2 GPUs with a wider model (1536, 6 layers), balanced: no straggler." \
         -- ddp_train.py --slow-rank -1 --width 1536 --layers 6 --heads 16
+
+    job test2 ddp_input_slow0_w0 15 "pulse" "pulse" "throttled sawtooth" \
+        "straggler=0 straggler_kind=host cause=input" \
+        "DDP on 2 GPUs; rank 0 tokenizes in the training loop (no worker process). Straggler: rank 0." \
+        -- ddp_train.py --slow-rank 0 --slow-kind input --slow-workers 0 --batch-size 12
+    job test2 ddp_gpu_slow0 15 "pulse" "pulse" "throttled" \
+        "straggler=0 straggler_kind=compute slow_ms=80" \
+        "DDP on 2 GPUs; rank 0 queues 80 ms of extra bf16 matmuls per step: rank 1 waits in the all-reduce. Straggler: rank 0, its GPU the busy one." \
+        -- ddp_train.py --slow-rank 0 --slow-kind gpu --slow-ms 80
+    job test2 ddp_balanced_deep 15 "healthy" "healthy" "throttled" \
+        "straggler=none" \
+        "DDP on 2 GPUs, 10 layers, balanced: no straggler." \
+        -- ddp_train.py --slow-rank -1 --layers 10
 }
 
 # Seconds of set-up before a job's start line plus gpudoc's and nvidia-smi's start and stop, for
@@ -269,7 +305,7 @@ job() {
     local script=$1
     shift
     [[ $quick -eq 1 ]] && duration=$QUICK_DURATION_S
-    if [[ "$split" != all && "$split" != "$split_of" ]]; then return 0; fi
+    if [[ "$split" != "$split_of" && ( "$split" != all || "$split_of" == test2 ) ]]; then return 0; fi
     if [[ -n "$only" ]] && ! grep -Eq -- "$only" <<<"$name"; then return 0; fi
     local cmd full full_text cmd_text
     command_for "$script" "$duration" "$@"

@@ -25,7 +25,15 @@ namespace {
 
 // The board draws most of its power limit: it delivers what its power allows.
 bool power_bound(const Features& f, const Signals& s) {
+  if (f.power_cap.n > 0 && f.power_cap.mean >= th::kPowerCapBoundShare) return true;
   return s.power_limit_w > 0 && f.power.n > 0 && f.power.mean >= th::kPowerBoundRatio * s.power_limit_w;
+}
+
+// The chip does real work in what runs: SM activity a good share of util (GPM), else power well
+// above the idle floor.
+bool chip_at_work(const Features& f, const Signals& s, double u) {
+  if (has_gpm(f)) return f.sm.mean >= th::kBusyIdleSmRatio * u;
+  return f.power.n > 0 && s.has_power_floor && f.power.mean >= th::kWorkPowerFactor * s.power_floor_w;
 }
 
 }  // namespace
@@ -58,6 +66,9 @@ Label classify(const Features& f, const Signals& s) {
   // power-bound, healthy.
   if (u >= th::kPowerBoundMinUtilPercent && power_bound(f, s) && (!gpm || f.sm.mean >= th::kBusyIdleSmRatio * u))
     return Label::kHealthy;
+  // Busy most of the time with the chip at work: gaps too short to see lose less than the
+  // warning share; a well-fed job, not a finding.
+  if (u >= 100 * (1 - th::kWarningLostShare) && chip_at_work(f, s, u)) return Label::kHealthy;
   if (gpm) return f.sm.mean >= th::kBurstSmRatio * u ? Label::kSawtoothFast : Label::kPlateauLaunch;
   if (u < th::kNoGpmStarvedUtilPercent) return Label::kSawtoothFast;
   if (f.power.n > 0 && s.has_power_floor)

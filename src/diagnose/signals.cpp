@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@ namespace gpudoc::diagnose::detail {
 namespace {
 
 using gpu::Metric;
+constexpr std::uint64_t kSwPowerCapBit = 0x4;  // NVML clocksEventReasonSwPowerCap
 
 StepGrid grid_of(const telemetry::Series& s, double t0, double t1, double* period_out = nullptr) {
   const double period = upper_median_spacing(s, 1.0);
@@ -99,6 +101,16 @@ Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, d
   s.has_gpm = s.sm.count(0, s.sm.cells) >= th::kMinSignalCells;
   s.has_power = s.power.count(0, s.power.cells) >= th::kMinSignalCells;
   s.has_mutil = s.mutil.count(0, s.mutil.cells) >= th::kMinSignalCells;
+  {
+    const telemetry::Series& m = g.metric(Metric::kClockEventReasonsMask);
+    telemetry::Series cap;
+    for (std::size_t i = 0; i < m.t.size(); ++i)
+      if (std::isfinite(m.v[i]) && m.v[i] >= 0) {
+        cap.t.push_back(m.t[i]);
+        cap.v.push_back((static_cast<std::uint64_t>(m.v[i]) & kSwPowerCapBit) ? 1.0 : 0.0);
+      }
+    s.power_cap = grid_of(cap, t0, t1);
+  }
   const auto& p = g.metric(Metric::kPowerWatts);
   const Levels pl = levels(p.v);
   if (pl.n > 0) {
@@ -125,6 +137,7 @@ Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave
   f.tensor = levels(s.tensor, a, b);
   f.dram = levels(s.dram, a, b);
   f.power = levels(s.power, a, b);
+  f.power_cap = levels(s.power_cap, a, b);
   const Levels nv = levels(s.nvlink_tx, a, b);
   f.has_nvlink = nv.n > 0;
   f.nvlink_tx_mean = nv.mean;

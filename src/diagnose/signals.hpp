@@ -35,6 +35,7 @@ struct Span {
 // the same t0 and number of cells.
 struct Signals {
   StepGrid util, mutil, sm, tensor, dram, power, nvlink_tx;
+  StepGrid power_cap;  // 1 where the software power cap holds the clocks (clock-event reasons), else 0
   bool has_util = false, has_gpm = false, has_power = false, has_mutil = false;
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
   double power_floor_w = 0;                       // idle floor: p05 of the whole trace's power
@@ -52,6 +53,7 @@ struct Signals {
 struct Features {
   double t0 = 0, t1 = 0;
   Levels util, mutil, sm, tensor, dram, power;
+  Levels power_cap;      // its mean: the share of the span at the power cap
   bool use_util = true;  // the wave signal is util (else GPM SM activity)
   std::optional<AcfPeak> acf;
   double period_s = 0;  // sawtooth period estimate (0: none)

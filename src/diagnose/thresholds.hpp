@@ -55,6 +55,9 @@ inline constexpr double kBusyUtilPercent = 85;  // mean util at or above: "fully
 // sawtooth (inference server near capacity: util 60 %, 560 of 700 W, power cap 95 % of the time).
 inline constexpr double kPowerBoundMinUtilPercent = 50;
 inline constexpr double kPowerBoundRatio = 0.75;
+// ...or the software power cap holds the clocks half of the span or more (the board is at its
+// limit whatever the averaged power reads).
+inline constexpr double kPowerCapBoundShare = 0.5;
 inline constexpr double kHealthySmPercent = 60;     // SM activity at or above with util busy: useful work
 inline constexpr double kBusyIdleSmRatio = 0.6;     // SM/util below at busy util: busy-but-idle (allreduce wait: 0.33)
 inline constexpr double kBusyIdleDramPercent = 30;  // and DRAM below this (memory-bound reads ~90)
@@ -91,12 +94,13 @@ inline constexpr double kStragglerUtilMarginPercent = 30;  // or its util below 
 inline constexpr double kWaitPowerRatio = 0.6;             // no GPM: a busy GPU at <= 0.6x a busy peer's power waits
 // Pulses are found second by second: in 1 s bins, a GPU waits while its util is >= 50 % and its
 // SM activity < 0.6x util (an NCCL kernel spinning: util 99 %, SM 18 %), or, without GPM, its
-// power <= 35 % of the board's limit (spinning: 126-190 W of 700; real work: 450-690 W). A peer
+// power <= 50 % of the board's limit (spinning, or spinning between short steps: 126-290 W of
+// 700; real work at that util: 450-690 W). A peer
 // whose util is 30 points lower (its host is late) or SM 20 points higher (it computes longer) at
 // the same time is the straggler. A pulse needs 3 such bins and 10 % of the window.
 inline constexpr double kPulseBinS = 1.0;
 inline constexpr double kWaitUtilPercent = 50;
-inline constexpr double kWaitPowerLimitRatio = 0.35;
+inline constexpr double kWaitPowerLimitRatio = 0.5;
 inline constexpr std::size_t kPulseMinBins = 3;
 inline constexpr double kPulseMinShare = 0.1;
 
