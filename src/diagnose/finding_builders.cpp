@@ -342,7 +342,9 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
   double total = 0;
   for (const auto& c : cs) total += c.mean;
   std::optional<double> corr;
-  if (cs.size() == 2) {
+  // Turns of a second or two cannot be seen through per-process values averaged over a second or
+  // more (traces of older gpudoc versions): then the mode stays unknown.
+  if (cs.size() == 2 && period <= th::kMaxTurnsSamplePeriodS) {
     std::vector<double> a, b;
     paired_cells(cs[0].grid, cs[1].grid, a, b);
     corr = core::correlation(a, b, th::kMinCorrelationPairs);

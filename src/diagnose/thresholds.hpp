@@ -109,6 +109,7 @@ inline constexpr double kMinProcessUtilPercent = 10;    // a process with less i
 inline constexpr std::size_t kMinProcessPoints = 2;     // per-process samples needed (old traces: one per 5 s)
 inline constexpr std::size_t kMinCorrelationPairs = 8;  // to measure anti-correlation between processes
 inline constexpr double kTurnsCorrelation = -0.3;       // correlation at or below: taking turns
+inline constexpr double kMaxTurnsSamplePeriodS = 0.5;   // per-process samples coarser: mode unknown
 
 // --- Memory growth ---------------------------------------------------------------------------
 inline constexpr double kGrowthMinBytes = 1024.0 * 1024 * 1024;   // net rise of at least 1 GiB...
