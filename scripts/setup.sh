@@ -21,6 +21,7 @@ configure_args=("$@")
 packages=(g++ cmake ninja-build git pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev)
 if ((!only_gpudoc)); then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3
+             python3-venv python3-wheel-whl  # the Python client's install test: an offline venv (tests/python)
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
              clang-format-14)  # the formatting check (tools/format.sh --check)
