@@ -13,7 +13,8 @@
 // The model (docs/results/guard-forecast.md): the irregular stream is held onto a fixed step
 // (ForecastConfig::step_s) and a first-order model T[k+1] = a*T[k] + b*P[k] + c is fitted by
 // recursive least squares with exponential forgetting. Until the fit is trusted (enough power
-// variation seen, a stable and physical model) the forecast is persistence.
+// variation seen, a stable and physical model), and whenever its own recent forecasts, checked
+// when their time came, were worse than persistence's, the forecast is persistence.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +38,10 @@ struct ForecastConfig {
   // RLS forgetting factor per step: memory of about step_s / (1 - lambda) = 25 s at 0.5 s, long
   // enough to see a load change and its settling, short enough to follow the heat sink warming.
   double forgetting = 0.98;
-  // Steps a fit needs before it is used (10 s at 0.5 s): three parameters from fewer points over
-  // fit the 1 °C steps of the sensor.
-  std::size_t min_fit_steps = 20;
+  // Steps a fit needs before it is used (20 s at 0.5 s): three parameters from fewer points
+  // over-fit the sensor's 1 °C steps; on the tuning traces 10 s fits (20 steps) lost to
+  // persistence (4.27 vs 4.17 °C) and 20 s fits won (4.10).
+  std::size_t min_fit_steps = 40;
   // The power must have varied by this much (exponentially weighted standard deviation, W) for b
   // to be identifiable; an idle or steady GPU gives persistence. An H200 idles near 80 W and a
   // load step moves it by hundreds of watts, so 20 W separates noise from excitation.
@@ -56,6 +58,10 @@ struct ForecastConfig {
   double self_check_horizon_s = 5.0;
   // Weight of a new forecast error in the running mean absolute error (about 50 checks).
   double error_weight = 0.02;
+  // The model keeps the word while its running error is within this of persistence's: a tie
+  // (both exact on a steady load) must not hand a sound fit back to persistence; a tenth of the
+  // sensor's 1 °C resolution.
+  double switch_tolerance_celsius = 0.1;
   // Forecasts iterate at most this far ahead (throttle_risk's search); beyond it nothing is said.
   double max_horizon_s = 600.0;
 };
@@ -66,7 +72,9 @@ struct Forecast {
   // Running mean absolute error of this model's own self_check_horizon_s forecasts, measured when
   // their time arrived; absent until the first one was checked.
   std::optional<double> error_celsius;
-  bool from_model = false;  // false: persistence (no trusted fit yet)
+  // false: persistence (no trusted fit yet, or the fit's recent forecasts were worse than
+  // persistence's: the model is used only while it checks out better)
+  bool from_model = false;
 };
 
 // The fitted parameters, for display and tests (per grid step of ForecastConfig::step_s).
@@ -104,6 +112,7 @@ class ThermalModel {
   void update_fit(double t_prev, double p_prev, double t_next);
   void self_check(double temperature);
   [[nodiscard]] double held_power() const;
+  [[nodiscard]] bool model_wins() const;
   [[nodiscard]] double iterate(double temperature, double power, std::size_t steps) const;
 
   ForecastConfig config_;
@@ -111,10 +120,12 @@ class ThermalModel {
   std::optional<double> last_t_;
   std::optional<double> power_, temperature_;
   double power_t_ = 0, temperature_t_ = 0;
-  // The grid: time of the last cell emitted and its values.
+  // The grid: time of the next cell, the last cell's temperature, the power since it.
   std::optional<double> cell_t_;
-  std::optional<double> cell_power_, cell_temperature_;
-  // RLS state on scaled regressors x = [(T - kT0)/kTs, (P - kP0)/kPs, 1].
+  std::optional<double> cell_temperature_;
+  double interval_power_sum_ = 0;
+  std::size_t interval_power_n_ = 0;
+  // RLS state on scaled regressors x = [(T - kT0)/kTs, (P - kP0)/kPs, 1], y = T[k+1] - T[k].
   double theta_[3] = {1, 0, 0};
   double cov_[3][3] = {};
   std::size_t steps_ = 0;
@@ -124,11 +135,13 @@ class ThermalModel {
   // Self-check: forecasts waiting for their time (cell index at which they are due).
   struct Pending {
     std::size_t due_cell = 0;
-    double temperature = 0;
+    double output = 0;            // what forecast() said
+    std::optional<double> model;  // the fitted model's forecast, when it had a trusted fit
+    double persistence = 0;
   };
   std::deque<Pending> pending_;
   std::size_t cell_index_ = 0;
-  std::optional<double> error_;
+  std::optional<double> error_, model_error_, persistence_error_;  // running mean absolute errors
   std::size_t ignored_ = 0;
 };
 
