@@ -21,6 +21,7 @@ LAYERS = {
     "diagnose": 3,
     "bench": 3,
     "health": 4,
+    "guard": 4,
     "baseline": 5,
     "view": 6,
     "cli": 7,
