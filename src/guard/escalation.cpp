@@ -180,7 +180,15 @@ std::optional<Decision> Escalator::deescalate(const EscalationInput& in) {
   d.t = in.t;
   d.previous_level = level_;
   d.level = next;
-  d.reason = fmt::format("level {} cleared: every trigger is past its clear limit; now level {}", level_, next);
+  std::string detail;
+  for (const Resolved& r : current->triggers) {
+    const auto v = value_of(r.trigger.metric, in);
+    if (!r.clear || !v) continue;
+    detail +=
+        fmt::format("; {} {:.1f} {} {} {:.1f} {}", to_string(r.trigger.metric), *v,
+                    fires_below(r.trigger.metric) ? ">" : "<", r.trigger.text, *r.clear, unit_of(r.trigger.metric));
+  }
+  d.reason = fmt::format("level {} cleared, now level {}{}", level_, next, detail);
   if (paused_ && !still_paused) {
     d.actions.push_back(ActionStep{.action = Action::kResumeNoncritical, .factor = 0});
     paused_ = false;

@@ -68,6 +68,7 @@ TEST(GuardEscalation, HysteresisNoFlappingThenResume) {
   ASSERT_TRUE(zero);
   EXPECT_EQ(zero->level, 0);
   EXPECT_TRUE(zero->actions.empty());
+  EXPECT_NE(down->reason.find("gpu_temp_forecast 80.0 <"), std::string::npos) << down->reason;
 }
 
 TEST(GuardEscalation, RateCapHoldsActionsBack) {
