@@ -295,8 +295,12 @@ Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& fs) {
       add(out, fmt::format("gpu{}_sm_activity_percent", j), f.sm_mean, "percent", "straggler, GPM SM activity");
   }
   add(out, "waiting_share", worst, "1",
-      gpm ? "share of 1 s bins in which the GPU is busy with SM activity < 0.6x util while the straggler is not"
-          : "share of 1 s bins in which the GPU is busy at <= 35 % of its power limit while the straggler is not");
+      gpm ? fmt::format("share of {:.0f} s bins in which the GPU is busy with SM activity < {:.1f}x util while the "
+                        "straggler is not",
+                        th::kPulseBinS, th::kBusyIdleSmRatio)
+          : fmt::format("share of {:.0f} s bins in which the GPU is busy at <= {} of its power limit (or {:.1f}x a "
+                        "busy peer's power) while the straggler is not",
+                        th::kPulseBinS, pct(th::kWaitPowerLimitRatio * 100), th::kWaitPowerRatio));
   add(out, "gpu_time_lost_s", worst * (w0.t1 - w0.t0), "s", "waiting share x the pulse's span");
   out.details = {{"straggler", strag}, {"waiting", waiting}, {"straggler_kind", strag_kind}, {"waiting_share", worst}};
   return out;
@@ -390,62 +394,52 @@ std::optional<Finding> staircase(int g, const telemetry::GpuTrace& gt, double t0
 std::optional<Finding> memory_growth(int g, const telemetry::GpuTrace& gt, const gpu::DeviceInfo* dev, double t0,
                                      double t1) {
   const telemetry::Series& m = gt.metric(Metric::kMemoryUsedBytes);
-  std::vector<double> t, v;
+  // (t, bytes) in time order (the reader sorts; synthetic input may not).
+  std::vector<std::pair<double, double>> pts;
   for (std::size_t i = 0; i < m.t.size(); ++i)
-    if (m.t[i] >= t0 && m.t[i] <= t1 && std::isfinite(m.v[i])) {
-      t.push_back(m.t[i]);
-      v.push_back(m.v[i]);
-    }
-  if (t.size() < 3) return std::nullopt;
-  // Sorted copy for rises and falls (the reader sorts; synthetic input may not).
-  std::vector<std::size_t> idx(t.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
+    if (m.t[i] >= t0 && m.t[i] <= t1 && std::isfinite(m.v[i])) pts.emplace_back(m.t[i], m.v[i]);
+  if (pts.size() < 3) return std::nullopt;
+  std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Memory released at the end (the process exits, an nvidia-smi log goes on): the growth during
   // the run is judged up to the highest point.
   double released_at_end = 0;
-  {
-    std::size_t top = 0;
-    for (std::size_t k = 1; k < idx.size(); ++k)
-      if (v[idx[k]] >= v[idx[top]]) top = k;
-    const double span = t[idx.back()] - t[idx.front()];
-    const double tail = t[idx.back()] - t[idx[top]];
-    if (top + 1 < idx.size() && top >= 2 && tail <= std::max(th::kReleaseTailShare * span, th::kReleaseTailS) &&
-        tail < 0.5 * span) {
-      released_at_end = v[idx[top]] - v[idx.back()];
-      idx.resize(top + 1);
-      std::vector<double> tt, vv;
-      for (std::size_t k : idx) {
-        tt.push_back(t[k]);
-        vv.push_back(v[k]);
-      }
-      t = std::move(tt);
-      v = std::move(vv);
-      for (std::size_t k = 0; k < idx.size(); ++k) idx[k] = k;
-    }
+  std::size_t top = 0;
+  for (std::size_t k = 1; k < pts.size(); ++k)
+    if (pts[k].second >= pts[top].second) top = k;
+  const double whole = pts.back().first - pts.front().first;
+  const double tail = pts.back().first - pts[top].first;
+  if (top + 1 < pts.size() && top >= 2 && tail <= std::max(th::kReleaseTailShare * whole, th::kReleaseTailS) &&
+      tail < 0.5 * whole) {
+    released_at_end = pts[top].second - pts.back().second;
+    pts.resize(top + 1);
+  }
+  std::vector<double> t, v;
+  for (const auto& [x, y] : pts) {
+    t.push_back(x);
+    v.push_back(y);
   }
   double up = 0, down = 0;
-  for (std::size_t k = 1; k < idx.size(); ++k) {
-    const double d = v[idx[k]] - v[idx[k - 1]];
+  for (std::size_t k = 1; k < v.size(); ++k) {
+    const double d = v[k] - v[k - 1];
     (d > 0 ? up : down) += std::abs(d);
   }
   const Fit fit = linear_fit(t, v);
-  const double net = v[idx.back()] - v[idx.front()];
+  const double net = v.back() - v.front();
   if (net < th::kGrowthMinBytes || fit.slope < th::kGrowthMinRateBytesPerS || down > th::kGrowthMaxReleaseRatio * up ||
       fit.r2 < th::kGrowthMinR2)
     return std::nullopt;
-  const double current = v[idx.back()];
+  const double current = v.back();
   std::optional<double> eta;
   if (dev && dev->memory_total_bytes)
     eta = std::max(0.0, (static_cast<double>(*dev->memory_total_bytes) - current) / fit.slope);
   Finding out = findings::make_finding(
       "memory_growth", eta && *eta < th::kCriticalExhaustionS ? Severity::kCritical : Severity::kWarning);
   out.gpus = {g};
-  out.window = {t[idx.front()], t[idx.back()]};
+  out.window = {t.front(), t.back()};
   out.confidence = th::kBaseConfidence * span_confidence(t1 - t0) * std::min(1.0, fit.r2 + 0.05);
   out.message = fmt::format(
       "GPU {} memory climbs {:.1f} MiB/s without release ({:.2f} GiB -> {:.2f} GiB){}", g, fit.slope / (1024 * 1024),
-      v[idx.front()] / kGiB, current / kGiB,
+      v.front() / kGiB, current / kGiB,
       eta ? fmt::format("; at this rate it is full in {:.0f} s", *eta) : std::string(": memory total unknown"));
   add(out, "growth_rate_bytes_per_second", fit.slope, "By/s", "least-squares slope of memory_used_bytes");
   add(out, "net_growth_bytes", net, "By", "last - first memory_used_bytes in the span");
@@ -474,7 +468,6 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   std::size_t n = 0, slow = 0, serious = 0, clk_n = 0;
   double clk_sum = 0;
   std::uint64_t seen = 0;
-  constexpr std::uint64_t kSwPowerCap = 0x4;
   std::size_t ci = 0;  // walks the clock series (both sorted by time; read together, same timestamps)
   for (std::size_t i = 0; i < m.t.size(); ++i) {
     if (m.t[i] < t0 || m.t[i] > t1 || !std::isfinite(m.v[i]) || m.v[i] < 0) continue;
@@ -483,7 +476,7 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
     if (gpu::is_slowdown(mask)) {
       ++slow;
       seen |= mask;
-      if (gpu::is_slowdown(mask & ~kSwPowerCap)) ++serious;
+      if (gpu::is_slowdown(mask & ~gpu::kClockEventSwPowerCap)) ++serious;
       while (ci < clock.t.size() && clock.t[ci] < m.t[i] - 1e-3) ++ci;
       if (ci < clock.t.size() && std::abs(clock.t[ci] - m.t[i]) <= 1e-3 && std::isfinite(clock.v[ci])) {
         clk_sum += clock.v[ci];

@@ -13,7 +13,6 @@ namespace gpudoc::diagnose::detail {
 namespace {
 
 using gpu::Metric;
-constexpr std::uint64_t kSwPowerCapBit = 0x4;  // NVML clocksEventReasonSwPowerCap
 
 StepGrid grid_of(const telemetry::Series& s, double t0, double t1, double* period_out = nullptr) {
   const double period = upper_median_spacing(s, 1.0);
@@ -107,7 +106,7 @@ Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, d
     for (std::size_t i = 0; i < m.t.size(); ++i)
       if (std::isfinite(m.v[i]) && m.v[i] >= 0) {
         cap.t.push_back(m.t[i]);
-        cap.v.push_back((static_cast<std::uint64_t>(m.v[i]) & kSwPowerCapBit) ? 1.0 : 0.0);
+        cap.v.push_back((static_cast<std::uint64_t>(m.v[i]) & gpu::kClockEventSwPowerCap) ? 1.0 : 0.0);
       }
     s.power_cap = grid_of(cap, t0, t1);
   }

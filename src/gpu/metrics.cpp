@@ -26,7 +26,7 @@ constexpr std::array<GroupInfo, kMetricGroupCount> kGroupInfos = {{
 constexpr std::array<ClockEventReason, 9> kReasons = {{
     {0x1ULL, "gpu_idle", false},
     {0x2ULL, "applications_clocks_setting", false},
-    {0x4ULL, "sw_power_cap", true},
+    {kClockEventSwPowerCap, "sw_power_cap", true},
     {0x8ULL, "hw_slowdown", true},
     {0x10ULL, "sync_boost", false},
     {0x20ULL, "sw_thermal_slowdown", true},

@@ -121,6 +121,9 @@ using MetricSet = std::bitset<kMetricCount>;
 [[nodiscard]] inline std::size_t index(Metric m) { return static_cast<std::size_t>(m); }
 [[nodiscard]] inline std::size_t index(MetricGroup g) { return static_cast<std::size_t>(g); }
 
+// nvmlClocksEventReasonSwPowerCap: the board at its power limit holds the clocks down.
+inline constexpr std::uint64_t kClockEventSwPowerCap = 0x4;
+
 // NVML's clock-event reason bits (nvmlClocksEventReason*), named for output.
 struct ClockEventReason {
   std::uint64_t bit;

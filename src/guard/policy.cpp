@@ -68,14 +68,19 @@ constexpr std::array<std::pair<std::string_view, FatalEvent>, 4> kEvents = {{
     {"gpu_lost", FatalEvent::kGpuLost},
 }};
 
-constexpr const char* kAllowedMetrics = "allowed: gpu_temp_forecast, memory_temp_forecast, power, seconds_to_oom";
-constexpr const char* kAllowedBases = "allowed: slowdown, max_operating, shutdown, memory_max, power_limit";
-constexpr const char* kAllowedEvents = "allowed: xid, ecc_uncorrectable, row_remap_failure, gpu_lost";
 constexpr const char* kAllowedActions =
     "allowed: shrink_batch FACTOR (0 < FACTOR < 1), checkpoint_now, pause_noncritical, stop";
 constexpr const char* kAllowedKeys =
     "allowed: horizon_s, noncritical, [level1], [level2], [level3]; in a level: when, clear_below, clear_above, "
     "fatal, action, min_interval_s";
+
+// "allowed: a, b, c": the names of a table, for error messages.
+template <class T, std::size_t N>
+std::string allowed(const std::array<std::pair<std::string_view, T>, N>& table) {
+  std::string out = "allowed: ";
+  for (std::size_t i = 0; i < N; ++i) out += (i ? ", " : "") + std::string(table[i].first);
+  return out;
+}
 
 template <class T, std::size_t N>
 std::optional<T> lookup(const std::array<std::pair<std::string_view, T>, N>& table, std::string_view word) {
@@ -275,10 +280,10 @@ core::Result<Limit> Parser::limit(std::string_view text, Metric metric) const {
   const auto base = lookup(kBases, base_word);
   if (!base) {
     if (number(text)) {
-      return error(
-          fmt::format("'{}' is a fixed number; a limit is relative to what the GPU reports ({})", text, kAllowedBases));
+      return error(fmt::format("'{}' is a fixed number; a limit is relative to what the GPU reports ({})", text,
+                               allowed(kBases)));
     }
-    return error(fmt::format("unknown limit '{}'; {}", base_word.empty() ? text : base_word, kAllowedBases));
+    return error(fmt::format("unknown limit '{}'; {}", base_word.empty() ? text : base_word, allowed(kBases)));
   }
   const bool power_metric = metric == Metric::kPower;
   if (power_metric != (*base == LimitBase::kPowerLimit)) {
@@ -297,7 +302,7 @@ core::Result<Limit> Parser::limit(std::string_view text, Metric metric) const {
 core::Status Parser::when(std::string_view value) {
   const std::vector<std::string_view> w = words(value);
   const auto metric = w.empty() ? std::nullopt : lookup(kMetrics, w[0]);
-  if (!metric) return error(fmt::format("unknown metric '{}'; {}", w.empty() ? value : w[0], kAllowedMetrics));
+  if (!metric) return error(fmt::format("unknown metric '{}'; {}", w.empty() ? value : w[0], allowed(kMetrics)));
   const char* op = fires_below(*metric) ? "<=" : ">=";
   if (w.size() < 3 || w[1] != op) {
     return error(fmt::format("expected '{} {} LIMIT', got '{}'", w[0], op, value));
@@ -330,7 +335,7 @@ core::Status Parser::clear(std::string_view key, std::string_view value) {
 core::Status Parser::fatal(std::string_view value) {
   for (std::string_view word : split(value, ',')) {
     const auto e = lookup(kEvents, word);
-    if (!e) return error(fmt::format("unknown fatal event '{}'; {}", word, kAllowedEvents));
+    if (!e) return error(fmt::format("unknown fatal event '{}'; {}", word, allowed(kEvents)));
     if (std::find(level_->fatal.begin(), level_->fatal.end(), *e) == level_->fatal.end()) level_->fatal.push_back(*e);
   }
   return core::ok_status();
