@@ -7,7 +7,8 @@
 #   --set S        which split: test (never looked at while tuning the diagnosis; record and
 #                  commit it first), tune, all (default: test first, then tune), or test2 (a
 #                  second held-out set with jobs and parameters the other two do not use, for a
-#                  diagnosis changed after the first test run)
+#                  diagnosis changed after the first test run), or test3 (a third, recorded
+#                  after the first test set's last miss, with the rules unchanged since test2)
 #   --multi-gpu    the two-GPU jobs (DDP with torchrun, needs >= 2 GPUs) instead of the
 #                  single-GPU ones
 #   --list         print the jobs, their commands and the planned wall time; run nothing
@@ -78,7 +79,7 @@ while [[ $# -gt 0 ]]; do
     esac
     shift
 done
-case "$split" in test|tune|all|test2) ;; *) die "--set must be test, tune, all or test2, not '$split'" ;; esac
+case "$split" in test|tune|all|test2|test3) ;; *) die "--set must be test, tune, all, test2 or test3, not '$split'" ;; esac
 if [[ $list -eq 0 && -z "$outdir" ]]; then
     die "usage: $PROG OUTDIR [--set test|tune|all] [--multi-gpu] [--list] [--gpudoc BIN] (try --help)"
 fi
@@ -179,6 +180,18 @@ single_gpu_jobs() {
         "leak=logits" \
         "LM training keeping every 12th step's logits on the GPU: memory climbs, then the process ends normally." \
         -- leaky_train.py --leak logits --leak-every 12
+    job test3 image_cpu_r18_w1 15 "sawtooth" "sawtooth" "throttled" \
+        "starved=yes workers=1 expect_severity=critical" \
+        "ResNet-18, batch 256, standard CPU augmentation in a single DataLoader worker: starved." \
+        -- image_classify.py --arch resnet18 --workers 1 --augment standard
+    job test3 lm_deep_w3 15 "healthy" "healthy" "throttled" \
+        "starved=no workers=3" \
+        "GPT-style LM (16 x 1024, context 768, batch 12), tokenization with the word cache in 3 pinned workers: fed." \
+        -- transformer_lm.py --workers 3 --pin-memory --layers 16 --context 768 --batch-size 12
+    job test3 infer_low_r20 15 "sawtooth" "sawtooth" "plateau" \
+        "rate=20 max_batch=64 max_wait_ms=5" \
+        "Inference server (12 layers) at 20 requests/s: a forward of one request every ~50 ms, the GPU waiting in between." \
+        -- inference_server.py --rate 20 --max-wait-ms 5 --max-batch 64
 }
 
 multi_gpu_jobs() {
@@ -228,6 +241,18 @@ multi_gpu_jobs() {
         "straggler=none" \
         "DDP on 2 GPUs, 10 layers, balanced: no straggler." \
         -- ddp_train.py --slow-rank -1 --layers 10
+    job test3 ddp_balanced_b24 15 "healthy" "healthy" "throttled" \
+        "straggler=none" \
+        "DDP on 2 GPUs, batch 24 per rank, 6 layers, balanced: no straggler." \
+        -- ddp_train.py --slow-rank -1 --batch-size 24 --layers 6
+    job test3 ddp_host_slow0_ms60 15 "pulse" "pulse" "throttled" \
+        "straggler=0 straggler_kind=host slow_ms=60" \
+        "DDP on 2 GPUs; rank 0 runs 60 ms of CPU-bound Python per step. Straggler: rank 0." \
+        -- ddp_train.py --slow-rank 0 --slow-kind host --slow-ms 60
+    job test3 ddp_gpu_slow1 15 "pulse" "pulse" "throttled" \
+        "straggler=1 straggler_kind=compute slow_ms=120" \
+        "DDP on 2 GPUs; rank 1 queues 120 ms of extra bf16 matmuls per step: rank 0 waits in the all-reduce. Straggler: rank 1, its GPU the busy one." \
+        -- ddp_train.py --slow-rank 1 --slow-kind gpu --slow-ms 120
 }
 
 # Seconds of set-up before a job's start line plus gpudoc's and nvidia-smi's start and stop, for
@@ -305,7 +330,7 @@ job() {
     local script=$1
     shift
     [[ $quick -eq 1 ]] && duration=$QUICK_DURATION_S
-    if [[ "$split" != "$split_of" && ( "$split" != all || "$split_of" == test2 ) ]]; then return 0; fi
+    if [[ "$split" != "$split_of" && ( "$split" != all || "$split_of" == test2 || "$split_of" == test3 ) ]]; then return 0; fi
     if [[ -n "$only" ]] && ! grep -Eq -- "$only" <<<"$name"; then return 0; fi
     local cmd full full_text cmd_text
     command_for "$script" "$duration" "$@"
