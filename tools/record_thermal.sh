@@ -18,12 +18,12 @@ PROG=record_thermal.sh
 usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "$PROG: $1" >&2; exit "${2:-2}"; }
 
-# name|schedule (seconds per phase; each about 150 s)
+# name|schedule (seconds per phase; each about 110 s)
 SCHEDULES=(
-  "thermal_tune_heatup|idle:10,full:120,idle:20"
-  "thermal_tune_onoff|idle:10,full:25,idle:15,full:25,idle:15,half:25,idle:15,full:20"
-  "thermal_heldout_heatup|idle:5,full:130,idle:15"
-  "thermal_heldout_steps|idle:10,full:50,half:30,full:30,idle:15,full:15"
+  "thermal_tune_heatup|idle:10,full:90,idle:15"
+  "thermal_tune_onoff|idle:10,full:20,idle:12,full:20,idle:12,half:20,idle:12"
+  "thermal_heldout_heatup|idle:5,full:95,idle:10"
+  "thermal_heldout_steps|idle:8,full:40,half:20,full:25,idle:12"
 )
 
 outdir="" gpudoc="${GPUDOC:-}" py="${PYTHON:-python3}" list=0
