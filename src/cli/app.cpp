@@ -115,6 +115,7 @@ int run(int argc, char** argv) {
   register_bench(app, action, ctx);
   register_baseline(app, action, ctx);
   register_health(app, action, ctx);
+  register_guard(app, action, ctx);
   register_report(app, action);
 
   after_double_dash().clear();

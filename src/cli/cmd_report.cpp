@@ -9,11 +9,13 @@
 #include <map>
 #include <regex>
 
+#include "baseline/guard_results.hpp"
 #include "baseline/health_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/file.hpp"
+#include "view/guard_report.hpp"
 #include "view/health_report.hpp"
 
 namespace gpudoc::cli {
@@ -24,6 +26,7 @@ struct ReportFlags {
   std::optional<std::string> html;
   std::optional<std::string> store;
   bool json = false;
+  bool guard = false;
 };
 
 // "7d", "12h", "30m", "90s" -> nanoseconds. Errors: kUsage, also for a span too long to count in
@@ -50,6 +53,18 @@ int run_report(const ReportFlags& f) {
   auto since = parse_since(f.since);
   if (!since) return report_error(since.error(), f.json);
   const auto now_ns = core::SystemClock().unix_now_ns();
+  if (f.guard) {
+    if (f.html)
+      return report_error(core::Error(core::ErrorKind::kUsage, "--html is for the health history, not --guard"),
+                          f.json);
+    auto events = baseline::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
+    if (!events) return report_error(events.error(), f.json);
+    if (f.json)
+      print_json(view::guard_events_json(*events));
+    else
+      std::fputs(view::render_guard_events_text(*events).c_str(), stdout);
+    return core::kExitOk;
+  }
   auto rows = baseline::health_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
   if (!rows) return report_error(rows.error(), f.json);
   std::vector<view::StoredHealthRun> runs;
@@ -74,12 +89,14 @@ int run_report(const ReportFlags& f) {
 void register_report(CLI::App& app, Action& action) {
   auto f = std::make_shared<ReportFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "History of `gpudoc health` results: clocks, temperatures, power, error counts, findings");
+      "report",
+      "History of `gpudoc health` results (clocks, temperatures, power, errors), or --guard: the guard's decisions");
   cmd->add_option("--since", f->since, "how far back: 7d (default), 12h, 2w, ...");
   cmd->add_option("--html", f->html, "also write one self-contained HTML page (zoomable plots, opens offline) to FILE")
       ->type_name("FILE");
   cmd->add_option("--store", f->store, "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
   cmd->add_flag("--json", f->json, "print the series as JSON");
+  cmd->add_flag("--guard", f->guard, "the guard's decisions and actions (gpudoc guard) instead of the health history");
   cmd->callback([f, &action] { action = [f] { return run_report(*f); }; });
 }
 

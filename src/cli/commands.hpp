@@ -44,6 +44,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx);
 void register_diagnose(CLI::App& app, Action& action, Context& ctx);
 void register_doctor(CLI::App& app, Action& action, Context& ctx);
 void register_health(CLI::App& app, Action& action, Context& ctx);
+void register_guard(CLI::App& app, Action& action, Context& ctx);
 void register_report(CLI::App& app, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns

@@ -1,0 +1,253 @@
+// gpudoc guard: runs a training job (or watches running processes) and guards it: forecasts each
+// GPU's temperature and memory headroom, escalates per the policy, advises the job over the job
+// channel, and logs every decision. The engine is guard/session.hpp; this file parses, opens the
+// backend, the channel, the log and the store, and prints.
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "baseline/guard_results.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/log.hpp"
+#include "core/text.hpp"
+#include "guard/channel.hpp"
+#include "guard/policy.hpp"
+#include "guard/session.hpp"
+#include "health/health.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct GuardFlags {
+  std::optional<std::string> policy;
+  bool dry_run = false;
+  bool show_policy = false;
+  std::vector<int> pids;
+  std::string signals;
+  std::optional<std::string> log;
+  std::optional<std::string> store;
+  bool no_store = false;
+  bool json = false;
+  bool quiet = false;
+  double ack_deadline_s = 10.0;
+  SamplerFlags sampler;
+  std::vector<std::string> command;
+};
+
+core::Result<std::vector<guard::Action>> parse_signals(const std::string& text) {
+  std::vector<guard::Action> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    if (item == "checkpoint" || item == "checkpoint_now")
+      out.push_back(guard::Action::kCheckpointNow);
+    else if (item == "stop")
+      out.push_back(guard::Action::kStop);
+    else
+      return core::Error(core::ErrorKind::kUsage,
+                         fmt::format("--signal '{}': allowed: checkpoint (SIGUSR1), stop (SIGTERM)",
+                                     core::terminal_safe(item)));
+  }
+  return out;
+}
+
+// One JSON line per event, appended and written at once (a crash loses nothing written before).
+class EventLog {
+ public:
+  static core::Result<EventLog> open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+      return core::Error(core::ErrorKind::kIo,
+                         fmt::format("--log {}: {}", core::terminal_safe(path), std::strerror(errno)));
+    return EventLog(fd);
+  }
+  EventLog(EventLog&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  EventLog& operator=(EventLog&&) = delete;
+  EventLog(const EventLog&) = delete;
+  ~EventLog() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void write(const nlohmann::json& e) {
+    const std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::size_t off = 0;
+    while (off < line.size()) {
+      const ssize_t n = ::write(fd_, line.data() + off, line.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (!failed_) core::log_warn("the guard log could not be written: {}", std::strerror(errno));
+        failed_ = true;
+        return;
+      }
+      off += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  explicit EventLog(int fd) : fd_(fd) {}
+  int fd_ = -1;
+  bool failed_ = false;
+};
+
+// A line on stderr for what a person watching wants to see: level changes, advice, acks, signals.
+std::optional<std::string> human_line(const nlohmann::json& e) {
+  const std::string type = e.value("type", std::string());
+  auto s = [&](const char* k) { return core::terminal_safe(e.value(k, std::string())); };
+  if (type == "start")
+    return fmt::format("guarding GPU(s) {} (horizon {:g} s){}; job channel {}", e["gpus"].dump(),
+                       e.value("horizon_s", 5.0), e.value("dry_run", false) ? ", dry run: only logging" : "",
+                       s("socket"));
+  if (type == "decision")
+    return fmt::format("GPU {}: level {} -> {}{}: {}", e.value("gpu", -1), e.value("previous_level", 0),
+                       e.value("level", 0), e.value("rate_limited", false) ? " (rate limited: nothing sent)" : "",
+                       s("reason"));
+  if (type == "advice")
+    return fmt::format("  advice {} to {}: {}{}", s("id"), s("job"), s("action"),
+                       e.contains("factor") ? fmt::format(" {:g}", e.value("factor", 0.0)) : "");
+  if (type == "ack")
+    return fmt::format("  ack {} from {}: {} ({:.0f} ms from the sample)", s("id"), s("job"), s("status"),
+                       e.value("latency_ms", 0.0));
+  if (type == "ack_timeout") return fmt::format("  no ack for {} from {} by its deadline", s("id"), s("job"));
+  if (type == "signal")
+    return fmt::format("  {} to pid {}{} ({})", s("signal"), e.value("pid", 0),
+                       e.contains("name") ? " " + s("name") : "", s("action"));
+  if (type == "not_sent") return fmt::format("  {} not sent to {}: {}", s("action"), s("job"), s("why"));
+  if (type == "job_joined")
+    return fmt::format("job {} (pid {}, {}){}", s("job"), e.value("pid", 0), s("name"),
+                       e.value("connected", false) ? " connected" : " started");
+  if (type == "job_left") return fmt::format("job {} left ({})", s("job"), s("how"));
+  if (type == "note" || type == "protocol_error") return s(type == "note" ? "message" : "error");
+  if (type == "gpu_event") return fmt::format("GPU {}: {}", e.value("gpu", -1), s("event"));
+  return std::nullopt;
+}
+
+int run_guard(GuardFlags f, Context& ctx) {
+  auto policy = f.policy ? guard::load_policy(*f.policy) : core::Result<guard::Policy>(guard::default_policy());
+  if (!policy) return report_error(policy.error(), f.json);
+  if (f.show_policy) {
+    std::fputs(std::string(guard::default_policy_text()).c_str(), stdout);
+    return 0;
+  }
+  if (f.command.empty() == f.pids.empty())
+    return report_error(core::Error(core::ErrorKind::kUsage, "give a command after -- or --pid PID..., not both"),
+                        f.json);
+  auto signals = parse_signals(f.signals);
+  if (!signals) return report_error(signals.error(), f.json);
+  if (!(f.ack_deadline_s > 0) || f.ack_deadline_s > 3600)
+    return report_error(core::Error(core::ErrorKind::kUsage, "--ack-deadline must be in (0, 3600] seconds"), f.json);
+  auto config = f.sampler.to_config();
+  if (!config) return report_error(config.error(), f.json);
+
+  std::optional<EventLog> log;
+  if (f.log) {
+    auto l = EventLog::open(*f.log);
+    if (!l) return report_error(l.error(), f.json);
+    log.emplace(std::move(*l));
+  }
+  auto live = ctx.backend.open_gpus();
+  if (!live) return report_error(live.error(), f.json);
+  std::optional<baseline::GuardKeeper> keeper;
+  if (!f.no_store) {
+    auto k = baseline::GuardKeeper::open(f.store);
+    if (k)
+      keeper.emplace(std::move(*k));
+    else
+      core::log_warn("decisions are not stored (the log has them): {}", k.error().message());
+  }
+  auto channel = guard::ChannelServer::open(*live->clock);
+  if (!channel) return report_error(channel.error(), f.json);
+
+  guard::SessionOptions o;
+  o.policy = std::move(*policy);
+  o.dry_run = f.dry_run;
+  o.command = f.command;
+  for (int p : f.pids) o.pids.push_back(static_cast<pid_t>(p));
+  o.signal_opt_in = *signals;
+  o.sampler = *config;
+  o.real_gpus = live->real();
+  o.ack_deadline_s = f.ack_deadline_s;
+  o.fatal_xid = [](std::uint64_t xid) {
+    const auto c = health::classify_xid(xid);
+    return c == health::XidClass::kResetGpu || c == health::XidClass::kReboot;
+  };
+  if (!f.quiet && !live->banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", live->banner.c_str());
+  const std::string backend_kind = live->spec->text;
+  bool store_failed = false;
+  guard::EventSink sink = [&](const nlohmann::json& e) {
+    nlohmann::json event = e;
+    if (!live->real()) event["backend"] = backend_kind;
+    if (log) log->write(event);
+    if (keeper && !store_failed) {
+      if (auto st = keeper->keep(event); !st) {
+        store_failed = true;
+        core::log_warn("the store stopped taking the guard's decisions (the log keeps them): {}", st.error().message());
+      }
+    }
+    if (!f.quiet)
+      if (auto line = human_line(e)) std::fprintf(stderr, "gpudoc guard: %s\n", line->c_str());
+  };
+  install_stop_handlers();
+  auto r = guard::run_session(*live->backend, *live->clock, *channel, o, stop_requests(), sink);
+  if (!r) return report_error(r.error(), f.json);
+  if (f.json)
+    print_json({{"end_reason", r->end_reason},
+                {"exit_code", r->exit_code ? nlohmann::json(*r->exit_code) : nlohmann::json()},
+                {"decisions", r->decisions},
+                {"advice", r->advice},
+                {"acks", r->acks},
+                {"signals", r->signals},
+                {"max_level", r->max_level},
+                {"log", f.log ? nlohmann::json(*f.log) : nlohmann::json()},
+                {"store", keeper ? nlohmann::json(keeper->path()) : nlohmann::json()},
+                {"run_id", keeper ? nlohmann::json(keeper->run_id()) : nlohmann::json()}});
+  if (r->exit_code) return *r->exit_code;
+  return r->end_reason == "interrupted" ? 130 : 0;
+}
+
+}  // namespace
+
+void register_guard(CLI::App& app, Action& action, Context& ctx) {
+  auto f = std::make_shared<GuardFlags>();
+  auto* cmd = app.add_subcommand("guard", "Guard a training job against heat, throttling, OOM and GPU faults");
+  cmd->description(
+      "Guard a training job: forecast each GPU's temperature (a thermal model fitted online) and\n"
+      "memory headroom a few seconds ahead, escalate in three levels set by a policy relative to\n"
+      "the GPU's own limits (slowdown, shutdown, max operating temperature, power limit), and\n"
+      "advise the job over a Unix socket (GPUDOC_GUARD_SOCKET, docs/guard-protocol.md; the Python\n"
+      "client is python/gpudoc): (1) shrink the batch, (2) checkpoint now and pause the policy's\n"
+      "non-critical processes on that GPU, (3) checkpoint and stop. A job that does not listen is\n"
+      "reached only by the signals it opted in to (--signal). Every decision goes to --log and the\n"
+      "store (gpudoc report shows them). A GPU reset is never done, only suggested.");
+  cmd->add_option("--policy", f->policy, "policy file (docs/guard-policy.md); default: the built-in policy");
+  cmd->add_flag("--show-policy", f->show_policy, "print the built-in policy and exit");
+  cmd->add_flag("--dry-run", f->dry_run, "decide and log only: no advice, no signals");
+  cmd->add_option("--pid", f->pids, "watch these running processes instead of running a command")->delimiter(',');
+  cmd->add_option("--signal", f->signals,
+                  "actions a job that does not acknowledge may receive as signals: checkpoint (SIGUSR1), stop "
+                  "(SIGTERM), e.g. --signal checkpoint,stop");
+  cmd->add_option("--log", f->log, "append every event as a JSON line to this file");
+  cmd->add_option("--store", f->store, "the store for decisions (default: $GPUDOC_STORE or the user's data folder)");
+  cmd->add_flag("--no-store", f->no_store, "do not keep decisions in the store");
+  cmd->add_option("--ack-deadline", f->ack_deadline_s, "seconds an advice waits for its ack (default 10)");
+  f->sampler.add_to(*cmd);
+  cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
+  cmd->add_flag("-q,--quiet", f->quiet, "no lines on stderr");
+  cmd->add_option("command", f->command, "the job to run (after --)");
+  cmd->footer(
+      "Examples:\n"
+      "  gpudoc guard -- python3 train.py                       # the job uses python/gpudoc's Guard\n"
+      "  gpudoc guard --signal checkpoint,stop --pid 4242       # a running job that handles SIGUSR1/SIGTERM\n"
+      "  gpudoc guard --dry-run --log guard.jsonl -- torchrun --nproc_per_node=8 train.py\n"
+      "  gpudoc --backend replay:hot.jsonl guard -- python3 train.py   # rehearse on a recorded trace\n"
+      "Exit codes: the command's own, else 0; 130 after Ctrl-C; 2 bad flags or policy; 3 no GPU or driver.");
+  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_guard(*f, ctx); }; });
+}
+
+}  // namespace gpudoc::cli
