@@ -50,7 +50,8 @@ private folder under the system's temporary folder), ``--ckpt-every-s``/``--ckpt
 ``{"event": "checkpoint"|"resume", "step": N, "sha256": ..., "path": ...}``: SHA-256 over every
 model and optimizer tensor's bytes, dtype and shape in a fixed order, and the optimizer's
 hyper-parameters), ``--eval-every-s``, ``--log-every-s``, ``--paused-log-every-s``, ``--guard-gpu``
-(the GPU named to the guard; default the CUDA index, 0 on the CPU).
+(the GPU named to the guard; default the CUDA index, 0 on the CPU), ``--simulate-oom-above N``
+(for tests without a GPU: a micro-batch of more than N samples fails as out of memory).
 
 Exit codes: 0 done (duration or step count reached, or stopped by the guard's ``stop`` / SIGTERM
 after its checkpoint); 1 any other failure; 2 bad usage; 3 no usable device or no torch; 5 out of
@@ -303,6 +304,9 @@ class Trainer:
         self.model.train()
 
         def micro(part: "torch.Tensor", weight: float) -> "torch.Tensor":
+            if self.args.simulate_oom_above and len(part) > self.args.simulate_oom_above:
+                raise RuntimeError(f"CUDA out of memory (simulated by --simulate-oom-above: a micro-batch of "
+                                   f"{len(part)} > {self.args.simulate_oom_above})")
             tokens = part.to(self.device, non_blocking=self.cuda and part.is_pinned())
             with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.cuda):
                 loss = self.model.loss(tokens)
@@ -596,6 +600,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--log-every-s", type=C.positive_float, default=1.0, help="step lines")
     p.add_argument("--paused-log-every-s", type=C.positive_float, default=10.0, help="step lines while paused")
     p.add_argument("--guard-gpu", type=int, default=None, help="GPU named to the guard (default: the device)")
+    p.add_argument("--simulate-oom-above", type=int, default=0, metavar="N",
+                   help="tests without a GPU: a micro-batch over N samples raises an out-of-memory error")
     args = p.parse_args(argv)
     if args.width % args.heads:
         p.error("--width must be a multiple of --heads")
