@@ -39,12 +39,6 @@ sys.path.insert(0, HERE)
 import guard_log as G  # noqa: E402
 
 
-def read_rc(path: str) -> Optional[int]:
-    try:
-        return int(open(path, encoding="utf-8").read().strip())
-    except (OSError, ValueError):
-        return None
-
 
 def end_line(lines: List[Dict[str, Any]]) -> Dict[str, Any]:
     return next((r for r in reversed(lines) if r.get("event") == "end"), {})
@@ -61,7 +55,7 @@ def fixed_runs(outdir: str, warmup_s: float) -> List[Dict[str, Any]]:
         size = int(re.search(r"fixed-(\d+)\.log$", path).group(1))
         lines = G.read_gpudoc_lines(path)
         end = end_line(lines)
-        runs.append({"batch": size, "rc": read_rc(path[:-4] + ".rc"), "oom": bool(end.get("oom")),
+        runs.append({"batch": size, "rc": G.read_rc(path[:-4] + ".rc"), "oom": bool(end.get("oom")),
                      "ended": bool(end), "samples_per_s": steady(lines, warmup_s),
                      "steps": end.get("steps")})
     return sorted(runs, key=lambda r: r["batch"])
@@ -99,7 +93,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"check_batch_sweep: no fixed-*.log and no seek.log in {args.outdir}", file=sys.stderr)
         return 2
     seek_lines = G.read_gpudoc_lines(seek_path) if os.path.isfile(seek_path) else []
-    seek_rc = read_rc(os.path.join(args.outdir, "seek.rc"))
+    seek_rc = G.read_rc(os.path.join(args.outdir, "seek.rc"))
     results: List[Dict[str, Any]] = []
 
     def check(name: str, ok: bool, figure: str, **data: Any) -> None:
@@ -141,7 +135,7 @@ def main(argv: Optional[List[str]] = None) -> int:
               changes_after=len(part["changes_after"]))
     else:
         check("stability", False, "the controller never settled")
-    elapsed = read_rc(os.path.join(args.outdir, "elapsed_s"))
+    elapsed = G.read_rc(os.path.join(args.outdir, "elapsed_s"))
     check("elapsed", elapsed is not None and elapsed <= args.max_elapsed_s,
           f"{elapsed} s (limit {args.max_elapsed_s:.0f} s)", elapsed_s=elapsed)
     all_pass = all(r["pass"] for r in results)

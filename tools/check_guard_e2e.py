@@ -66,12 +66,6 @@ def rel(t: Optional[float], t0: float) -> str:
     return "?" if t is None else f"+{t - t0:.1f} s"
 
 
-def read_rc(path: str) -> Optional[int]:
-    try:
-        return int(open(path, encoding="utf-8").read().strip())
-    except (OSError, ValueError):
-        return None
-
 
 def check_levels(c: Checks, log: G.GuardLog, t0: float) -> None:
     first: Dict[int, float] = {}
@@ -249,7 +243,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not os.path.isfile(path(needed)):
             print(f"check_guard_e2e: {path(needed)} is missing", file=sys.stderr)
             return 2
-    meta = json.load(open(path("e2e.json"), encoding="utf-8")) if os.path.isfile(path("e2e.json")) else {}
+    meta = G.read_json(path("e2e.json"))
     log = G.read_guard_log(path("guard.jsonl"))
     train = G.read_gpudoc_lines(path("train.log"))
     optional = lambda name, reader: reader(path(name)) if os.path.isfile(path(name)) else []  # noqa: E731
@@ -263,8 +257,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     check_shrink(c, log, train)
     check_checkpoint(c, log)
     check_pause(c, log, noncritical, t0)
-    check_stop(c, log, train, read_rc(path("train.rc")))
-    check_resume(c, digests, resume, read_rc(path("resume.rc")))
+    check_stop(c, log, train, G.read_rc(path("train.rc")))
+    check_resume(c, digests, resume, G.read_rc(path("resume.rc")))
     check_latency(c, log, args.max_latency_ms)
     if log.bad_lines:
         print(f"note: {log.bad_lines} line(s) of guard.jsonl were not JSON objects")

@@ -195,3 +195,22 @@ def read_json_lines(path: str) -> List[Dict[str, Any]]:
             if isinstance(value, dict):
                 out.append(value)
     return out
+
+
+def read_rc(path: str) -> Optional[int]:
+    """An exit code a script wrote to a file, or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_json(path: str) -> Dict[str, Any]:
+    """A JSON object from a file, or {} when there is none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -36,15 +36,15 @@ shutdown - 3):
     20-40   -> max_operating - 1 rise (0.67 then 0.375 °C/s): level 1 (shrink the batch)
     40-48   max_operating - 1    hold at level 1
     48-54   -> slowdown          rise (0.5 °C/s): level 2 (checkpoint, pause non-critical work)
-    54-66   slowdown             hold at level 2
-    66-76   -> slowdown - 8      cool (0.8 °C/s): level 2 clears, non-critical work resumes
-    76-90   slowdown - 8         hold cooled
-    90-108  -> shutdown - 2      rise (0.83 then 0.33 °C/s): level 3 (checkpoint and stop)
-    108-150 shutdown - 2         hold
+    54-62   slowdown             hold at level 2
+    62-70   -> slowdown - 8      cool (1 °C/s): level 2 clears, non-critical work resumes
+    70-78   slowdown - 8         hold cooled
+    78-92   -> shutdown - 2      rise (1 then 0.5 °C/s): level 3 (checkpoint and stop)
+    92-150  shutdown - 2         hold
 
-With a persistence forecast the levels come at about 37 s (1), 52 s (2), 75 s (cleared) and
-105 s (3): 15-30 s apart. The rises are slow enough (at most 0.83 °C/s) that a forecast that
-extrapolates the slope 5 s ahead still meets the levels in order.
+With a persistence forecast (the guard's own when its model does not check out) the levels come at
+about 36 s (1), 51 s (2), 69 s (2 cleared) and 90 s (3): 15-21 s apart. A forecast that
+extrapolates the slope 5 s ahead meets them sooner, still in that order.
 
 ``--profile KEYFRAMES``: ``T:BASE[+|-N][:LABEL],...`` with BASE one of max_operating, slowdown,
 shutdown, or a number of degrees (e.g. ``0:70,30:slowdown-1:hot,60:slowdown-1``). ``--list`` prints
@@ -73,11 +73,11 @@ DEFAULT_PROFILE = [
     (40, "max_operating", -1, "hold at level 1"),
     (48, "max_operating", -1, "rise to level 2"),
     (54, "slowdown", 0, "hold at level 2"),
-    (66, "slowdown", 0, "cool below level 2"),
-    (76, "slowdown", -8, "hold cooled"),
-    (90, "slowdown", -8, "rise to level 3"),
-    (102, "shutdown", -4, "approach level 3"),
-    (108, "shutdown", -2, "hold at level 3"),
+    (62, "slowdown", 0, "cool below level 2"),
+    (70, "slowdown", -8, "hold cooled"),
+    (78, "slowdown", -8, "rise to level 3"),
+    (88, "shutdown", -4, "approach level 3"),
+    (92, "shutdown", -2, "hold at level 3"),
     (150, "shutdown", -2, "end"),
 ]
 SW_THERMAL = 0x20  # nvmlClocksEventReasonSwThermalSlowdown
@@ -190,12 +190,13 @@ def retemper(record: Dict[str, Any], profiles: Dict[int, List[Tuple[float, float
     gpu = record.get("gpu")
     if gpu not in profiles:
         return record
-    die = at(profiles[gpu], record["t"])
+    exact = at(profiles[gpu], record["t"])
+    die = int(round(exact))  # whole degrees, as NVML reports them
     out = dict(record)
     if "gpu_temperature_celsius" in out:
-        out["gpu_temperature_celsius"] = int(round(die))
+        out["gpu_temperature_celsius"] = die
     if "memory_temperature_celsius" in out:
-        hbm = die - args.hbm_offset
+        hbm = exact - args.hbm_offset
         memory_max = limits[gpu].get(LIMIT_KEYS["memory_max"])
         if isinstance(memory_max, (int, float)):
             hbm = min(hbm, memory_max - HBM_CEILING_BELOW_MAX)
