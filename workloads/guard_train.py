@@ -295,6 +295,7 @@ class Trainer:
         self.last_checkpoint_step: Optional[int] = None
         self.last_checkpoint_path: Optional[str] = None
         self.checkpoints = 0
+        self.pending_digest: Optional[tuple] = None
 
     # -- one optimizer step ----------------------------------------------------------------------
 
@@ -357,14 +358,19 @@ class Trainer:
         ckpt_ms = (time.perf_counter() - started) * 1e3
         self.last_checkpoint_step, self.last_checkpoint_path = self.step, path
         self.checkpoints += 1
-        digest = None
         if self.args.state_digest:
-            digest = state_digest(state["model"], state["optimizer"])
-            append_digest(self.args.state_digest, "checkpoint", self.step, digest, path)
+            # Hashed after the ack (write_digest): the tensors do not change before the next step.
+            self.pending_digest = (self.step, path, state["model"], state["optimizer"])
         C.emit({"event": "checkpoint", "step": self.step, "path": path, "reason": reason,
-                "ckpt_ms": ckpt_ms, "mib": C.mib(os.path.getsize(path)), "sha256": digest,
-                "time_unix": time.time()})
+                "ckpt_ms": ckpt_ms, "mib": C.mib(os.path.getsize(path)), "time_unix": time.time()})
         return {"checkpoint_path": path, "step": self.step, "ckpt_ms": round(ckpt_ms, 1)}
+
+    def write_digest(self) -> None:
+        """Append the digest of the checkpoint written last, if not done yet (before any step)."""
+        if self.pending_digest is not None:
+            step, path, model, optimizer = self.pending_digest
+            self.pending_digest = None
+            append_digest(self.args.state_digest, "checkpoint", step, state_digest(model, optimizer), path)
 
     def restore(self, path: str) -> None:
         state = load_checkpoint(path)
@@ -427,6 +433,7 @@ class Loop:
                 status, details = "failed", {"error": f"{type(error).__name__}: {error}"[:500]}
         details["work_ms"] = round((time.perf_counter() - started) * 1e3, 1)
         acked = self.guard.ack(advice, status, **details)
+        self.trainer.write_digest()
         C.emit({"event": "advice", "id": advice.id, "action": action, "level": advice.level,
                 "source": advice.source, "status": status, "acked": acked, "step": self.trainer.step,
                 **details, "time_unix": time.time()})
@@ -474,6 +481,7 @@ class Loop:
             t = self.trainer
             if t.last_checkpoint_step != t.step:
                 t.save("SIGINT")
+                t.write_digest()
             self.stop_reason, self.exit_code = "SIGINT", EXIT_SIGINT
 
     def note_changes(self) -> None:
@@ -531,6 +539,7 @@ class Loop:
                         or (args.ckpt_every_steps and t.step % args.ckpt_every_steps == 0))
             if periodic:
                 t.save("periodic")
+                t.write_digest()
                 last_ckpt = time.perf_counter()
 
     def step_line(self, interval: Dict[str, Any], now: float, loss: Any, t0: float) -> None:
@@ -650,6 +659,7 @@ def main() -> int:
         loop.run(loader, t0)
         if loop.stop_reason in ("duration", "steps") and args.save_at_end:
             trainer.save("end")
+            trainer.write_digest()
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"[:500]
         raise
