@@ -6,7 +6,7 @@
 # (a) Manual sweep: workloads/guard_train.py --controller fixed at micro-batches 1, 2, 4, ... doubling
 #     until one runs out of memory (the job ends it cleanly with exit 5 and "oom": true: a result,
 #     not a crash), ~8 s of training each; OUTDIR/fixed-B.log and fixed-B.rc.
-# (b) guard_train.py --controller seek from a micro-batch of 1 for ~70 s: the controller searches,
+# (b) guard_train.py --controller seek from a micro-batch of 1 for ~60 s: the controller searches,
 #     settles, and must not move more than once per --change-window (50) steps after that;
 #     OUTDIR/seek.log and seek.rc.
 # (c) tools/check_batch_sweep.py OUTDIR: the sweep's steady throughput per size (the median of its
@@ -15,13 +15,15 @@
 #     window after settling, the whole run within 240 s; PASS/FAIL each, OUTDIR/summary.md and
 #     summary.json.
 #
-# The model is chosen so that an H200 (141 GB) runs out of memory at a modest micro-batch: a
-# GPT-style LM (8 layers, width 512, 8 heads) over 4096-token samples with attention written out
-# (--attention naive), whose (heads x 4096 x 4096) scores, softmax and dropout mask take about
-# 1 GB per layer and sample (~8 GB a sample): out of memory expected at 16, perhaps 32. Every run
-# uses the same effective batch (16 samples an optimizer step, the micro-batches accumulated; a
-# micro-batch above it raises it to the micro-batch). --device cpu: a tiny model for CI, with
-# out-of-memory simulated above 8 samples (guard_train.py --simulate-oom-above).
+# The model is chosen so that an H200 (141 GB) runs out of memory at a modest micro-batch and
+# small micro-batches leave it underused: a GPT-style LM (12 layers, width 1024, 16 heads, ~150 M
+# parameters) over 2048-token samples with attention written out (--attention naive), whose
+# (16 x 2048 x 2048) scores, fp32 softmax and dropout mask keep ~0.6 GB per layer and sample
+# (~8 GB a sample with the rest): out of memory expected at 16, perhaps 32. Every run uses the
+# same effective batch (16 samples an optimizer step, the micro-batches accumulated; a
+# micro-batch above it raises it to the micro-batch). The controller grows the micro-batch while a
+# doubling gains 3 % or more, so it stops where the curve flattens. --device cpu: a tiny model for
+# CI, with out of memory simulated above 8 samples (guard_train.py --simulate-oom-above).
 # Exit codes: 0 every check passed; 1 a check failed; 2 bad usage; 3 no python with torch.
 # NVLink multicast stays off; no GPU setting is changed; no guard is involved (GPUDOC_GUARD_SOCKET
 # is cleared).
@@ -56,8 +58,8 @@ if [[ "$device" == cpu ]]; then
   model=(--width 32 --layers 1 --heads 2 --context 16 --vocab 128 --workers 1 --attention naive --simulate-oom-above 8)
   effective=16 fixed_s=6 seek_s=20 max_batch=64
 else
-  model=(--width 512 --layers 8 --heads 8 --context 4096 --vocab 8192 --workers 4 --attention naive)
-  effective=16 fixed_s=8 seek_s=70 max_batch=256
+  model=(--width 1024 --layers 12 --heads 16 --context 2048 --vocab 8192 --workers 4 --attention naive)
+  effective=16 fixed_s=8 seek_s=60 max_batch=256
 fi
 common=(--device "$device" "${model[@]}" --eval-every-s 0 --log-every-s 1 --seed 3)
 started=$SECONDS

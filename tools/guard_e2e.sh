@@ -105,7 +105,9 @@ path, device, speed, gpudoc, python, ramp, start, pid = sys.argv[1:]
 json.dump({"device": device, "speed": float(speed), "gpudoc": gpudoc, "python": python, "ramp": ramp,
            "guard_start_unix": float(start), "noncritical_pid": int(pid)}, open(path, "w"), indent=2)
 PY
-GPUDOC_BACKEND="replay:$out/ramp.jsonl@$speed" "$G" guard --policy tools/guard_e2e.policy --log "$out/guard.jsonl" -- \
+backend="replay:$out/ramp.jsonl"
+[[ "$speed" == 1 ]] || backend+="@$speed"
+GPUDOC_BACKEND="$backend" "$G" guard --policy tools/guard_e2e.policy --log "$out/guard.jsonl" -- \
   "$PY" workloads/guard_train.py --device "$device" --duration "$train_s" --controller fixed "${model[@]}" \
   --ckpt-dir "$out/ckpt" --state-digest "$out/digest.jsonl" --eval-every-s 5 --seed 1 \
   >"$out/train.log" 2>"$out/train.err"
