@@ -53,6 +53,14 @@ hyper-parameters), ``--eval-every-s``, ``--log-every-s``, ``--paused-log-every-s
 (the GPU named to the guard; default the CUDA index, 0 on the CPU), ``--simulate-oom-above N``
 (for tests without a GPU: a micro-batch of more than N samples fails as out of memory).
 
+Notes. ``effective_batch`` in lines and acks is the samples per optimizer step (always
+``--effective-batch``; the last micro-batch of a step may be smaller, so ``batch_size *
+accumulation_steps`` may exceed it). The guard's shrink caps the micro-batch for the rest of the
+run (protocol version 1 has no advice to grow back; the controller's ``release`` is not called).
+Acks carry ``work_ms``, the time the job spent acting, so a slow ack can be told from a slow
+guard. The DataLoader's workers are started before the guard's socket is opened, so they never
+hold it, and they ignore SIGINT, SIGTERM and SIGUSR1 (stopping is the training process's).
+
 Exit codes: 0 done (duration or step count reached, or stopped by the guard's ``stop`` / SIGTERM
 after its checkpoint); 1 any other failure; 2 bad usage; 3 no usable device or no torch; 5 out of
 memory at a fixed batch (``--controller fixed``, or the search could shrink no further); 130 SIGINT
