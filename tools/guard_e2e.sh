@@ -57,6 +57,7 @@ if [[ -z "$G" ]]; then
   if [[ -x "$repo/build/src/cli/gpudoc" ]]; then G=$repo/build/src/cli/gpudoc; else G=$(command -v gpudoc || true); fi
 fi
 [[ -n "$G" && -x "$G" ]] || { echo "guard_e2e.sh: no gpudoc binary (build it, or give --gpudoc BIN)" >&2; exit 3; }
+"$G" guard --help 2>&1 | grep -q -- --policy || { echo "guard_e2e.sh: $G has no 'guard' command (its help names no --policy)" >&2; exit 3; }
 "$PY" -c 'import torch' 2>/dev/null || { echo "guard_e2e.sh: $PY cannot import torch (give --python PY)" >&2; exit 3; }
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 2
 [[ -e "$out/guard.jsonl" ]] && { echo "guard_e2e.sh: $out already holds a run (guard.jsonl); give a new folder" >&2; exit 2; }

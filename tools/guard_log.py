@@ -13,7 +13,8 @@ The guard's log, JSON Lines, one record a line (fields this module relies on; ot
 
 Missing pieces are filled where they can be: an ack without ``latency_ms`` gets it from its advice's
 ``sample_unix`` and its own ``received_unix``; an ack without ``action`` takes its advice's; a time
-may be called ``t_unix``, ``time_unix`` or ``sent_unix``. A line that is not a JSON object is
+may be called ``t_unix``, ``time_unix`` or ``sent_unix``; a signal without one takes the time of
+the record before it. A line that is not a JSON object is
 counted in ``bad_lines``, never fatal. Standard library only.
 
 The job's output (workloads/guard_train.py, guard_noncritical.py): ``::gpudoc {json}`` lines among
@@ -101,6 +102,7 @@ class GuardLog:
 
 def parse_guard_log(lines: List[str]) -> GuardLog:
     log = GuardLog()
+    last_time: Optional[float] = None  # of the latest record with a time: a signal without one gets it
     for line in lines:
         if not line.strip():
             continue
@@ -113,6 +115,8 @@ def parse_guard_log(lines: List[str]) -> GuardLog:
             log.bad_lines += 1
             continue
         kind = r.get("type")
+        when = _time(r, "t_unix", "time_unix", "sent_unix", "received_unix")
+        last_time = when if when is not None else last_time
         if kind == "decision":
             log.decisions.append(Decision(_time(r, "t_unix", "time_unix"), r.get("gpu"), int(r.get("level", 0)),
                                           int(r.get("previous_level", 0)), list(r.get("actions") or []),
@@ -129,7 +133,7 @@ def parse_guard_log(lines: List[str]) -> GuardLog:
         elif kind == "signal":
             pid = r.get("pid")
             log.signals.append(SignalSent(pid if isinstance(pid, int) else None, str(r.get("signal")),
-                                          _time(r, "t_unix", "time_unix", "sent_unix"), r))
+                                          when if when is not None else last_time, r))
         elif kind == "report":
             log.reports.append(r)
         else:

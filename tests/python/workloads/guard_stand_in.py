@@ -348,6 +348,9 @@ def trace_info(path: str) -> int:
 def main(argv: List[str]) -> int:
     if argv[:2] == ["trace", "info"] and len(argv) == 3:
         return trace_info(argv[2])
+    if argv[:2] == ["guard", "--help"]:
+        print(__doc__)
+        return 0
     if argv[:1] == ["guard"] and "--" in argv:
         return Guard(argv[1:]).run()
     print(__doc__, file=sys.stderr)

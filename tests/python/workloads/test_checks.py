@@ -113,7 +113,9 @@ class GuardLogTest(unittest.TestCase):
             json.dumps({"type": "ack", "id": "a", "status": "done", "received_unix": 10.25,
                         "details": {"checkpoint_path": "/x"}}),
             "not json", "[1]", "",
+            json.dumps({"type": "signal", "pid": 7, "signal": "SIGSTOP"}),
         ])
+        self.assertEqual((log.signals[0].pid, log.signals[0].t_unix), (7, 10.25))  # the ack's time
         self.assertEqual(log.bad_lines, 2)
         ack = log.acks[0]
         self.assertEqual((ack.action, ack.level, ack.details["checkpoint_path"]), ("checkpoint_now", 2, "/x"))
