@@ -1,0 +1,62 @@
+"""The two GPU scripts end to end on the CPU: tools/guard_e2e.sh against the stand-in guard
+(guard_stand_in.py) with the ramp replayed 3x as fast, and tools/batch_sweep.sh --device cpu (out of
+memory simulated above 8 samples). Needs torch; about 2 minutes."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def run(*cmd, timeout=400):
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUDOC_GUARD_SOCKET", "GPUDOC_BACKEND")}
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def summary(folder):
+    with open(os.path.join(folder, "summary.json")) as f:
+        data = json.load(f)
+    return data, {c["name"]: c for c in data["checks"]}
+
+
+class GuardE2eTest(unittest.TestCase):
+    def test_the_whole_run_passes_against_the_stand_in(self):
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "run")
+            proc = run(os.path.join(REPO, "tools", "guard_e2e.sh"), out, "--gpudoc",
+                       os.path.join(HERE, "guard_stand_in.py"), "--python", sys.executable, "--device", "cpu",
+                       "--speed", "3")
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            data, checks = summary(out)
+            self.assertTrue(data["all_pass"])
+            self.assertEqual(len(checks), 7)
+            self.assertGreater(checks["pause"]["tick_gap_s"], 3.0)  # ~18 s of ramp / 3
+            self.assertEqual(checks["resume"]["checkpoint_sha256"], checks["resume"]["resume_sha256"])
+            self.assertEqual(checks["shrink"]["batch_size"], 3)  # 4 x 0.75
+            self.assertIn("PASS  latency", proc.stdout)
+            # A second run into the same folder is refused, not mixed with the first.
+            self.assertEqual(run(os.path.join(REPO, "tools", "guard_e2e.sh"), out, "--gpudoc",
+                                 os.path.join(HERE, "guard_stand_in.py"), "--python", sys.executable,
+                                 "--device", "cpu").returncode, 2)
+
+
+class BatchSweepTest(unittest.TestCase):
+    def test_the_sweep_and_the_controller_on_the_cpu(self):
+        with tempfile.TemporaryDirectory() as folder:
+            proc = run(os.path.join(REPO, "tools", "batch_sweep.sh"), folder, "--python", sys.executable,
+                       "--device", "cpu", "--change-window", "30")
+            data, checks = summary(folder)
+            # The throughput of a tiny CPU model is noisy; the rest must hold exactly.
+            for name in ("no_crash", "oom_reached", "stability", "elapsed"):
+                self.assertTrue(checks[name]["pass"], proc.stdout)
+            self.assertEqual(checks["oom_reached"]["oom_batch"], 16)
+            self.assertEqual([r["batch"] for r in data["sweep"]], [1, 2, 4, 8, 16])
+            self.assertIn("oom", [step[2] for step in data["controller"]["searched"]])  # retried, no crash
+
+
+if __name__ == "__main__":
+    unittest.main()
