@@ -22,6 +22,7 @@ packages=(g++ cmake ninja-build git pkg-config libcli11-dev nlohmann-json3-dev l
 if ((!only_gpudoc)); then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3
              python3-venv python3-wheel-whl  # the Python client's install test: an offline venv (tests/python)
+             python3-torch   # the guard's real training job on the CPU (tests/python/workloads)
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
              clang-format-14)  # the formatting check (tools/format.sh --check)

@@ -19,7 +19,7 @@
 # 6. PY tools/check_guard_e2e.py OUTDIR: PASS/FAIL per check, OUTDIR/summary.md and summary.json.
 #
 # --gpudoc BIN: the gpudoc binary (default: build/src/cli/gpudoc of this checkout, else gpudoc on
-# PATH); tests give a stand-in (tests/python/workloads/guard_stand_in.py). --python PY: an
+# PATH). --python PY: an
 # interpreter with torch (default python3). --device: the CUDA index both processes use (default 0),
 # or cpu (tiny sizes, for CI; the job names GPU 0 to the guard). --speed S: the replay runs S times
 # as fast (default 1; the levels then come S times sooner).

@@ -13,8 +13,8 @@
 namespace gpudoc::baseline {
 
 bool kept_guard_event(const std::string& type) {
-  static constexpr std::array<std::string_view, 9> kKept = {
-      "decision", "advice", "ack", "ack_timeout", "signal", "not_sent", "job_joined", "start", "end"};
+  static constexpr std::array<std::string_view, 9> kKept = {"decision", "advice",     "ack",   "ack_timeout", "signal",
+                                                            "not_sent", "job_joined", "start", "end"};
   for (auto k : kKept)
     if (type == k) return true;
   return false;

@@ -52,9 +52,9 @@ core::Result<std::vector<guard::Action>> parse_signals(const std::string& text) 
     else if (item == "stop")
       out.push_back(guard::Action::kStop);
     else
-      return core::Error(core::ErrorKind::kUsage,
-                         fmt::format("--signal '{}': allowed: checkpoint (SIGUSR1), stop (SIGTERM)",
-                                     core::terminal_safe(item)));
+      return core::Error(
+          core::ErrorKind::kUsage,
+          fmt::format("--signal '{}': allowed: checkpoint (SIGUSR1), stop (SIGTERM)", core::terminal_safe(item)));
   }
   return out;
 }
@@ -172,6 +172,7 @@ int run_guard(GuardFlags f, Context& ctx) {
   o.signal_opt_in = *signals;
   o.sampler = *config;
   o.real_gpus = live->real();
+  o.clock_speed = live->speed > 0 ? live->speed : 1.0;
   o.ack_deadline_s = f.ack_deadline_s;
   o.fatal_xid = [](std::uint64_t xid) {
     const auto c = health::classify_xid(xid);

@@ -27,6 +27,9 @@ using nlohmann::json;
 
 double unix_s(const core::Clock& clock) { return static_cast<double>(clock.unix_now_ns()) * 1e-9; }
 
+// Wall time: what the job's clock says. The backend's clock runs faster under a replay at speed > 1.
+double wall_s() { return unix_s(core::SystemClock()); }
+
 std::string base_name(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -144,7 +147,7 @@ class Session {
   core::Status open_watches(const std::vector<int>& gpus);
   core::Status start_job();
   void emit(json e) {
-    if (!e.contains("t_unix")) e["t_unix"] = unix_s(clock_);
+    if (!e.contains("t_unix")) e["t_unix"] = wall_s();
     sink_(e);
   }
   void on_record(const telemetry::SamplerRecord& r);
@@ -164,6 +167,13 @@ class Session {
     return j.gpus.empty() || std::find(j.gpus.begin(), j.gpus.end(), gpu) != j.gpus.end();
   }
   std::string uuid_of(int gpu) const;
+  // The newest sample's time on the wall clock: its age on the backend's clock, divided by the
+  // clock's speed, before `wall_now`.
+  double sample_wall_s(const GpuWatch& w, double wall_now) const {
+    const auto t = w.newest_sample_t();
+    if (!t) return wall_now;
+    return wall_now - std::max(0.0, unix_s(clock_) - *t) / o_.clock_speed;
+  }
   std::set<pid_t> job_pids() const;
 
   gpu::Backend& backend_;
@@ -177,8 +187,8 @@ class Session {
   std::vector<Job> jobs_;
   std::map<int, std::size_t> job_of_conn_;
   std::map<std::string, Pending> pending_;
-  std::map<int, std::vector<Paused>> paused_;           // by GPU
-  std::map<int, std::set<pid_t>> gpu_processes_;        // pids NVML listed on each GPU, newest read
+  std::map<int, std::vector<Paused>> paused_;     // by GPU
+  std::map<int, std::set<pid_t>> gpu_processes_;  // pids NVML listed on each GPU, newest read
   std::optional<core::ChildProcess> child_;
   std::vector<std::shared_ptr<Pidfd>> watched_pids_;  // --pid
   int next_job_ = 1, next_advice_ = 1;
@@ -236,7 +246,11 @@ core::Status Session::start_job() {
     if (auto fd = Pidfd::open(j.pid)) j.pidfd = std::make_shared<Pidfd>(std::move(*fd));
     j.name = base_name(o_.command.front());
     j.signals.insert(o_.signal_opt_in.begin(), o_.signal_opt_in.end());
-    emit({{"type", "job_joined"}, {"job", j.id}, {"pid", j.pid}, {"name", j.name}, {"connected", false},
+    emit({{"type", "job_joined"},
+          {"job", j.id},
+          {"pid", j.pid},
+          {"name", j.name},
+          {"connected", false},
           {"signals", [&] {
              json a = json::array();
              for (Action x : j.signals) a.push_back(to_string(x));
@@ -256,7 +270,10 @@ core::Status Session::start_job() {
     j.pidfd = shared;
     j.name = comm_of(o_.proc_root, pid);
     j.signals.insert(o_.signal_opt_in.begin(), o_.signal_opt_in.end());
-    emit({{"type", "job_joined"}, {"job", j.id}, {"pid", pid}, {"name", core::terminal_safe(j.name)},
+    emit({{"type", "job_joined"},
+          {"job", j.id},
+          {"pid", pid},
+          {"name", core::terminal_safe(j.name)},
           {"connected", false}});
     jobs_.push_back(std::move(j));
   }
@@ -289,14 +306,19 @@ void Session::signal_job(Job& job, Action a, const std::string& why) {
   if (!sig || !job.pidfd) return;
   auto st = job.pidfd->signal(*sig);
   ++result_.signals;
-  emit({{"type", "signal"}, {"job", job.id}, {"pid", job.pid}, {"signal", core::signal_name(*sig)},
-        {"action", to_string(a)}, {"why", why}, {"ok", static_cast<bool>(st)},
+  emit({{"type", "signal"},
+        {"job", job.id},
+        {"pid", job.pid},
+        {"signal", core::signal_name(*sig)},
+        {"action", to_string(a)},
+        {"why", why},
+        {"ok", static_cast<bool>(st)},
         {"error", st ? std::string() : st.error().message()}});
 }
 
 void Session::send_advice(Job& job, GpuWatch& w, const Decision& d, const ActionStep& step, int level) {
-  const double now = unix_s(clock_);
-  const double sample = w.newest_sample_t().value_or(now);
+  const double now = wall_s();
+  const double sample = sample_wall_s(w, now);
   Pending p{.id = fmt::format("{}-{}", job.id, next_advice_++),
             .job = job.id,
             .action = step.action,
@@ -314,15 +336,21 @@ void Session::send_advice(Job& job, GpuWatch& w, const Decision& d, const Action
                  {"threshold", number_or_null(d.threshold)},
                  {"threshold_source", to_string(d.threshold_source)},
                  {"limits", limits_json(w.info())}};
-  json msg = {{"type", "advice"},          {"id", p.id},         {"level", level},
-              {"action", to_string(step.action)}, {"gpu", uuid_of(w.gpu())}, {"issued_unix", now},
-              {"deadline_unix", p.deadline_unix}, {"reason", reason}, {"message", d.reason}};
+  json msg = {{"type", "advice"},
+              {"id", p.id},
+              {"level", level},
+              {"action", to_string(step.action)},
+              {"gpu", uuid_of(w.gpu())},
+              {"issued_unix", now},
+              {"deadline_unix", p.deadline_unix},
+              {"reason", reason},
+              {"message", d.reason}};
   if (step.action == Action::kShrinkBatch) msg["factor"] = step.factor;
   const bool sent = channel_.send(*job.conn, msg);
   ++result_.advice;
-  json e = {{"type", "advice"},     {"id", p.id},         {"job", job.id},          {"gpu", w.gpu()},
-            {"level", level},       {"action", to_string(step.action)}, {"sample_unix", sample},
-            {"sent_unix", now},     {"sent", sent}};
+  json e = {{"type", "advice"},      {"id", p.id},       {"job", job.id},
+            {"gpu", w.gpu()},        {"level", level},   {"action", to_string(step.action)},
+            {"sample_unix", sample}, {"sent_unix", now}, {"sent", sent}};
   if (step.action == Action::kShrinkBatch) e["factor"] = step.factor;
   emit(e);
   pending_[p.id] = p;
@@ -336,7 +364,9 @@ void Session::advise(GpuWatch& w, const Decision& d, const ActionStep& step, int
     } else if (job.signals.count(step.action) != 0) {
       signal_job(job, step.action, fmt::format("level {}: {} (the job does not listen for it)", level, d.reason));
     } else if (step.action != Action::kPauseNoncritical && step.action != Action::kResumeNoncritical) {
-      emit({{"type", "not_sent"}, {"job", job.id}, {"action", to_string(step.action)},
+      emit({{"type", "not_sent"},
+            {"job", job.id},
+            {"action", to_string(step.action)},
             {"why", job.conn ? "the job did not list this action in its capabilities"
                              : "the job is not connected and did not opt in to signals (--signal)"}});
     }
@@ -359,8 +389,13 @@ void Session::pause_noncritical(GpuWatch& w) {
     auto shared = std::make_shared<Pidfd>(std::move(*fd));
     auto st = shared->signal(SIGSTOP);
     ++result_.signals;
-    emit({{"type", "signal"}, {"pid", pid}, {"name", core::terminal_safe(comm)}, {"gpu", w.gpu()},
-          {"signal", "SIGSTOP"}, {"action", "pause_noncritical"}, {"ok", static_cast<bool>(st)},
+    emit({{"type", "signal"},
+          {"pid", pid},
+          {"name", core::terminal_safe(comm)},
+          {"gpu", w.gpu()},
+          {"signal", "SIGSTOP"},
+          {"action", "pause_noncritical"},
+          {"ok", static_cast<bool>(st)},
           {"error", st ? std::string() : st.error().message()},
           {"why", o_.real_gpus ? "a non-critical process of the policy on this GPU"
                                : "a non-critical process of the policy (the backend is not this host's GPUs: "
@@ -375,8 +410,13 @@ void Session::resume_noncritical(GpuWatch& w, const Decision& d) {
   for (Paused& p : it->second) {
     auto st = p.pidfd->signal(SIGCONT);
     ++result_.signals;
-    emit({{"type", "signal"}, {"pid", p.pid}, {"name", core::terminal_safe(p.name)}, {"gpu", w.gpu()},
-          {"signal", "SIGCONT"}, {"action", "resume_noncritical"}, {"ok", static_cast<bool>(st)},
+    emit({{"type", "signal"},
+          {"pid", p.pid},
+          {"name", core::terminal_safe(p.name)},
+          {"gpu", w.gpu()},
+          {"signal", "SIGCONT"},
+          {"action", "resume_noncritical"},
+          {"ok", static_cast<bool>(st)},
           {"why", d.reason}});
   }
   paused_.erase(it);
@@ -386,8 +426,13 @@ void Session::release_all_paused(const std::string& why) {
   for (auto& [gpu, list] : paused_)
     for (Paused& p : list) {
       auto st = p.pidfd->signal(SIGCONT);
-      emit({{"type", "signal"}, {"pid", p.pid}, {"gpu", gpu}, {"signal", "SIGCONT"}, {"action", "resume_noncritical"},
-            {"ok", static_cast<bool>(st)}, {"why", why}});
+      emit({{"type", "signal"},
+            {"pid", p.pid},
+            {"gpu", gpu},
+            {"signal", "SIGCONT"},
+            {"action", "resume_noncritical"},
+            {"ok", static_cast<bool>(st)},
+            {"why", why}});
     }
   paused_.clear();
 }
@@ -408,7 +453,7 @@ void Session::on_decision(GpuWatch& w, const Decision& d) {
             {"rate_limited", d.rate_limited},
             {"fatal", d.fatal},
             {"dry_run", o_.dry_run},
-            {"sample_unix", number_or_null(w.newest_sample_t())},
+            {"sample_unix", sample_wall_s(w, wall_s())},
             {"gpu_temp_now", number_or_null(in.gpu_temp_now)},
             {"gpu_temp_forecast", number_or_null(in.gpu_temp_forecast)},
             {"forecast_error", number_or_null(in.gpu_forecast_error)},
@@ -471,7 +516,7 @@ void Session::on_hello(const ChannelEvent& ev) {
 }
 
 void Session::on_ack(const ChannelEvent& ev) {
-  const double now = unix_s(clock_);
+  const double now = wall_s();
   const std::string id = peer_text(ev.message, "id");
   auto it = pending_.find(id);
   if (it == pending_.end()) {  // acknowledged before (the channel refuses ids it never sent)
@@ -506,7 +551,8 @@ void Session::on_channel(const ChannelEvent& ev) {
     case K::kAck: on_ack(ev); break;
     case K::kReport:
       if (job != job_of_conn_.end())
-        emit({{"type", "report"}, {"job", jobs_[job->second].id},
+        emit({{"type", "report"},
+              {"job", jobs_[job->second].id},
               {"figures", ev.message.contains("figures") ? ev.message["figures"] : json::object()},
               {"dropped", ev.message.contains("dropped") ? ev.message["dropped"] : json(0)}});
       break;
@@ -514,13 +560,16 @@ void Session::on_channel(const ChannelEvent& ev) {
     case K::kClosed:
       if (job != job_of_conn_.end() && !jobs_[job->second].left) {
         jobs_[job->second].left = true;
-        emit({{"type", "job_left"}, {"job", jobs_[job->second].id},
-              {"how", ev.kind == K::kBye ? core::terminal_safe(peer_text(ev.message, "reason")) : std::string("closed")}});
+        emit({{"type", "job_left"},
+              {"job", jobs_[job->second].id},
+              {"how",
+               ev.kind == K::kBye ? core::terminal_safe(peer_text(ev.message, "reason")) : std::string("closed")}});
       }
       break;
     case K::kProtocolError: emit({{"type", "protocol_error"}, {"conn", ev.conn}, {"error", ev.error}}); break;
     case K::kPeerError:
-      emit({{"type", "peer_error"}, {"conn", ev.conn},
+      emit({{"type", "peer_error"},
+            {"conn", ev.conn},
             {"error", core::terminal_safe(peer_text(ev.message, "code") + ": " + peer_text(ev.message, "message"))}});
       break;
     default: break;
@@ -548,8 +597,12 @@ core::Result<SessionResult> Session::run(const std::atomic<int>& stop_requests) 
     sampler.stop();
     return st.error();
   }
-  emit({{"type", "start"}, {"socket", channel_.path()}, {"gpus", sampler.gpus()}, {"dry_run", o_.dry_run},
-        {"horizon_s", o_.policy.horizon_s}, {"guard_pid", ::getpid()}});
+  emit({{"type", "start"},
+        {"socket", channel_.path()},
+        {"gpus", sampler.gpus()},
+        {"dry_run", o_.dry_run},
+        {"horizon_s", o_.policy.horizon_s},
+        {"guard_pid", ::getpid()}});
   if (auto st = start_job(); !st) {
     sampler.stop();
     return st.error();
@@ -562,7 +615,7 @@ core::Result<SessionResult> Session::run(const std::atomic<int>& stop_requests) 
     for (auto& w : watches_)
       if (auto d = w->tick(now)) on_decision(*w, *d);
     for (const ChannelEvent& ev : channel_.poll(std::chrono::milliseconds(0))) on_channel(ev);
-    check_deadlines(now);
+    check_deadlines(wall_s());
     if (child_ && child_->poll()) {
       result_.exit_code = child_->exit_code_for_shell();
       result_.end_reason = "command_exited";
@@ -589,9 +642,14 @@ core::Result<SessionResult> Session::run(const std::atomic<int>& stop_requests) 
     child_->wait();
     result_.exit_code = child_->exit_code_for_shell();
   }
-  emit({{"type", "end"}, {"reason", result_.end_reason}, {"exit_code", result_.exit_code ? json(*result_.exit_code) : json()},
-        {"decisions", result_.decisions}, {"advice", result_.advice}, {"acks", result_.acks},
-        {"signals", result_.signals}, {"max_level", result_.max_level}});
+  emit({{"type", "end"},
+        {"reason", result_.end_reason},
+        {"exit_code", result_.exit_code ? json(*result_.exit_code) : json()},
+        {"decisions", result_.decisions},
+        {"advice", result_.advice},
+        {"acks", result_.acks},
+        {"signals", result_.signals},
+        {"max_level", result_.max_level}});
   return result_;
 }
 

@@ -26,8 +26,8 @@ double number_of(const nlohmann::json& e, const char* key) {
 std::string guard_event_summary(const nlohmann::json& e) {
   const std::string type = text_of(e, "type");
   if (type == "decision") {
-    std::string s = fmt::format("level {} -> {}: {}", text_of(e, "previous_level"), text_of(e, "level"),
-                                text_of(e, "reason"));
+    std::string s =
+        fmt::format("level {} -> {}: {}", text_of(e, "previous_level"), text_of(e, "level"), text_of(e, "reason"));
     if (e.value("rate_limited", false)) s += " (rate limited: nothing sent)";
     if (e.value("dry_run", false)) s += " (dry run)";
     if (e.contains("suggestion")) s += "; " + text_of(e, "suggestion");
@@ -43,12 +43,14 @@ std::string guard_event_summary(const nlohmann::json& e) {
   if (type == "signal")
     return fmt::format("{} to pid {} {} ({}){}", text_of(e, "signal"), text_of(e, "pid"), text_of(e, "name"),
                        text_of(e, "action"), e.value("ok", true) ? "" : ": failed " + text_of(e, "error"));
-  if (type == "not_sent") return fmt::format("{} not sent to {}: {}", text_of(e, "action"), text_of(e, "job"), text_of(e, "why"));
+  if (type == "not_sent")
+    return fmt::format("{} not sent to {}: {}", text_of(e, "action"), text_of(e, "job"), text_of(e, "why"));
   if (type == "job_joined")
     return fmt::format("job {} pid {} {}{}", text_of(e, "job"), text_of(e, "pid"), text_of(e, "name"),
                        e.value("connected", false) ? " connected" : "");
   if (type == "start")
-    return fmt::format("guard started on GPU(s) {}{}{}", text_of(e, "gpus"), e.value("dry_run", false) ? ", dry run" : "",
+    return fmt::format("guard started on GPU(s) {}{}{}", text_of(e, "gpus"),
+                       e.value("dry_run", false) ? ", dry run" : "",
                        e.contains("backend") ? ", backend " + text_of(e, "backend") : "");
   if (type == "end")
     return fmt::format("guard ended ({}): {} decisions, {} advice, {} acks, {} signals, highest level {}",
@@ -68,7 +70,8 @@ std::string render_guard_events_text(const std::vector<baseline::StoredResult>& 
   std::string out;
   for (const std::string& run : order) {
     const auto& events = runs[run];
-    out += fmt::format("Guard run {} on {}\n", core::terminal_safe(run), core::terminal_safe(events.front()->machine.host));
+    out += fmt::format("Guard run {} on {}\n", core::terminal_safe(run),
+                       core::terminal_safe(events.front()->machine.host));
     std::vector<std::vector<std::string>> table = {{"time (UTC)", "GPU", "event", "what"}};
     for (const auto* r : events)
       table.push_back({core::utc_seconds_text(r->time_unix_ns), text_of(r->payload, "gpu"),

@@ -1,7 +1,7 @@
 """tools/thermal_ramp.py: the replay trace it makes is a valid gpudoc trace whose temperatures follow
-the profile against the header's own limits, and the default guard levels, fed by a persistence
-or a slope-extrapolating forecast, come in order 1, 2, (cleared), 3 with time between them.
-Standard library only; `gpudoc trace info` is run on it when a build is found (GPUDOC_BIN)."""
+the profile against the header's own limits, and the real guard (`gpudoc --backend replay:RAMP@20 guard
+--dry-run`, default policy) enters levels 1, 2, (cleared), 3 in order with time between them.
+Standard library only; the gpudoc checks run when a build is found (GPUDOC_BIN)."""
 import io
 import json
 import os
@@ -14,9 +14,7 @@ from contextlib import redirect_stderr
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
-sys.path.insert(0, HERE)
 
-import guard_stand_in as S  # noqa: E402
 import thermal_ramp as R  # noqa: E402
 
 SOURCE = os.path.join(REPO, "tests", "data", "gemm_saturated.jsonl")
@@ -30,37 +28,24 @@ def make(*args):
     return rc, out
 
 
-def levels(records, header, forecast):
-    """First entry time of each level and the level sequence, ticking every 0.1 s of trace time."""
-    esc = S.Escalator(header["gpus"][0])
-    die = [(r["t"], r["gpu_temperature_celsius"]) for r in records if "gpu_temperature_celsius" in r]
-    first, sequence = {}, []
-    t, i = 0.0, 0
-    while t < records[-1]["t"]:
-        while i + 1 < len(die) and die[i + 1][0] <= t:
-            i += 1
-        d = esc.tick(t, {"gpu": forecast(die, i)})
-        if d:
-            sequence.append(d["level"])
-            if d["level"] > d["previous_level"]:
-                first.setdefault(d["level"], t)
-        t += 0.1
-    return first, sequence
+def gpudoc_binary():
+    binary = os.environ.get("GPUDOC_BIN") or os.path.join(REPO, "build", "src", "cli", "gpudoc")
+    return binary if os.access(binary, os.X_OK) else None
 
 
-def persistence(die, i):
-    return float(die[i][1])
-
-
-def extrapolated(die, i):
-    """The least-squares slope of the last 10 s, 5 s ahead (the guard's linear baseline)."""
-    t_now = die[i][0]
-    pts = [(t, v) for t, v in die[:i + 1] if t >= t_now - 10]
-    n = len(pts)
-    mt, mv = sum(t for t, _ in pts) / n, sum(v for _, v in pts) / n
-    var = sum((t - mt) ** 2 for t, _ in pts)
-    slope = sum((t - mt) * (v - mv) for t, v in pts) / var if var > 0 else 0.0
-    return die[i][1] + 5 * slope
+def guard_levels(binary, ramp, speed=20.0):
+    """Each decision's (trace second, level) from a dry run of the real guard over the ramp."""
+    folder = tempfile.mkdtemp(prefix="ramp-guard-")
+    log = os.path.join(folder, "guard.jsonl")
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUDOC_BACKEND", "GPUDOC_GUARD_SOCKET")}
+    proc = subprocess.run([binary, "--backend", f"replay:{ramp}@{speed:g}", "guard", "--dry-run", "--no-store",
+                           "--log", log, "-q", "--", sys.executable, "-c", f"import time; time.sleep({160 / speed})"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    events = [json.loads(line) for line in open(log)]
+    start = next(e["t_unix"] for e in events if e["type"] == "start")
+    return [((e["t_unix"] - start) * speed, e["level"]) for e in events if e["type"] == "decision"]
 
 
 class RampTest(unittest.TestCase):
@@ -106,20 +91,19 @@ class RampTest(unittest.TestCase):
         self.assertTrue(all(bool(m & 0x20) == (t >= mo) for t, m in masks))
 
     def test_the_default_levels_come_in_order_with_time_between(self):
-        samples = [r for r in self.body if r["type"] == "sample"]
-        for name, forecast in (("persistence", persistence), ("extrapolated", extrapolated)):
-            first, sequence = levels(samples, self.header, forecast)
-            with self.subTest(forecast=name):
-                self.assertEqual(sorted(first), [1, 2, 3])
-                self.assertLess(first[1], first[2])
-                self.assertLess(first[2], first[3])
-                self.assertGreaterEqual(first[1], 20)       # the job has started by then
-                self.assertGreaterEqual(first[2] - first[1], 5)
-                self.assertGreaterEqual(first[3] - first[2], 30)
-                down = sequence.index(2) + 1             # level 2 clears before level 3
-                self.assertLess(sequence[down], 2)
-        first, _ = levels(samples, self.header, persistence)
-        self.assertTrue(all(10 <= b - a <= 55 for a, b in zip([first[1], first[2]], [first[2], first[3]])), first)
+        binary = gpudoc_binary()
+        if binary is None:
+            self.skipTest("no gpudoc build (GPUDOC_BIN)")
+        decisions = guard_levels(binary, self.path)
+        sequence = [level for _, level in decisions]
+        first = {}
+        for t, level in decisions:
+            first.setdefault(level, t)
+        self.assertEqual(sequence[:3], [1, 2, 1], decisions)   # level 2 clears before level 3
+        self.assertEqual(sequence[-1], 3, decisions)
+        self.assertGreaterEqual(first[1], 20, decisions)       # the job has started by then
+        self.assertGreaterEqual(first[2] - first[1], 5, decisions)
+        self.assertGreaterEqual(first[3] - first[2], 30, decisions)
 
     def test_gpudoc_reads_it(self):
         binary = os.environ.get("GPUDOC_BIN") or os.path.join(REPO, "build", "src", "cli", "gpudoc")
