@@ -152,6 +152,7 @@ class Session {
   }
   void on_record(const telemetry::SamplerRecord& r);
   void read_health(double now);
+  void status(double now);
   void on_decision(GpuWatch& w, const Decision& d);
   void advise(GpuWatch& w, const Decision& d, const ActionStep& step, int level);
   void send_advice(Job& job, GpuWatch& w, const Decision& d, const ActionStep& step, int level);
@@ -193,6 +194,7 @@ class Session {
   std::vector<std::shared_ptr<Pidfd>> watched_pids_;  // --pid
   int next_job_ = 1, next_advice_ = 1;
   double next_health_ = 0;
+  double next_status_ = 0;
   SessionResult result_;
 };
 
@@ -299,6 +301,30 @@ void Session::read_health(double now) {
     auto facts = backend_.health_facts(w->gpu());
     if (facts) w->add_health(*facts);
   }
+}
+
+// Every status_period: each GPU's level, temperature, forecast and the forecast's measured error,
+// so a long log shows what the guard saw between decisions.
+void Session::status(double now) {
+  if (now < next_status_) return;
+  const bool first = next_status_ == 0;
+  next_status_ = now + std::chrono::duration<double>(o_.status_period).count();
+  if (first) return;
+  json gpus = json::array();
+  for (auto& w : watches_) {
+    const EscalationInput& in = w->input();
+    const Forecast f = w->forecaster().gpu().forecast(o_.policy.horizon_s);
+    gpus.push_back({{"gpu", w->gpu()},
+                    {"level", w->escalator().level()},
+                    {"gpu_temp_now", number_or_null(in.gpu_temp_now)},
+                    {"gpu_temp_forecast", number_or_null(in.gpu_temp_forecast)},
+                    {"forecast_from_model", f.from_model},
+                    {"forecast_error", number_or_null(f.error_celsius)},
+                    {"memory_temp_forecast", number_or_null(in.memory_temp_forecast)},
+                    {"power_watts", number_or_null(in.power_watts)},
+                    {"seconds_to_oom", number_or_null(in.seconds_to_oom)}});
+  }
+  emit({{"type", "status"}, {"gpus", gpus}});
 }
 
 void Session::signal_job(Job& job, Action a, const std::string& why) {
@@ -612,6 +638,7 @@ core::Result<SessionResult> Session::run(const std::atomic<int>& stop_requests) 
     for (const auto& r : sampler.drain(o_.loop_period)) on_record(r);
     const double now = unix_s(clock_);
     read_health(now);
+    status(now);
     for (auto& w : watches_)
       if (auto d = w->tick(now)) on_decision(*w, *d);
     for (const ChannelEvent& ev : channel_.poll(std::chrono::milliseconds(0))) on_channel(ev);

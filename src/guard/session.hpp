@@ -8,7 +8,7 @@
 //   return r->exit_code.value_or(0);
 //
 // Events given to the sink (one JSON object each, "type" first; docs/guard.md lists the fields):
-// start, job_joined, job_left, decision, advice, ack, ack_timeout, signal, report, note, end.
+// start, job_joined, job_left, decision, advice, ack, ack_timeout, signal, report, status, note, end.
 // Nothing here ever resets a GPU or changes a GPU setting; a reset is only suggested in a note.
 #pragma once
 
@@ -36,17 +36,18 @@ namespace gpudoc::guard {
 
 struct SessionOptions {
   Policy policy;
-  bool dry_run = false;                           // decide and log; send nothing, signal nothing
-  std::vector<std::string> command;               // run this (GPUDOC_GUARD_SOCKET set), stop when it exits
-  std::vector<pid_t> pids;                        // or watch these running processes, until they all exit
-  std::vector<Action> signal_opt_in;              // actions also sent as signals to a job that does not ack
-  telemetry::SamplerConfig sampler;               // which GPUs, at what periods
-  bool real_gpus = true;                          // false (replay, fake): the GPU's process list is not this host's
-  double clock_speed = 1.0;                       // the backend clock's seconds per wall second (a replay's speed)
-  std::function<bool(std::uint64_t)> fatal_xid;   // the XID catalog's reset/reboot classes
-  double ack_deadline_s = 10.0;                   // an advice not acknowledged by then: signal (if opted in) and log
-  std::chrono::milliseconds loop_period{20};      // how often the loop wakes (sampler drain + channel)
-  std::chrono::milliseconds health_period{5000};  // ECC / row-remap counters
+  bool dry_run = false;                            // decide and log; send nothing, signal nothing
+  std::vector<std::string> command;                // run this (GPUDOC_GUARD_SOCKET set), stop when it exits
+  std::vector<pid_t> pids;                         // or watch these running processes, until they all exit
+  std::vector<Action> signal_opt_in;               // actions also sent as signals to a job that does not ack
+  telemetry::SamplerConfig sampler;                // which GPUs, at what periods
+  bool real_gpus = true;                           // false (replay, fake): the GPU's process list is not this host's
+  double clock_speed = 1.0;                        // the backend clock's seconds per wall second (a replay's speed)
+  std::function<bool(std::uint64_t)> fatal_xid;    // the XID catalog's reset/reboot classes
+  double ack_deadline_s = 10.0;                    // an advice not acknowledged by then: signal (if opted in) and log
+  std::chrono::milliseconds loop_period{20};       // how often the loop wakes (sampler drain + channel)
+  std::chrono::milliseconds health_period{5000};   // ECC / row-remap counters
+  std::chrono::milliseconds status_period{60000};  // a "status" event: each GPU's level and forecast
   std::string proc_root = "/proc";
 };
 
