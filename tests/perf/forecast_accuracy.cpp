@@ -6,8 +6,9 @@
 // tables for the load patterns and jobs, one for the thermal load steps (tests/data/thermal), and a
 // pooled summary of both.
 //
-//   forecast_accuracy [--set tune|heldout] [--horizon S] [--step S] [--forgetting L]
-//                     [--power-hold S] [--min-power-sd W] [--linear-window S] [--error-weight W] [--min-fit-steps N]
+//   forecast_accuracy [--set tune|heldout] [--horizon S] [--time-constants S,S,S] [--power-average S]
+//                     [--fit-memory S] [--min-fit S] [--min-power-range W] [--residual-smoothing S]
+//                     [--ramp-onset W] [--ramp-jump C] [--resolution C] [--error-memory S] [--linear-window S]
 //                     [--verbose 1]
 //
 // The split was fixed here before any constant was tuned and before any held-out number was
@@ -232,8 +233,14 @@ GpuResult replay(const telemetry::GpuTrace& g, const Options& o) {
     }
   }
   if (o.verbose) {
-    const guard::ThermalFit d = f.gpu().fit();
-    std::fprintf(stderr, "  die fit: a %.4f b %.5f c %.3f steps %zu trusted %d\n", d.a, d.b, d.c, d.steps, d.trusted);
+    for (const auto& [name, model] : {std::pair{"die", &f.gpu()}, {"hbm", &f.memory()}}) {
+      const guard::ThermalFit d = model->fit();
+      std::fprintf(stderr, "  %s fit: offset %.2f C, static %.4f C/W, gains", name, d.offset_celsius, d.static_gain);
+      for (std::size_t j = 0; j < d.gains.size(); ++j) {
+        std::fprintf(stderr, " %.4f (%.1f s)", d.gains[j], d.time_constants_s[j]);
+      }
+      std::fprintf(stderr, " C/W, %zu samples, trusted %d\n", d.samples, d.trusted);
+    }
     std::fprintf(stderr, "  load changes start at");
     for (double t : onsets) std::fprintf(stderr, " %.2f", t);
     std::fprintf(stderr, " s\n");
@@ -269,18 +276,32 @@ bool parse(int argc, char** argv, Options& o) {
       o.set = v;
     } else if (k == "--horizon") {
       o.horizon_s = std::atof(v);
-    } else if (k == "--step") {
-      o.config.step_s = std::atof(v);
-    } else if (k == "--forgetting") {
-      o.config.forgetting = std::atof(v);
-    } else if (k == "--power-hold") {
-      o.config.power_hold_s = std::atof(v);
-    } else if (k == "--min-power-sd") {
-      o.config.min_power_sd_watts = std::atof(v);
-    } else if (k == "--error-weight") {
-      o.config.error_weight = std::atof(v);
-    } else if (k == "--min-fit-steps") {
-      o.config.min_fit_steps = static_cast<std::size_t>(std::atoi(v));
+    } else if (k == "--time-constants") {
+      std::size_t j = 0;
+      for (const char* c = v; j < o.config.time_constants_s.size(); ++j) {
+        char* end = nullptr;
+        o.config.time_constants_s[j] = std::strtod(c, &end);
+        if (end == c) return false;
+        c = *end == ',' ? end + 1 : end;
+      }
+    } else if (k == "--power-average") {
+      o.config.power_average_s = std::atof(v);
+    } else if (k == "--fit-memory") {
+      o.config.fit_memory_s = std::atof(v);
+    } else if (k == "--min-fit") {
+      o.config.min_fit_s = std::atof(v);
+    } else if (k == "--min-power-range") {
+      o.config.min_power_range_watts = std::atof(v);
+    } else if (k == "--residual-smoothing") {
+      o.config.residual_smoothing_s = std::atof(v);
+    } else if (k == "--ramp-onset") {
+      o.config.ramp_onset_watts = std::atof(v);
+    } else if (k == "--ramp-jump") {
+      o.config.ramp_jump_celsius = std::atof(v);
+    } else if (k == "--resolution") {
+      o.config.sensor_resolution_celsius = std::atof(v);
+    } else if (k == "--error-memory") {
+      o.config.error_memory_s = std::atof(v);
     } else if (k == "--verbose") {
       o.verbose = std::string(v) == "1";
     } else if (k == "--linear-window") {
@@ -299,8 +320,9 @@ int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
-                 "usage: forecast_accuracy [--set tune|heldout] [--horizon S] [--step S] [--forgetting L] "
-                 "[--power-hold S] [--min-power-sd W] [--linear-window S] [--error-weight W] [--min-fit-steps N] "
+                 "usage: forecast_accuracy [--set tune|heldout] [--horizon S] [--time-constants S,S,S] "
+                 "[--power-average S] [--fit-memory S] [--min-fit S] [--min-power-range W] [--residual-smoothing S] "
+                 "[--ramp-onset W] [--ramp-jump C] [--resolution C] [--error-memory S] [--linear-window S] "
                  "[--verbose 1]\n");
     return 2;
   }
@@ -332,11 +354,14 @@ int main(int argc, char** argv) {
       g.rows.emplace_back(fs::relative(p, data).generic_string() + " gpu" + std::to_string(i), std::move(r));
     }
   }
+  const auto& c = o.config;
   std::printf(
-      "set %s, horizon %.1f s, step %.2f s, forgetting %.3f, power hold %.1f s, min power sd %.0f W, "
-      "linear window %.1f s; errors in °C\n",
-      o.set.c_str(), o.horizon_s, o.config.step_s, o.config.forgetting, o.config.power_hold_s,
-      o.config.min_power_sd_watts, o.linear_window_s);
+      "set %s, horizon %.1f s, time constants %.1f/%.1f/%.1f s, power average %.1f s, fit memory %.0f s, "
+      "min fit %.0f s, min power range %.0f W, residual smoothing %.1f s, error memory %.0f s, linear window %.1f s; "
+      "errors in °C\n",
+      o.set.c_str(), o.horizon_s, c.time_constants_s[0], c.time_constants_s[1], c.time_constants_s[2],
+      c.power_average_s, c.fit_memory_s, c.min_fit_s, c.min_power_range_watts, c.residual_smoothing_s, c.error_memory_s,
+      o.linear_window_s);
   for (const GroupRows& g : groups) {
     print_header(std::string("### ") + g.title + ": GPU temperature");
     for (const auto& [name, r] : g.rows) print_row(name, r.die);
