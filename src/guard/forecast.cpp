@@ -7,17 +7,42 @@
 namespace gpudoc::guard {
 namespace {
 
-// The regressors are scaled so that the three columns of the least-squares problem have similar
-// size (°C near 50, W near 300 on a data-center GPU); without it the covariance of the power
-// column is 10^4 times that of the constant and rounding decides the fit.
-constexpr double kT0 = 50.0, kTs = 10.0;
+// The regressors are scaled so that the columns of the least-squares problem have similar size
+// (W near 300 on a data-center GPU, moving by hundreds): without it the power columns' squares
+// are 10^5 times the constant's and rounding decides the fit.
 constexpr double kP0 = 300.0, kPs = 100.0;
 
 bool finite(std::optional<double> v) { return v.has_value() && std::isfinite(*v); }
 
-std::size_t steps_for(double seconds, double step_s) {
-  if (!(seconds > 0) || !(step_s > 0)) return 0;
-  return static_cast<std::size_t>(std::llround(seconds / step_s));
+// 1 - exp(-dt / tau): how far a first-order state moves toward its input in dt.
+double approach(double dt, double tau) { return tau > 0 ? -std::expm1(-std::max(0.0, dt) / tau) : 1.0; }
+
+// Solves the n x n system a x = b (n <= 5) by Gaussian elimination with partial pivoting; false
+// when a pivot vanishes (the system is singular to working precision).
+template <std::size_t N>
+bool solve_linear(std::array<std::array<double, N>, N> a, std::array<double, N> b, std::size_t n,
+                  std::array<double, N>& x) {
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t p = c;
+    for (std::size_t r = c + 1; r < n; ++r) {
+      if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
+    }
+    if (!(std::abs(a[p][c]) > 1e-12)) return false;
+    std::swap(a[c], a[p]);
+    std::swap(b[c], b[p]);
+    for (std::size_t r = c + 1; r < n; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (std::size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  for (std::size_t c = n; c-- > 0;) {
+    double v = b[c];
+    for (std::size_t k = c + 1; k < n; ++k) v -= a[c][k] * x[k];
+    x[c] = v / a[c][c];
+    if (!std::isfinite(x[c])) return false;
+  }
+  return true;
 }
 
 struct LineFit {
@@ -61,9 +86,21 @@ void add_point(std::deque<std::pair<double, double>>& points, double window_s, d
 }  // namespace
 
 ThermalModel::ThermalModel(ForecastConfig config) : config_(config) {
-  if (!(config_.step_s > 0)) config_.step_s = ForecastConfig{}.step_s;
-  if (!(config_.forgetting > 0 && config_.forgetting <= 1)) config_.forgetting = ForecastConfig{}.forgetting;
-  for (int i = 0; i < 3; ++i) cov_[i][i] = config_.initial_covariance;
+  const ForecastConfig d;
+  for (std::size_t j = 0; j < kThermalStates; ++j) {
+    if (!(config_.time_constants_s[j] > 0) || !std::isfinite(config_.time_constants_s[j])) {
+      config_.time_constants_s[j] = d.time_constants_s[j];
+    }
+  }
+  if (!(config_.fit_memory_s > 0)) config_.fit_memory_s = d.fit_memory_s;
+  if (!(config_.error_memory_s > 0)) config_.error_memory_s = d.error_memory_s;
+  if (!(config_.search_step_s > 0)) config_.search_step_s = d.search_step_s;
+  if (!(config_.max_hold_s > 0)) config_.max_hold_s = d.max_hold_s;
+  if (!(config_.ridge >= 0)) config_.ridge = d.ridge;
+  if (!(config_.power_average_s >= 0)) config_.power_average_s = d.power_average_s;
+  if (!(config_.sensor_resolution_celsius >= 0) || !std::isfinite(config_.sensor_resolution_celsius)) {
+    config_.sensor_resolution_celsius = 0;
+  }
 }
 
 void ThermalModel::add(double t, std::optional<double> power_watts, std::optional<double> temperature_celsius) {
@@ -71,95 +108,230 @@ void ThermalModel::add(double t, std::optional<double> power_watts, std::optiona
     ++ignored_;
     return;
   }
-  if (!cell_t_) cell_t_ = t;
-  if (last_t_ && t - *last_t_ > config_.max_hold_s) {
-    // No sample of any kind for longer than a value may be held: nothing is known about the cells
-    // in between, so none is made up; the grid jumps to t (arithmetically: a gap of a year is not
-    // a year of cells) and no regression pair spans the gap.
-    const double cells = std::ceil((t - *cell_t_) / config_.step_s);
-    cell_t_ = *cell_t_ + cells * config_.step_s;
-    cell_index_ += static_cast<std::size_t>(cells);
-    cell_temperature_.reset();
-    interval_power_sum_ = 0;
-    interval_power_n_ = 0;
-  }
-  advance_grid(t);
   last_t_ = t;
+  const bool has_temperature = finite(temperature_celsius);
   if (finite(power_watts)) {
-    if (t == power_t_ && power_ && interval_power_n_ > 0) {  // a duplicate replaces, not adds
-      interval_power_sum_ -= *power_;
-      --interval_power_n_;
+    // The temperature's jump in this same sample, if the reading before it is fresh: evidence
+    // that the power reading's first move is a load step, not noise.
+    std::optional<double> jump;
+    if (has_temperature && temperature_ && t - temperature_t_ <= config_.max_hold_s) {
+      jump = *temperature_celsius - *temperature_;
     }
-    power_ = power_watts;
+    on_power(t, *power_watts, jump);
+  }
+  if (has_temperature) on_temperature(t, *temperature_celsius);
+}
+
+bool ThermalModel::power_fresh() const { return power_t_ && last_t_ && *last_t_ - *power_t_ <= config_.max_hold_s; }
+
+// The load the power reading is heading for, and the states it drives.
+void ThermalModel::on_power(double t, double watts, std::optional<double> temperature_jump) {
+  const auto& tau = config_.time_constants_s;
+  if (!power_t_ || t - *power_t_ > config_.max_hold_s) {
+    // First reading, or none for longer than a value may be held: nothing is known about the gap,
+    // so the states start settled at this reading (the fit is kept).
     power_t_ = t;
-    interval_power_sum_ += *power_watts;
-    ++interval_power_n_;
+    power_ = watts;
+    last_move_.reset();
+    ramp_.reset();
+    load_ = watts;
+    states_.fill(watts);
+    if (rows_ == 0) power_min_ = power_max_ = watts;
+    return;
   }
-  if (finite(temperature_celsius)) {
-    temperature_ = temperature_celsius;
-    temperature_t_ = t;
+  const double dt = t - *power_t_;
+  if (dt == 0) {  // the same time again: the newest value replaces the reading
+    power_ = watts;
+  } else {
+    const double prev = power_, prev_t = *power_t_;
+    const double move = watts - prev;
+    // Ramp: the reading is a mean over power_average_s, so a step shows as a straight ramp from
+    // the level before it to the new level, power_average_s long.
+    const double onset = config_.ramp_onset_watts;
+    if (ramp_ && (t - ramp_->t0 > config_.power_average_s + 0.5 * dt || (move > 0) != ramp_->rising ||
+                  std::abs(move) <= 0.25 * onset)) {
+      ramp_.reset();  // over: the reading stopped, turned or has averaged the whole step
+    }
+    if (!ramp_ && config_.power_average_s > 0 && std::abs(move) > onset) {
+      const bool confirmed_by_the_last_move =
+          last_move_ && std::abs(last_move_->watts) > onset && (last_move_->watts > 0) == (move > 0);
+      const bool confirmed_by_the_temperature = std::abs(move) > config_.ramp_jump_watts && temperature_jump &&
+                                                std::abs(*temperature_jump) >= config_.ramp_jump_celsius &&
+                                                (*temperature_jump > 0) == (move > 0);
+      if (confirmed_by_the_last_move) {
+        ramp_ = Ramp{last_move_->t0, last_move_->from, move > 0};  // from where the first move began
+      } else if (confirmed_by_the_temperature) {
+        ramp_ = Ramp{prev_t, prev, move > 0};
+      }
+    }
+    last_move_ = Move{prev_t, prev, move};
+    power_ = watts;
   }
+  power_t_ = t;
+  load_ = power_;
+  if (ramp_) {
+    const double elapsed = t - ramp_->t0;
+    if (elapsed > 0 && elapsed < config_.power_average_s) {
+      const double v = ramp_->from + (power_ - ramp_->from) * config_.power_average_s / elapsed;
+      if (std::isfinite(v)) load_ = v;
+    }
+  }
+  for (std::size_t j = 0; j < kThermalStates; ++j) states_[j] += approach(dt, tau[j]) * (load_ - states_[j]);
+  // The power range within the fit's memory: the extremes decay toward the present load.
+  const double keep = 1.0 - approach(std::min(dt, config_.max_hold_s), config_.fit_memory_s);
+  power_min_ = std::min(load_, load_ + (power_min_ - load_) * keep);
+  power_max_ = std::max(load_, load_ + (power_max_ - load_) * keep);
 }
 
-// Emits the cells before t with the values held at their time; a stale value breaks the chain and
-// the grid jumps over the gap (arithmetically: a gap of a year is not a year of cells).
-void ThermalModel::advance_grid(double t) {
-  while (*cell_t_ < t) {
-    const double ct = *cell_t_;
-    const bool power_fresh = power_ && ct - power_t_ <= config_.max_hold_s;
-    const bool temp_fresh = temperature_ && ct - temperature_t_ <= config_.max_hold_s;
-    if (!temp_fresh) {
-      const double cells = std::ceil((t - ct) / config_.step_s);
-      cell_t_ = ct + cells * config_.step_s;
-      cell_index_ += static_cast<std::size_t>(cells);
-      cell_temperature_.reset();
-      interval_power_sum_ = 0;
-      interval_power_n_ = 0;
-      return;
+void ThermalModel::on_temperature(double t, double celsius) {
+  self_check(t, celsius);
+  const double q = config_.sensor_resolution_celsius;
+  if (q > 0 && std::abs(celsius / q - std::round(celsius / q)) > 1e-9) on_grid_ = false;
+  const bool same_time = temperature_ && t == temperature_t_;
+  temperature_ = celsius;
+  temperature_t_ = t;
+  if (power_fresh() && !same_time && (!last_row_t_ || t > *last_row_t_)) {
+    std::array<double, kParams> x{};
+    x[0] = 1.0;
+    x[1] = (load_ - kP0) / kPs;
+    for (std::size_t j = 0; j < kThermalStates; ++j) x[2 + j] = (states_[j] - kP0) / kPs;
+    const double dt = last_row_t_ ? std::min(t - *last_row_t_, config_.max_hold_s) : 0.0;
+    const double keep = 1.0 - approach(dt, config_.fit_memory_s);
+    for (std::size_t i = 0; i < kParams; ++i) {
+      moment_[i] = keep * moment_[i] + x[i] * celsius;
+      for (std::size_t k = 0; k < kParams; ++k) normal_[i][k] = keep * normal_[i][k] + x[i] * x[k];
     }
-    // The heat put in since the last cell: the mean power of the samples in (ct - step, ct]. The
-    // die follows a load change within one 100 ms sample, so the power that drives T[k+1] is the
-    // power during the step, not the reading at its start.
-    const double heat = interval_power_n_ > 0 ? interval_power_sum_ / static_cast<double>(interval_power_n_)
-                                              : (power_fresh ? *power_ : std::nan(""));
-    interval_power_sum_ = 0;
-    interval_power_n_ = 0;
-    on_cell(heat, *temperature_);
-    cell_t_ = ct + config_.step_s;
-    ++cell_index_;
-  }
-}
-
-// power: the mean power over the step that ends at this cell (NaN: none known).
-void ThermalModel::on_cell(double power, double temperature) {
-  self_check(temperature);
-  if (cell_temperature_ && std::isfinite(power)) update_fit(*cell_temperature_, power, temperature);
-  cell_temperature_ = temperature;
-  if (std::isfinite(power)) {
-    recent_power_.push_back(power);
-    while (recent_power_.size() > std::max<std::size_t>(1, steps_for(config_.power_hold_s, config_.step_s))) {
-      recent_power_.pop_front();
+    bool ok = true;
+    for (std::size_t i = 0; i < kParams && ok; ++i) {
+      ok = std::isfinite(moment_[i]);
+      for (std::size_t k = 0; k < kParams && ok; ++k) ok = std::isfinite(normal_[i][k]);
     }
-    const double l = config_.forgetting;
-    const double d = power - power_mean_;
-    if (!power_seen_) {
-      power_mean_ = power;
-      power_seen_ = true;
+    if (!ok) {  // overflowed: start the fit again rather than carry a broken one
+      reset_fit();
     } else {
-      power_mean_ += (1 - l) * d;
-      power_var_ = l * (power_var_ + (1 - l) * d * d);
+      ++rows_;
+      if (!first_row_t_) first_row_t_ = t;
+      last_row_t_ = t;
+      solve();
+      const double r = celsius - present();
+      if (!std::isfinite(r)) {
+        residual_.reset();
+      } else if (!residual_ || !(config_.residual_smoothing_s > 0)) {
+        residual_ = r;
+      } else {
+        *residual_ += approach(dt, config_.residual_smoothing_s) * (r - *residual_);
+      }
     }
   }
-  // Queue this cell's forecasts for the self-check: what forecast() would say, the fitted model's
-  // own (whenever it has a physical fit) and persistence's.
-  const std::size_t n = steps_for(config_.self_check_horizon_s, config_.step_s);
-  if (n == 0) return;
-  Pending p{cell_index_ + n, temperature, std::nullopt, temperature};
-  if (fit().trusted && !recent_power_.empty()) {
-    p.model = iterate(temperature, held_power(), n);
-    if (model_wins()) p.output = *p.model;
-  }
+  // Queue this reading's forecasts for the self-check: what forecast() says, the fit's own
+  // (whenever it is usable) and persistence's.
+  const double h = config_.self_check_horizon_s;
+  if (!(h > 0)) return;
+  Pending p{t + h, celsius, model_forecast(h), celsius};
+  if (p.model) p.model = as_read(*p.model);
+  if (p.model && model_wins()) p.output = *p.model;
   pending_.push_back(p);
+}
+
+void ThermalModel::reset_fit() {
+  for (auto& row : normal_) row.fill(0);
+  moment_.fill(0);
+  theta_.fill(0);
+  rows_ = 0;
+  first_row_t_.reset();
+  last_row_t_.reset();
+  residual_.reset();
+}
+
+// The constrained least-squares fit: the offset is free, every gain >= 0. The problem is a convex
+// quadratic in five unknowns, so its minimum is the unconstrained minimum over some subset of the
+// gains (the others 0): every subset is solved and the best feasible one kept (16 systems of at
+// most 5 x 5).
+void ThermalModel::solve() {
+  constexpr std::size_t kGains = kParams - 1;
+  double best_cost = 0;
+  std::optional<std::array<double, kParams>> best;
+  for (unsigned mask = 0; mask < (1U << kGains); ++mask) {
+    std::array<std::size_t, kParams> idx{};
+    std::size_t n = 0;
+    idx[n++] = 0;
+    for (std::size_t g = 0; g < kGains; ++g) {
+      if (mask & (1U << g)) idx[n++] = g + 1;
+    }
+    std::array<std::array<double, kParams>, kParams> a{};
+    std::array<double, kParams> b{}, sub{};
+    for (std::size_t i = 0; i < n; ++i) {
+      b[i] = moment_[idx[i]];
+      for (std::size_t k = 0; k < n; ++k) a[i][k] = normal_[idx[i]][idx[k]];
+      a[i][i] += config_.ridge;
+    }
+    if (!solve_linear(a, b, n, sub)) continue;
+    std::array<double, kParams> full{};
+    bool feasible = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      full[idx[i]] = sub[i];
+      if (i > 0 && sub[i] < 0) feasible = false;
+    }
+    if (!feasible) continue;
+    // The cost up to a constant: theta' (A + ridge I) theta - 2 theta' b.
+    double cost = 0;
+    for (std::size_t i = 0; i < kParams; ++i) {
+      cost += config_.ridge * full[i] * full[i] - 2 * full[i] * moment_[i];
+      for (std::size_t k = 0; k < kParams; ++k) cost += full[i] * normal_[i][k] * full[k];
+    }
+    if (!std::isfinite(cost)) continue;
+    if (!best || cost < best_cost) {
+      best_cost = cost;
+      best = full;
+    }
+  }
+  if (best) theta_ = *best;
+}
+
+double ThermalModel::present() const {
+  double v = theta_[0] + theta_[1] * (load_ - kP0) / kPs;
+  for (std::size_t j = 0; j < kThermalStates; ++j) v += theta_[2 + j] * (states_[j] - kP0) / kPs;
+  return v;
+}
+
+ThermalFit ThermalModel::fit() const {
+  ThermalFit f;
+  f.static_gain = theta_[1] / kPs;
+  double offset = theta_[0] - theta_[1] * kP0 / kPs;
+  for (std::size_t j = 0; j < kThermalStates; ++j) {
+    f.gains[j] = theta_[2 + j] / kPs;
+    offset -= theta_[2 + j] * kP0 / kPs;
+  }
+  f.offset_celsius = offset;
+  f.time_constants_s = config_.time_constants_s;
+  f.samples = rows_;
+  // Trusted: enough data, the power has moved enough to tell the gains from the offset, and more
+  // power heats (a fit whose gains all came out 0 says nothing persistence does not).
+  const bool long_enough = first_row_t_ && last_row_t_ && *last_row_t_ - *first_row_t_ >= config_.min_fit_s;
+  f.trusted = long_enough && power_max_ - power_min_ >= config_.min_power_range_watts && f.steady_gain() > 0 &&
+              std::isfinite(f.offset_celsius) && std::isfinite(f.steady_gain());
+  return f;
+}
+
+bool ThermalModel::usable() const { return temperature_ && residual_ && power_fresh() && fit().trusted; }
+
+// The fit's forecast: from its present value plus the smoothed residual, each state approaches the
+// held load for horizon_s; the static part does not move (the load is held).
+std::optional<double> ThermalModel::model_forecast(double horizon_s) const {
+  if (!usable()) return std::nullopt;
+  double v = present() + *residual_;
+  for (std::size_t j = 0; j < kThermalStates; ++j) {
+    v += theta_[2 + j] * (load_ - states_[j]) / kPs * approach(horizon_s, config_.time_constants_s[j]);
+  }
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+double ThermalModel::as_read(double celsius) const {
+  const double q = config_.sensor_resolution_celsius;
+  if (!(q > 0) || !on_grid_) return celsius;
+  const double v = std::round(celsius / q) * q;
+  return std::isfinite(v) ? v : celsius;
 }
 
 bool ThermalModel::model_wins() const {
@@ -169,91 +341,22 @@ bool ThermalModel::model_wins() const {
          *model_error_ <= *persistence_error_ + config_.switch_tolerance_celsius;
 }
 
-void ThermalModel::self_check(double temperature) {
-  const double w = config_.error_weight;
+void ThermalModel::self_check(double t, double celsius) {
+  const double w =
+      last_check_t_ ? approach(std::min(t - *last_check_t_, config_.max_hold_s), config_.error_memory_s) : 1.0;
   auto fold = [w](std::optional<double>& running, double e) { running = running ? (1 - w) * *running + w * e : e; };
-  while (!pending_.empty() && pending_.front().due_cell <= cell_index_) {
+  bool checked = false;
+  while (!pending_.empty() && pending_.front().due_t <= t) {
     const Pending& p = pending_.front();
-    if (p.due_cell == cell_index_) {
-      fold(error_, std::abs(p.output - temperature));
-      fold(persistence_error_, std::abs(p.persistence - temperature));
-      if (p.model) fold(model_error_, std::abs(*p.model - temperature));
+    if (t - p.due_t <= config_.max_hold_s) {  // the reading that came when the forecast was due
+      fold(error_, std::abs(p.output - celsius));
+      fold(persistence_error_, std::abs(p.persistence - celsius));
+      if (p.model) fold(model_error_, std::abs(*p.model - celsius));
+      checked = true;
     }
     pending_.pop_front();
   }
-}
-
-// One step of recursive least squares with forgetting on y = T[k+1] - T[k].
-void ThermalModel::update_fit(double t_prev, double p_prev, double t_next) {
-  const double x[3] = {(t_prev - kT0) / kTs, (p_prev - kP0) / kPs, 1.0};
-  const double y = t_next - t_prev;
-  const double l = config_.forgetting;
-  double px[3] = {};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) px[i] += cov_[i][j] * x[j];
-  const double denom = l + x[0] * px[0] + x[1] * px[1] + x[2] * px[2];
-  double err = y;
-  for (int i = 0; i < 3; ++i) err -= theta_[i] * x[i];
-  bool ok = std::isfinite(denom) && denom > 0 && std::isfinite(err);
-  double next_theta[3] = {}, next_cov[3][3] = {};
-  double trace = 0;
-  if (ok) {
-    for (int i = 0; i < 3; ++i) next_theta[i] = theta_[i] + px[i] / denom * err;
-    for (int i = 0; i < 3; ++i) {
-      for (int j = 0; j < 3; ++j) {
-        // Symmetrised: rounding must not make the covariance lose its symmetry over a long run.
-        next_cov[i][j] = (cov_[i][j] - px[i] * px[j] / denom) / l;
-      }
-      trace += next_cov[i][i];
-    }
-    for (int i = 0; i < 3 && ok; ++i) {
-      ok = std::isfinite(next_theta[i]) && next_cov[i][i] > 0;
-      for (int j = 0; j < 3 && ok; ++j) ok = std::isfinite(next_cov[i][j]);
-    }
-  }
-  if (!ok) {  // ill-conditioned: start the fit again rather than carry a broken one
-    for (int i = 0; i < 3; ++i) {
-      theta_[i] = 0;
-      for (int j = 0; j < 3; ++j) cov_[i][j] = i == j ? config_.initial_covariance : 0;
-    }
-    steps_ = 0;
-    return;
-  }
-  const double scale = trace > config_.max_covariance_trace ? config_.max_covariance_trace / trace : 1.0;
-  for (int i = 0; i < 3; ++i) {
-    theta_[i] = next_theta[i];
-    for (int j = 0; j < 3; ++j) cov_[i][j] = 0.5 * (next_cov[i][j] + next_cov[j][i]) * scale;
-  }
-  ++steps_;
-}
-
-ThermalFit ThermalModel::fit() const {
-  ThermalFit f;
-  f.a = 1 + theta_[0] / kTs;
-  f.b = theta_[1] / kPs;
-  f.c = theta_[2] - theta_[0] * kT0 / kTs - theta_[1] * kP0 / kPs;
-  f.steps = steps_;
-  // Trusted: enough pairs, the power varied enough to tell b from c, and a physical model
-  // (stable: |a| < 1; more power heats: b > 0). a may come out slightly negative: at a 0.5 s step
-  // the H200's die follows its power within the step, so the model is nearly static (a ~ 0) and
-  // the sensor's 1 °C steps push a either side of 0; the forecast then converges at once.
-  f.trusted = steps_ >= config_.min_fit_steps && std::sqrt(std::max(0.0, power_var_)) >= config_.min_power_sd_watts &&
-              f.a > -1 && f.a < 1 && f.b > 0 && std::isfinite(f.c);
-  return f;
-}
-
-double ThermalModel::held_power() const {
-  if (recent_power_.empty()) return power_.value_or(0);
-  double s = 0;
-  for (double p : recent_power_) s += p;
-  return s / static_cast<double>(recent_power_.size());
-}
-
-double ThermalModel::iterate(double temperature, double power, std::size_t steps) const {
-  const ThermalFit f = fit();
-  double t = temperature;
-  for (std::size_t k = 0; k < steps; ++k) t = f.a * t + f.b * power + f.c;
-  return std::isfinite(t) ? t : temperature;
+  if (checked) last_check_t_ = t;
 }
 
 Forecast ThermalModel::forecast(double horizon_s) const {
@@ -262,9 +365,11 @@ Forecast ThermalModel::forecast(double horizon_s) const {
   if (!temperature_) return out;
   out.temperature_celsius = *temperature_;
   const double h = std::clamp(std::isfinite(horizon_s) ? horizon_s : 0.0, 0.0, config_.max_horizon_s);
-  if (fit().trusted && !recent_power_.empty() && model_wins()) {
-    out.temperature_celsius = iterate(*temperature_, held_power(), steps_for(h, config_.step_s));
-    out.from_model = true;
+  if (model_wins()) {
+    if (const auto m = model_forecast(h)) {
+      out.temperature_celsius = as_read(*m);
+      out.from_model = true;
+    }
   }
   return out;
 }
@@ -272,15 +377,18 @@ Forecast ThermalModel::forecast(double horizon_s) const {
 std::optional<double> ThermalModel::seconds_to(double limit_celsius) const {
   if (!temperature_ || !std::isfinite(limit_celsius)) return std::nullopt;
   if (*temperature_ >= limit_celsius) return 0.0;
-  const ThermalFit f = fit();
-  if (!f.trusted || recent_power_.empty() || !model_wins()) return std::nullopt;  // persistence never crosses
-  const double p = held_power();
-  const std::size_t n = steps_for(config_.max_horizon_s, config_.step_s);
-  double t = *temperature_;
+  if (!model_wins() || !usable()) return std::nullopt;  // persistence never crosses
+  // The forecast of model_forecast(), its parts computed once.
+  const double start = present() + *residual_;
+  std::array<double, kThermalStates> gap{};
+  for (std::size_t j = 0; j < kThermalStates; ++j) gap[j] = theta_[2 + j] * (load_ - states_[j]) / kPs;
+  const auto n = static_cast<std::size_t>(config_.max_horizon_s / config_.search_step_s);
   for (std::size_t k = 1; k <= n; ++k) {
-    t = f.a * t + f.b * p + f.c;
-    if (!std::isfinite(t)) return std::nullopt;
-    if (t >= limit_celsius) return static_cast<double>(k) * config_.step_s;
+    const double h = static_cast<double>(k) * config_.search_step_s;
+    double v = start;
+    for (std::size_t j = 0; j < kThermalStates; ++j) v += gap[j] * approach(h, config_.time_constants_s[j]);
+    if (!std::isfinite(v)) return std::nullopt;
+    if (v >= limit_celsius) return h;
   }
   return std::nullopt;
 }
