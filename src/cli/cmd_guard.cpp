@@ -142,7 +142,14 @@ int run_guard(GuardFlags f, Context& ctx) {
   if (!signals) return report_error(signals.error(), f.json);
   if (!(f.ack_deadline_s > 0) || f.ack_deadline_s > 3600)
     return report_error(core::Error(core::ErrorKind::kUsage, "--ack-deadline must be in (0, 3600] seconds"), f.json);
-  auto config = f.sampler.to_config();
+  // The guard reads only what it decides on: power, clocks and die temperature (fast), memory and
+  // HBM temperature (slow), processes (non-critical work on a GPU) and XID events. Utilization,
+  // GPM and energy cost about 0.2 % of a core per GPU on an H200 (docs/results/sampler-cost.md)
+  // and decide nothing here; --period turns them on.
+  auto defaults = telemetry::SamplerConfig::default_periods();
+  for (auto g : {gpu::MetricGroup::kUtilization, gpu::MetricGroup::kGpm, gpu::MetricGroup::kEnergy})
+    defaults[gpu::index(g)] = std::chrono::milliseconds(0);
+  auto config = f.sampler.to_config(defaults);
   if (!config) return report_error(config.error(), f.json);
 
   std::optional<EventLog> log;
