@@ -320,7 +320,8 @@ class Guard:
             self.garbage_lines += 1
             self._say("garbage", f"gpudoc: skipped a line from the guard that is not a message "
                                  f"({error}): {json.dumps(line[:120].decode('utf-8', 'replace'))}")
-            self._send(protocol.error_message(error.code, str(error)))
+            if error.message_type != "error":  # an error is never answered with an error
+                self._send(protocol.error_message(error.code, str(error)))
             return
         kind = message["type"]
         if kind == "advice":

@@ -33,9 +33,11 @@ ERR_MISSING_FIELD = "missing_field"
 class ProtocolError(ValueError):
     """A line that is not a valid message; ``code`` is one of the ERR_* codes."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, message_type: Optional[str] = None) -> None:
         super().__init__(message)
         self.code = code
+        # The line's "type" when it was an object that said one: an `error` is never answered.
+        self.message_type = message_type
 
 
 def _finite(value: Any) -> Any:
@@ -82,11 +84,12 @@ def decode(line: bytes) -> Dict[str, Any]:
         raise ProtocolError(ERR_BAD_JSON, f"not a JSON line: {error}") from None
     if not isinstance(value, dict):
         raise ProtocolError(ERR_NOT_OBJECT, f"a JSON {type(value).__name__}, not an object")
+    said = value.get("type") if isinstance(value.get("type"), str) else None
     version = value.get("v")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ProtocolError(ERR_MISSING_FIELD, 'no integer "v"')
-    if version > VERSION:
-        raise ProtocolError(ERR_UNSUPPORTED_VERSION, f"version {version}; this client speaks {VERSION}")
+        raise ProtocolError(ERR_MISSING_FIELD, 'no integer "v"', said)
+    if version != VERSION:
+        raise ProtocolError(ERR_UNSUPPORTED_VERSION, f"version {version}; this client speaks {VERSION}", said)
     if not isinstance(value.get("type"), str):
         raise ProtocolError(ERR_MISSING_FIELD, 'no string "type"')
     return value

@@ -85,6 +85,17 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(self.guard.poll(), [])
         self.assertTrue(self.guard.connected)
 
+    def test_a_bad_error_is_never_answered_and_version_zero_is_refused(self):
+        self.server.wait_for("hello")
+        self.server.send({"type": "error", "code": "x"})          # no "v": skipped, not answered
+        self.server.send({"v": 2, "type": "error", "code": "x"})  # a newer version: not answered either
+        self.server.send({"v": 0, "type": "advice", "id": "a", "action": "stop"})
+        errors = self.server.wait_for("error", 1)
+        self.assertEqual([e["code"] for e in errors], ["unsupported_version"])
+        time.sleep(0.2)
+        self.assertEqual(len(self.server.messages("error")), 1)
+        self.assertEqual(self.guard.poll(), [])
+
     def test_the_guard_dying_mid_run_leaves_a_noop(self):
         self.server.wait_for("hello")
         self.server.die()
