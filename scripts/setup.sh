@@ -25,7 +25,7 @@ if ((!only_gpudoc)); then
              python3-torch   # the guard's real training job on the CPU (tests/python/workloads)
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
-             prometheus      # promtool: the /metrics exposition's lint test (tests/unit/serve)
+             prometheus python3-prometheus-client  # promtool and the reference parsers on /metrics (tests/unit/serve)
              clang-format-14)  # the formatting check (tools/format.sh --check)
 fi
 missing=()

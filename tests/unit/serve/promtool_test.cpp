@@ -34,26 +34,6 @@ Checked promtool_check(const std::string& body) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
 }
 
-// Eight GPUs with every metric, processes with hostile names, findings.
-Snapshot full_snapshot() {
-  Snapshot s = testing::small_snapshot();
-  for (gpu::Metric m : gpu::all_metrics()) testing::set(s.gpus[0], m, 1);
-  testing::set(s.gpus[0], gpu::Metric::kClockEventReasonsMask, 0x44);
-  s.gpus[0].processes.push_back(testing::process(7, "we\"ird\\na\nme", std::nullopt, 3));
-  GpuSnapshot base = s.gpus[0];
-  for (int i = 1; i < 8; ++i) {
-    GpuSnapshot g = base;
-    g.index = i;
-    g.uuid = "GPU-" + std::to_string(i);
-    s.gpus.push_back(g);
-    s.self.gpus.push_back({.gpu = i, .reads = 1, .samples = 2, .errors = 0, .lost = false, .unresponsive = true});
-  }
-  s.findings.push_back({.id = "straggler", .severity = findings::Severity::kCritical, .gpu = 3, .gpu_time_lost_s = 1});
-  s.self.last_render_seconds = 0.0002;
-  s.self.last_diagnosis_seconds = 0.01;
-  return s;
-}
-
 class Promtool : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,7 +42,7 @@ class Promtool : public ::testing::Test {
 };
 
 TEST_F(Promtool, AcceptsGpudocNames) {
-  const auto r = promtool_check(render(full_snapshot(), {}));
+  const auto r = promtool_check(render(testing::full_snapshot(), {}));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output, "");
 }
@@ -77,7 +57,7 @@ TEST_F(Promtool, DcgmNamesRaiseOnlyDcgmExportersOwnLint) {
   // dcgm-exporter's names and labels are kept exactly (dashboards query them): its energy counter
   // has no _total and its modelName label is camelCase, which promtool's linter notes, as it does
   // on dcgm-exporter's own output. Nothing else, and nothing on gpudoc's names.
-  const auto r = promtool_check(render(full_snapshot(), {.dcgm_compatible = true}));
+  const auto r = promtool_check(render(testing::full_snapshot(), {.dcgm_compatible = true}));
   std::istringstream in(r.output);
   int lines = 0;
   for (std::string line; std::getline(in, line); ++lines) {

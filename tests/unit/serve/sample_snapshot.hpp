@@ -54,4 +54,24 @@ inline Snapshot small_snapshot() {
   return s;
 }
 
+// Eight GPUs with every metric, processes with hostile names, findings.
+inline Snapshot full_snapshot() {
+  Snapshot s = small_snapshot();
+  for (gpu::Metric m : gpu::all_metrics()) set(s.gpus[0], m, 1);
+  set(s.gpus[0], gpu::Metric::kClockEventReasonsMask, 0x44);
+  s.gpus[0].processes.push_back(process(7, "we\"ird\\na\nme", std::nullopt, 3));
+  GpuSnapshot base = s.gpus[0];
+  for (int i = 1; i < 8; ++i) {
+    GpuSnapshot g = base;
+    g.index = i;
+    g.uuid = "GPU-" + std::to_string(i);
+    s.gpus.push_back(g);
+    s.self.gpus.push_back({.gpu = i, .reads = 1, .samples = 2, .errors = 0, .lost = false, .unresponsive = true});
+  }
+  s.findings.push_back({.id = "straggler", .severity = findings::Severity::kCritical, .gpu = 3, .gpu_time_lost_s = 1});
+  s.self.last_render_seconds = 0.0002;
+  s.self.last_diagnosis_seconds = 0.01;
+  return s;
+}
+
 }  // namespace gpudoc::serve::testing
