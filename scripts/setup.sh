@@ -21,10 +21,12 @@ configure_args=("$@")
 packages=(g++ cmake ninja-build git pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev)
 if ((!only_gpudoc)); then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3
+             libcpp-httplib-dev  # gpudoc serve's HTTP server (src/serve; its test until the command lands)
              python3-venv python3-wheel-whl  # the Python client's install test: an offline venv (tests/python)
              python3-torch   # the guard's real training job on the CPU (tests/python/workloads)
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
+             prometheus python3-prometheus-client  # promtool and the reference parsers on /metrics (tests/unit/serve)
              clang-format-14)  # the formatting check (tools/format.sh --check)
 fi
 missing=()

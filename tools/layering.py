@@ -23,8 +23,10 @@ LAYERS = {
     "health": 4,
     "guard": 4,
     "baseline": 5,
-    "view": 6,
-    "cli": 7,
+    # above baseline and health: the exporter will show their last verdicts; below view and cli
+    "serve": 6,
+    "view": 7,
+    "cli": 8,
 }
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([A-Za-z0-9_]+)/')

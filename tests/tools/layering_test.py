@@ -58,7 +58,15 @@ class LayeringTest(unittest.TestCase):
         self.write("view/page.cpp", '  #  include "cli/common.hpp"\n')
         r = self.run_tool()
         self.assertEqual(r.returncode, 1)
-        self.assertIn("view (layer 6) includes cli (layer 7)", r.stdout)
+        self.assertIn("view (layer 7) includes cli (layer 8)", r.stdout)
+
+    def test_serve_sits_between_baseline_and_view(self):
+        self.write("serve/exposition.cpp", '#include "baseline/store.hpp"\n#include "diagnose/diagnose.hpp"\n')
+        self.assertEqual(self.run_tool().returncode, 0)
+        self.write("serve/page.cpp", '#include "view/html_page.hpp"\n')
+        r = self.run_tool()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("serve (layer 6) includes view (layer 7)", r.stdout)
 
     def test_quoted_non_src_header_is_ignored(self):
         self.write("core/log.cpp", '#include "fmt/format.h"\n#include "nlohmann/json.hpp"\n')

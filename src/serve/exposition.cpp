@@ -1,0 +1,461 @@
+#include "serve/exposition.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "core/utf8.hpp"
+
+namespace gpudoc::serve {
+namespace {
+
+constexpr std::string_view kPrefix = "gpudoc_";
+
+enum class Type { kGauge, kCounter };
+
+// One metric family: its name as exposed before any `_total`, and its metadata.
+struct Family {
+  std::string_view name;  // without the gpudoc_ prefix when `prefixed`
+  Type type;
+  std::string_view help;
+  bool prefixed = true;  // false: a name taken as is (dcgm-exporter's), never given `_total`
+};
+
+// Cumulative metrics of the catalog: exposed as counters.
+bool is_counter(gpu::Metric m) { return m == gpu::Metric::kEnergyJoules; }
+
+// The OpenMetrics UNIT of a family: the unit its name ends with, if it is one.
+std::string_view om_unit(std::string_view name) {
+  static constexpr std::array<std::string_view, 8> kUnits = {"bytes_per_second", "percent", "watts",  "mhz",
+                                                             "celsius",          "bytes",   "joules", "seconds"};
+  for (std::string_view u : kUnits)
+    if (name.size() > u.size() && name.ends_with(u) && name[name.size() - u.size() - 1] == '_') return u;
+  return {};
+}
+
+void append_escaped(std::string& out, std::string_view value, bool quote_too) {
+  for (char c : value) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '"':
+        if (quote_too)
+          out += "\\\"";
+        else
+          out += c;
+        break;
+      default: out += c;
+    }
+  }
+}
+
+// A label value, escaped and valid UTF-8.
+void append_label_value(std::string& out, std::string_view value) {
+  if (core::is_valid_utf8(value)) {
+    append_escaped(out, value, true);
+  } else {
+    append_escaped(out, core::to_valid_utf8(value), true);
+  }
+}
+
+void append_label(std::string& out, std::string_view name, std::string_view value, bool first = false) {
+  if (!first) out += ',';
+  out += name;
+  out += "=\"";
+  append_label_value(out, value);
+  out += '"';
+}
+
+void append_value(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    fmt::format_to(std::back_inserter(out), "{}", v);
+  }
+}
+
+class Writer {
+ public:
+  Writer(std::string& out, Format format) : out_(out), om_(format == Format::kOpenMetrics) {}
+
+  // HELP, TYPE (and UNIT in OpenMetrics) of a family; remembers the sample name for sample().
+  void family(const Family& f) {
+    sample_name_.clear();
+    if (f.prefixed) sample_name_ += kPrefix;
+    sample_name_ += f.name;
+    const std::size_t base_size = sample_name_.size();  // the family's name (OpenMetrics: without _total)
+    if (f.type == Type::kCounter && f.prefixed) sample_name_ += "_total";
+    const std::string_view meta = std::string_view(sample_name_).substr(0, om_ ? base_size : sample_name_.size());
+    // dcgm-exporter's counters have no _total, which OpenMetrics requires of a counter's samples:
+    // there they are `unknown` (the name, which dashboards query, matters more than the type).
+    const bool om_unknown = om_ && f.type == Type::kCounter && !f.prefixed;
+    out_ += "# HELP ";
+    out_ += meta;
+    out_ += ' ';
+    append_escaped(out_, f.help, om_);
+    out_ += "\n# TYPE ";
+    out_ += meta;
+    out_ += om_unknown ? " unknown\n" : f.type == Type::kCounter ? " counter\n" : " gauge\n";
+    if (om_) {
+      if (std::string_view unit = om_unit(f.name); !unit.empty()) {
+        out_ += "# UNIT ";
+        out_ += meta;
+        out_ += ' ';
+        out_ += unit;
+        out_ += '\n';
+      }
+    }
+  }
+  // name{labels} value: `labels` already rendered (a="b",c="d"), `extra` appended after them.
+  void sample(std::string_view labels, double value, std::string_view extra = {}) {
+    out_ += sample_name_;
+    if (!labels.empty() || !extra.empty()) {
+      out_ += '{';
+      out_ += labels;
+      if (!labels.empty() && !extra.empty()) out_ += ',';
+      out_ += extra;
+      out_ += '}';
+    }
+    out_ += ' ';
+    append_value(out_, value);
+    out_ += '\n';
+  }
+  void end() {
+    if (om_) out_ += "# EOF\n";
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string& out_;
+  bool om_;
+  std::string sample_name_;
+};
+
+// gpu="0",uuid="GPU-…",name="NVIDIA H200",pci_bus_id="…" for each GPU, rendered once a scrape.
+std::vector<std::string> gpu_labels(const Snapshot& s) {
+  std::vector<std::string> out;
+  out.reserve(s.gpus.size());
+  for (const auto& g : s.gpus) {
+    std::string l;
+    append_label(l, "gpu", fmt::format("{}", g.index), true);
+    append_label(l, "uuid", g.uuid);
+    append_label(l, "name", g.name);
+    append_label(l, "pci_bus_id", g.pci_bus_id);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// dcgm-exporter's labels, in its template's order: gpu, UUID, pci_bus_id, device, modelName, Hostname.
+std::vector<std::string> dcgm_labels(const Snapshot& s) {
+  std::vector<std::string> out;
+  out.reserve(s.gpus.size());
+  for (const auto& g : s.gpus) {
+    std::string l;
+    append_label(l, "gpu", fmt::format("{}", g.index), true);
+    append_label(l, "UUID", g.uuid);
+    append_label(l, "pci_bus_id", g.pci_bus_id);
+    append_label(l, "device", fmt::format("nvidia{}", g.index));
+    append_label(l, "modelName", g.name);
+    if (!s.hostname.empty()) append_label(l, "Hostname", s.hostname);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// A GPU listed twice (same index) is exposed once: the first.
+std::vector<bool> first_of_each_gpu(const Snapshot& s) {
+  std::vector<bool> keep(s.gpus.size(), true);
+  for (std::size_t i = 0; i < s.gpus.size(); ++i)
+    for (std::size_t j = 0; j < i && keep[i]; ++j)
+      if (keep[j] && s.gpus[j].index == s.gpus[i].index) keep[i] = false;
+  return keep;
+}
+
+bool any_value(const Snapshot& s, const std::vector<bool>& keep, gpu::Metric m) {
+  for (std::size_t i = 0; i < s.gpus.size(); ++i)
+    if (keep[i] && s.gpus[i].latest[gpu::index(m)]) return true;
+  return false;
+}
+
+void render_gpu_metrics(Writer& w, const Snapshot& s, const std::vector<bool>& keep,
+                        const std::vector<std::string>& labels) {
+  for (gpu::Metric m : gpu::all_metrics()) {
+    if (!any_value(s, keep, m)) continue;
+    const auto& mi = gpu::info(m);
+    w.family({mi.name, is_counter(m) ? Type::kCounter : Type::kGauge, mi.description});
+    for (std::size_t i = 0; i < s.gpus.size(); ++i)
+      if (const auto& v = s.gpus[i].latest[gpu::index(m)]; keep[i] && v) w.sample(labels[i], *v);
+  }
+}
+
+void render_clock_event_reasons(Writer& w, const Snapshot& s, const std::vector<bool>& keep,
+                                const std::vector<std::string>& labels) {
+  const auto mask_index = gpu::index(gpu::Metric::kClockEventReasonsMask);
+  if (!any_value(s, keep, gpu::Metric::kClockEventReasonsMask)) return;
+  w.family({"clock_event_reason", Type::kGauge,
+            "1 while this clock-event (throttle) reason is active (NVML nvmlClocksEventReason bits; "
+            "other: bits gpudoc does not name)"});
+  std::string extra;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    const auto& v = s.gpus[i].latest[mask_index];
+    if (!keep[i] || !v) continue;
+    const auto mask = static_cast<std::uint64_t>(*v);
+    std::uint64_t known = 0;
+    for (const auto& r : gpu::clock_event_reasons()) {
+      known |= r.bit;
+      extra.clear();
+      append_label(extra, "reason", r.name, true);
+      w.sample(labels[i], (mask & r.bit) != 0 ? 1 : 0, extra);
+    }
+    w.sample(labels[i], (mask & ~known) != 0 ? 1 : 0, "reason=\"other\"");
+  }
+}
+
+std::string process_labels(const GpuSnapshot& g, const ProcessSnapshot& p) {
+  std::string l;
+  append_label(l, "gpu", fmt::format("{}", g.index), true);
+  append_label(l, "uuid", g.uuid);
+  append_label(l, "pid", fmt::format("{}", p.pid));
+  append_label(l, "process_name", p.name);
+  if (!p.container.empty()) append_label(l, "container", p.container);
+  if (!p.pod.empty()) append_label(l, "pod", p.pod);
+  if (!p.pod_namespace.empty()) append_label(l, "namespace", p.pod_namespace);
+  return l;
+}
+
+void render_processes(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
+  // Labels of each process once (a pid seen twice on a GPU: the first), then one family at a time.
+  struct Row {
+    const ProcessSnapshot* p;
+    std::string labels;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    if (!keep[i]) continue;
+    const auto& procs = s.gpus[i].processes;
+    for (std::size_t k = 0; k < procs.size(); ++k) {
+      bool seen = false;
+      for (std::size_t j = 0; j < k && !seen; ++j) seen = procs[j].pid == procs[k].pid;
+      if (!seen) rows.push_back({&procs[k], process_labels(s.gpus[i], procs[k])});
+    }
+  }
+  if (rows.empty()) return;
+  auto emit = [&](const Family& f, auto get) {
+    bool any = false;
+    for (const auto& r : rows) any = any || get(*r.p).has_value();
+    if (!any) return;
+    w.family(f);
+    for (const auto& r : rows)
+      if (auto v = get(*r.p)) w.sample(r.labels, static_cast<double>(*v));
+  };
+  emit({"process_sm_utilization_percent", Type::kGauge, "share of the sample period a kernel of this process ran"},
+       [](const ProcessSnapshot& p) { return p.sm_utilization_percent; });
+  emit({"process_memory_utilization_percent", Type::kGauge,
+        "share of the sample period this process read or wrote device memory"},
+       [](const ProcessSnapshot& p) { return p.memory_utilization_percent; });
+  emit({"process_memory_used_bytes", Type::kGauge, "device memory this process holds"},
+       [](const ProcessSnapshot& p) { return p.memory_used_bytes; });
+}
+
+void render_findings(Writer& w, const Snapshot& s) {
+  if (s.findings.empty()) return;
+  // Stable order and each series once: by (gpu, id, severity), the first of equal keys.
+  std::vector<const FindingSeries*> order;
+  for (const auto& f : s.findings) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(), [](const FindingSeries* a, const FindingSeries* b) {
+    return std::tie(a->gpu, a->id, a->severity) < std::tie(b->gpu, b->id, b->severity);
+  });
+  order.erase(std::unique(order.begin(), order.end(),
+                          [](const FindingSeries* a, const FindingSeries* b) {
+                            return a->gpu == b->gpu && a->id == b->id && a->severity == b->severity;
+                          }),
+              order.end());
+  std::vector<std::string> labels;
+  for (const auto* f : order) {
+    std::string l;
+    append_label(l, "id", f->id, true);
+    append_label(l, "severity", findings::to_string(f->severity));
+    append_label(l, "gpu", fmt::format("{}", f->gpu));
+    labels.push_back(std::move(l));
+  }
+  w.family({"finding", Type::kGauge,
+            "1 while the sliding-window diagnosis reports this finding on this GPU (docs/findings.md)"});
+  for (const auto& l : labels) w.sample(l, 1);
+  bool any_lost = false;
+  for (const auto* f : order) any_lost = any_lost || f->gpu_time_lost_s.has_value();
+  if (!any_lost) return;
+  w.family({"finding_gpu_time_lost_seconds", Type::kGauge,
+            "GPU time this finding cost on this GPU over the diagnosed window"});
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (order[i]->gpu_time_lost_s) w.sample(labels[i], *order[i]->gpu_time_lost_s);
+}
+
+void render_self(Writer& w, const Snapshot& s) {
+  const auto& self = s.self;
+  w.family({"sampler_up", Type::kGauge, "1 while the sampler runs"});
+  w.sample({}, self.sampler_running ? 1 : 0);
+  std::vector<std::string> labels;
+  for (const auto& g : self.gpus) {
+    std::string l;
+    append_label(l, "gpu", fmt::format("{}", g.gpu), true);
+    labels.push_back(std::move(l));
+  }
+  auto per_gpu = [&](const Family& f, auto get) {
+    if (self.gpus.empty()) return;
+    w.family(f);
+    for (std::size_t i = 0; i < self.gpus.size(); ++i) w.sample(labels[i], get(self.gpus[i]));
+  };
+  per_gpu({"sampler_reads", Type::kCounter, "backend reads the sampler made"},
+          [](const SamplerGpuSelf& g) { return static_cast<double>(g.reads); });
+  per_gpu({"sampler_samples", Type::kCounter, "metric samples the sampler produced"},
+          [](const SamplerGpuSelf& g) { return static_cast<double>(g.samples); });
+  per_gpu({"sampler_errors", Type::kCounter, "backend reads that failed (a lost GPU not counted)"},
+          [](const SamplerGpuSelf& g) { return static_cast<double>(g.errors); });
+  per_gpu({"sampler_gpu_lost", Type::kGauge, "1 while the GPU is lost (fallen off the bus, needs a reset)"},
+          [](const SamplerGpuSelf& g) { return g.lost ? 1.0 : 0.0; });
+  per_gpu({"sampler_gpu_unresponsive", Type::kGauge, "1 while a driver call on this GPU hangs"},
+          [](const SamplerGpuSelf& g) { return g.unresponsive ? 1.0 : 0.0; });
+  w.family({"sampler_dropped_records", Type::kCounter, "sampler records dropped because no one consumed them"});
+  w.sample({}, static_cast<double>(self.dropped_records));
+  w.family({"scrapes", Type::kCounter, "scrapes of /metrics served, this one included"});
+  w.sample({}, static_cast<double>(self.scrapes));
+  if (self.last_render_seconds) {
+    w.family({"scrape_render_seconds", Type::kGauge, "CPU time the previous scrape's rendering took"});
+    w.sample({}, *self.last_render_seconds);
+  }
+  if (self.last_diagnosis_seconds) {
+    w.family({"diagnosis_seconds", Type::kGauge, "time the last sliding-window diagnosis took"});
+    w.sample({}, *self.last_diagnosis_seconds);
+  }
+  if (!s.version.empty()) {
+    std::string l;
+    append_label(l, "version", s.version, true);
+    w.family({"build_info", Type::kGauge, "gpudoc's version (always 1)"});
+    w.sample(l, 1);
+  }
+}
+
+void render_dcgm(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
+  const auto labels = dcgm_labels(s);
+  for (const auto& d : dcgm_mappings()) {
+    if (!any_value(s, keep, d.metric)) continue;
+    w.family({d.dcgm_name, d.type == "counter" ? Type::kCounter : Type::kGauge, d.help, false});
+    for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+      const auto& v = s.gpus[i].latest[gpu::index(d.metric)];
+      if (!keep[i] || !v) continue;
+      const double x = *v * d.multiply / d.divide;
+      w.sample(labels[i], d.whole == Whole::kFloor ? std::floor(x) : d.whole == Whole::kRound ? std::round(x) : x);
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view content_type(Format format) noexcept {
+  return format == Format::kOpenMetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                        : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+Format negotiate(std::string_view accept) noexcept {
+  return accept.find("application/openmetrics-text") != std::string_view::npos ? Format::kOpenMetrics
+                                                                               : Format::kPrometheus;
+}
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  append_label_value(out, value);
+  return out;
+}
+
+std::vector<FindingSeries> finding_series(const std::vector<findings::Finding>& found,
+                                          const std::vector<int>& gpu_indices) {
+  std::map<std::pair<int, std::string>, FindingSeries> by_key;
+  for (const auto& f : found) {
+    if (f.gpus.empty()) continue;
+    std::optional<double> lost;
+    for (const auto& e : f.evidence)
+      if (e.name == "gpu_time_lost_s") lost = e.value / static_cast<double>(f.gpus.size());
+    for (int pos : f.gpus) {
+      const int gpu = pos >= 0 && static_cast<std::size_t>(pos) < gpu_indices.size()
+                          ? gpu_indices[static_cast<std::size_t>(pos)]
+                          : pos;
+      auto [it, fresh] = by_key.try_emplace({gpu, f.id}, FindingSeries{f.id, f.severity, gpu, lost});
+      if (fresh) continue;
+      it->second.severity = std::max(it->second.severity, f.severity);
+      if (lost) it->second.gpu_time_lost_s = it->second.gpu_time_lost_s.value_or(0) + *lost;
+    }
+  }
+  std::vector<FindingSeries> out;
+  out.reserve(by_key.size());
+  for (auto& [key, series] : by_key) out.push_back(std::move(series));
+  return out;
+}
+
+const std::vector<DcgmMapping>& dcgm_mappings() {
+  // Names, types and help from dcgm-exporter's etc/default-counters.csv and
+  // etc/dcp-metrics-included.csv (NVIDIA/dcgm-exporter d5e5f51); docs/serve-metrics.md lists them.
+  using M = gpu::Metric;
+  static const std::vector<DcgmMapping> kMappings = {
+      {M::kSmClockMhz, "DCGM_FI_DEV_SM_CLOCK", "gauge", 1, 1, Whole::kNo, "SM clock frequency (in MHz)."},
+      {M::kMemoryClockMhz, "DCGM_FI_DEV_MEM_CLOCK", "gauge", 1, 1, Whole::kNo, "Memory clock frequency (in MHz)."},
+      {M::kMemoryTemperatureCelsius, "DCGM_FI_DEV_MEMORY_TEMP", "gauge", 1, 1, Whole::kNo,
+       "Memory temperature (in C)."},
+      {M::kGpuTemperatureCelsius, "DCGM_FI_DEV_GPU_TEMP", "gauge", 1, 1, Whole::kNo, "GPU temperature (in C)."},
+      {M::kPowerWatts, "DCGM_FI_DEV_POWER_USAGE", "gauge", 1, 1, Whole::kNo, "Power draw (in W)."},
+      {M::kEnergyJoules, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", 1000, 1, Whole::kRound,
+       "Total energy consumption since boot (in mJ)."},
+      {M::kGpuUtilizationPercent, "DCGM_FI_DEV_GPU_UTIL", "gauge", 1, 1, Whole::kNo, "GPU utilization (in %)."},
+      {M::kMemoryUtilizationPercent, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", 1, 1, Whole::kNo,
+       "Memory utilization (in %)."},
+      {M::kMemoryUsedBytes, "DCGM_FI_DEV_FB_USED", "gauge", 1, 1024 * 1024, Whole::kFloor,
+       "Framebuffer memory used (in MiB)."},
+      {M::kGpmSmActivityPercent, "DCGM_FI_PROF_SM_ACTIVE", "gauge", 1, 100, Whole::kNo,
+       "The ratio of cycles an SM has at least 1 warp assigned."},
+      {M::kGpmSmOccupancyPercent, "DCGM_FI_PROF_SM_OCCUPANCY", "gauge", 1, 100, Whole::kNo,
+       "The ratio of number of warps resident on an SM."},
+      {M::kGpmTensorActivityPercent, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", 1, 100, Whole::kNo,
+       "Ratio of cycles the tensor (HMMA) pipe is active."},
+      {M::kGpmDramActivityPercent, "DCGM_FI_PROF_DRAM_ACTIVE", "gauge", 1, 100, Whole::kNo,
+       "Ratio of cycles the device memory interface is active sending or receiving data."},
+      {M::kGpmPcieTxBytesPerSecond, "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", 1, 1, Whole::kNo,
+       "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in "
+       "bytes per second."},
+      {M::kGpmPcieRxBytesPerSecond, "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", 1, 1, Whole::kNo,
+       "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes "
+       "per second."},
+  };
+  return kMappings;
+}
+
+void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& options) {
+  out.clear();
+  Writer w(out, options.format);
+  const auto keep = first_of_each_gpu(snapshot);
+  const auto labels = gpu_labels(snapshot);
+  render_gpu_metrics(w, snapshot, keep, labels);
+  render_clock_event_reasons(w, snapshot, keep, labels);
+  render_processes(w, snapshot, keep);
+  render_findings(w, snapshot);
+  render_self(w, snapshot);
+  if (options.dcgm_compatible) render_dcgm(w, snapshot, keep);
+  w.end();
+}
+
+std::string render(const Snapshot& snapshot, const RenderOptions& options) {
+  std::string out;
+  // About 8 KiB a GPU with its processes, 11 with dcgm-exporter's names: one allocation, not a
+  // dozen doublings (they cost as much as the rendering itself).
+  out.reserve(4096 + snapshot.gpus.size() * (options.dcgm_compatible ? 11264 : 8192));
+  render_to(out, snapshot, options);
+  return out;
+}
+
+}  // namespace gpudoc::serve

@@ -1,0 +1,133 @@
+// gpudoc::serve exposition — one scrape of `gpudoc serve`'s /metrics, rendered from a snapshot.
+//
+// Pure: a Snapshot (the latest value of every metric of every GPU, the processes, the findings of
+// the sliding diagnosis, the sampler's own counters) in, text out; no I/O, no clock, no GPU. The
+// Prometheus text format 0.0.4 by default, OpenMetrics 1.0 when asked (a scraper's Accept header);
+// with `dcgm_compatible`, dcgm-exporter's names and labels are added for the metrics that have an
+// equivalent (docs/serve-metrics.md lists each mapping with its unit and scale).
+//
+//   serve::Snapshot s;
+//   s.gpus.push_back({.index = 0, .uuid = "GPU-…", .name = "NVIDIA H200", .pci_bus_id = "00000000:18:00.0"});
+//   s.gpus[0].latest[gpu::index(gpu::Metric::kPowerWatts)] = 412.5;
+//   std::string body = serve::render(s, {.format = serve::Format::kOpenMetrics});
+//   // content type: serve::content_type(serve::Format::kOpenMetrics)
+//
+// Names: `gpudoc_` + the catalog's name, which already ends with its unit (gpudoc_power_watts);
+// cumulative metrics are counters named `..._total` in both formats. Series come in a stable order
+// (the catalog's, then GPUs as given), each at most once; label values are escaped (backslash,
+// double quote, newline) and made valid UTF-8. A metric absent from a GPU's snapshot is absent
+// from the scrape, never 0.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "findings/finding.hpp"
+#include "gpu/metrics.hpp"
+
+namespace gpudoc::serve {
+
+enum class Format { kPrometheus, kOpenMetrics };
+
+// "text/plain; version=0.0.4; charset=utf-8" or "application/openmetrics-text; version=1.0.0; charset=utf-8".
+[[nodiscard]] std::string_view content_type(Format format) noexcept;
+// The format a scraper asked for in its Accept header: OpenMetrics when it names
+// application/openmetrics-text, the Prometheus text format otherwise (also for an empty header).
+[[nodiscard]] Format negotiate(std::string_view accept) noexcept;
+
+// One process on one GPU. container/pod/pod_namespace are labels only when not empty.
+struct ProcessSnapshot {
+  std::uint32_t pid = 0;
+  std::string name;  // executable name: anything (escaped on output)
+  std::string container;
+  std::string pod;
+  std::string pod_namespace;
+  std::optional<double> sm_utilization_percent;
+  std::optional<double> memory_utilization_percent;
+  std::optional<std::uint64_t> memory_used_bytes;
+};
+
+struct GpuSnapshot {
+  int index = 0;
+  std::string uuid;
+  std::string name;
+  std::string pci_bus_id;
+  std::array<std::optional<double>, gpu::kMetricCount> latest{};  // by gpu::index(Metric)
+  std::vector<ProcessSnapshot> processes;                         // a pid seen twice: the first counts
+};
+
+// One finding on one GPU, as exported: gpudoc_finding{id,severity,gpu} 1 and its GPU time lost.
+struct FindingSeries {
+  std::string id;
+  findings::Severity severity = findings::Severity::kInfo;
+  int gpu = 0;  // the GPU's index
+  std::optional<double> gpu_time_lost_s;
+};
+
+// The findings of a diagnosis as series: one per (id, GPU), at the finding's highest severity, GPU
+// time lost summed. A finding's `gpus` are positions in `gpu_indices` (the trace's GPU list; a
+// position past its end is used as the index itself); its gpu_time_lost_s evidence is shared out
+// evenly over its GPUs, so that a sum over `gpu` gives the finding's total.
+[[nodiscard]] std::vector<FindingSeries> finding_series(const std::vector<findings::Finding>& found,
+                                                        const std::vector<int>& gpu_indices);
+
+// The sampler's and the server's own counters for one GPU.
+struct SamplerGpuSelf {
+  int gpu = 0;
+  std::uint64_t reads = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t errors = 0;
+  bool lost = false;
+  bool unresponsive = false;
+};
+
+struct SelfSnapshot {
+  bool sampler_running = false;
+  std::vector<SamplerGpuSelf> gpus;
+  std::uint64_t dropped_records = 0;
+  std::uint64_t scrapes = 0;                     // scrapes served, this one included
+  std::optional<double> last_render_seconds;     // CPU time the previous render took
+  std::optional<double> last_diagnosis_seconds;  // how long the last sliding diagnosis took
+};
+
+struct Snapshot {
+  std::vector<GpuSnapshot> gpus;  // in the order to expose them
+  std::vector<FindingSeries> findings;
+  SelfSnapshot self;
+  std::string hostname;  // dcgm-exporter's Hostname label (only with dcgm_compatible; empty: none)
+  std::string version;   // gpudoc_build_info{version}; empty: no build info series
+};
+
+struct RenderOptions {
+  Format format = Format::kPrometheus;
+  bool dcgm_compatible = false;  // also DCGM_FI_* series with dcgm-exporter's labels
+};
+
+// Appends one scrape's body to `out` (cleared first), reusing its capacity: the server keeps one
+// buffer. Thread-safety: none needed (pure); the snapshot must not change during the call.
+void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& options);
+[[nodiscard]] std::string render(const Snapshot& snapshot, const RenderOptions& options);
+
+// Escapes a label value for either format (\ -> \\, " -> \", newline -> \n) after replacing
+// invalid UTF-8 with U+FFFD.
+[[nodiscard]] std::string escape_label_value(std::string_view value);
+
+// One dcgm-exporter equivalent of a gpudoc metric: DCGM value = gpudoc value * multiply / divide,
+// then made whole as DCGM's integer fields are.
+enum class Whole { kNo, kFloor, kRound };
+struct DcgmMapping {
+  gpu::Metric metric;
+  std::string_view dcgm_name;  // "DCGM_FI_DEV_FB_USED"
+  std::string_view type;       // "gauge" | "counter"
+  double multiply;             // J -> mJ: 1000
+  double divide;               // bytes -> MiB: 1048576; percent -> ratio: 100
+  Whole whole;                 // FB_USED: floor (DCGM's integer MiB); energy: round (integer mJ)
+  std::string_view help;       // dcgm-exporter's own help text (etc/default-counters.csv)
+};
+[[nodiscard]] const std::vector<DcgmMapping>& dcgm_mappings();
+
+}  // namespace gpudoc::serve

@@ -1,0 +1,196 @@
+#include "serve/exposition.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "sample_snapshot.hpp"
+
+namespace gpudoc::serve {
+namespace {
+
+using testing::set;
+using testing::small_snapshot;
+
+// Compares with tests/unit/serve/golden/NAME; GPUDOC_UPDATE_GOLDEN=1 rewrites it instead (after a
+// deliberate change: review the diff).
+void expect_golden(const std::string& name, const std::string& got) {
+  const std::string path = std::string(GPUDOC_SOURCE_DIR) + "/tests/unit/serve/golden/" + name;
+  if (const char* update = std::getenv("GPUDOC_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << got;
+    return;
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(got, ss.str()) << "golden " << path;
+}
+
+// The sample lines (not comments) as name{labels}, without the value.
+std::multiset<std::string> series_of(const std::string& text) {
+  std::multiset<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.insert(line.substr(0, line.rfind(' ')));
+  return out;
+}
+
+std::string line_starting(const std::string& text, const std::string& start) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(start, 0) == 0) return line;
+  return {};
+}
+
+TEST(Exposition, SmallSnapshotPrometheusGolden) { expect_golden("small.prom", render(small_snapshot(), {})); }
+
+TEST(Exposition, SmallSnapshotOpenMetricsWithDcgmGolden) {
+  expect_golden("small_dcgm.om", render(small_snapshot(), {.format = Format::kOpenMetrics, .dcgm_compatible = true}));
+}
+
+TEST(Exposition, OpenMetricsHasUnitsCounterFamiliesAndEof) {
+  const std::string om = render(small_snapshot(), {.format = Format::kOpenMetrics});
+  EXPECT_TRUE(om.ends_with("\n# EOF\n"));
+  EXPECT_NE(om.find("# TYPE gpudoc_energy_joules counter\n# UNIT gpudoc_energy_joules joules\n"), std::string::npos);
+  EXPECT_NE(om.find("\ngpudoc_energy_joules_total{"), std::string::npos);
+  EXPECT_NE(om.find("# UNIT gpudoc_power_watts watts\n"), std::string::npos);
+  EXPECT_NE(om.find("# TYPE gpudoc_scrapes counter\n"), std::string::npos);
+  EXPECT_EQ(om.find("# UNIT gpudoc_clock_event_reasons_mask"), std::string::npos);  // no unit in its name
+  // The Prometheus format names the counter family with _total, has no UNIT and no EOF.
+  const std::string prom = render(small_snapshot(), {});
+  EXPECT_NE(prom.find("# TYPE gpudoc_energy_joules_total counter\n"), std::string::npos);
+  EXPECT_EQ(prom.find("# UNIT"), std::string::npos);
+  EXPECT_EQ(prom.find("# EOF"), std::string::npos);
+  // Same series in both formats.
+  EXPECT_EQ(series_of(om), series_of(prom));
+}
+
+TEST(Exposition, ContentTypeAndNegotiation) {
+  EXPECT_EQ(content_type(Format::kPrometheus), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(content_type(Format::kOpenMetrics), "application/openmetrics-text; version=1.0.0; charset=utf-8");
+  EXPECT_EQ(negotiate(""), Format::kPrometheus);
+  EXPECT_EQ(negotiate("text/plain;version=0.0.4;q=0.5,*/*;q=0.1"), Format::kPrometheus);
+  EXPECT_EQ(negotiate("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+            Format::kOpenMetrics);
+}
+
+TEST(Exposition, HostileProcessNamesAreEscaped) {
+  Snapshot s = small_snapshot();
+  auto& procs = s.gpus[0].processes;
+  procs.clear();
+  procs.push_back(testing::process(1, "a\"b\\c\nd", 1));
+  procs.push_back(testing::process(2, "x\"} 1\ngpudoc_fake 2", 2));
+  procs.push_back(testing::process(3, std::string("bad\xff\xfeutf8"), 3));
+  procs.push_back(testing::process(1, "duplicate pid", 4));  // the first counts
+  const std::string out = render(s, {});
+  EXPECT_NE(out.find(R"(process_name="a\"b\\c\nd"} 1)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"(process_name="x\"} 1\ngpudoc_fake 2"} 2)"), std::string::npos) << out;
+  EXPECT_NE(out.find("process_name=\"bad\xEF\xBF\xBD\xEF\xBF\xBDutf8\"} 3"), std::string::npos) << out;
+  EXPECT_EQ(out.find("duplicate pid"), std::string::npos);
+  EXPECT_EQ(out.find("\ngpudoc_fake"), std::string::npos);  // no injected line
+  EXPECT_EQ(escape_label_value("\\\"\n"), "\\\\\\\"\\n");
+}
+
+TEST(Exposition, NoDuplicateSeriesAndStableOrder) {
+  Snapshot s = small_snapshot();
+  s.gpus.push_back(s.gpus[0]);  // the same GPU twice: exposed once
+  GpuSnapshot g1 = s.gpus[0];
+  g1.index = 1;
+  g1.uuid = "GPU-5678";
+  s.gpus.push_back(g1);
+  s.findings.push_back(s.findings[0]);  // the same finding twice
+  const std::string out = render(s, {.dcgm_compatible = true});
+  const auto series = series_of(out);
+  EXPECT_EQ(std::set<std::string>(series.begin(), series.end()).size(), series.size());
+  EXPECT_EQ(out, render(s, {.dcgm_compatible = true}));
+  // GPU 1 follows GPU 0 within a family.
+  EXPECT_LT(out.find("gpudoc_power_watts{gpu=\"0\""), out.find("gpudoc_power_watts{gpu=\"1\""));
+  // Each family's metadata comes once, before its samples.
+  EXPECT_EQ(out.find("# TYPE gpudoc_power_watts gauge"), out.rfind("# TYPE gpudoc_power_watts gauge"));
+}
+
+TEST(Exposition, AbsentValuesAreAbsentNotZero) {
+  Snapshot s = small_snapshot();
+  s.gpus[0].latest = {};
+  const std::string out = render(s, {.dcgm_compatible = true});
+  EXPECT_EQ(out.find("gpudoc_power_watts"), std::string::npos);
+  EXPECT_EQ(out.find("gpudoc_clock_event_reason{"), std::string::npos);
+  EXPECT_EQ(out.find("DCGM_"), std::string::npos);
+  EXPECT_NE(out.find("gpudoc_process_memory_used_bytes{"), std::string::npos);
+}
+
+TEST(Exposition, NonFiniteValuesAsPrometheusWritesThem) {
+  Snapshot s = small_snapshot();
+  set(s.gpus[0], gpu::Metric::kPowerWatts, std::numeric_limits<double>::quiet_NaN());
+  set(s.gpus[0], gpu::Metric::kSmClockMhz, std::numeric_limits<double>::infinity());
+  const std::string out = render(s, {});
+  EXPECT_TRUE(line_starting(out, "gpudoc_power_watts{").ends_with(" NaN"));
+  EXPECT_TRUE(line_starting(out, "gpudoc_sm_clock_mhz{").ends_with(" +Inf"));
+}
+
+TEST(Exposition, ClockEventReasonsOnePerBit) {
+  Snapshot s = small_snapshot();
+  set(s.gpus[0], gpu::Metric::kClockEventReasonsMask, static_cast<double>(0x4 | 0x40 | (1ull << 40)));
+  const std::string out = render(s, {});
+  auto value = [&](const std::string& reason) {
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+      if (line.find("reason=\"" + reason + "\"}") != std::string::npos) return line.substr(line.rfind(' ') + 1);
+    return std::string("absent");
+  };
+  EXPECT_EQ(value("sw_power_cap"), "1");
+  EXPECT_EQ(value("hw_thermal_slowdown"), "1");
+  EXPECT_EQ(value("gpu_idle"), "0");
+  EXPECT_EQ(value("other"), "1");
+}
+
+TEST(Exposition, DcgmNamesLabelsAndUnits) {
+  Snapshot s = small_snapshot();
+  set(s.gpus[0], gpu::Metric::kGpuTemperatureCelsius, 61);
+  set(s.gpus[0], gpu::Metric::kSmClockMhz, 1980);
+  set(s.gpus[0], gpu::Metric::kGpmSmActivityPercent, 57);
+  set(s.gpus[0], gpu::Metric::kMemoryUsedBytes, 80.0 * 1024 * 1024 * 1024 + 1048575);  // 81920 MiB + 1 byte short
+  set(s.gpus[0], gpu::Metric::kEnergyJoules, 1234.5678);
+  const std::string out = render(s, {.dcgm_compatible = true});
+  const std::string labels =
+      R"({gpu="0",UUID="GPU-1234",pci_bus_id="00000000:18:00.0",device="nvidia0",modelName="NVIDIA H200",Hostname="node7"})";
+  EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_GPU_TEMP{"), "DCGM_FI_DEV_GPU_TEMP" + labels + " 61");
+  EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_POWER_USAGE{"), "DCGM_FI_DEV_POWER_USAGE" + labels + " 412.5");
+  EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_SM_CLOCK{"), "DCGM_FI_DEV_SM_CLOCK" + labels + " 1980");
+  EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_GPU_UTIL{"), "DCGM_FI_DEV_GPU_UTIL" + labels + " 97");
+  EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_FB_USED{"), "DCGM_FI_DEV_FB_USED" + labels + " 81920");       // MiB
+  EXPECT_EQ(line_starting(out, "DCGM_FI_PROF_SM_ACTIVE{"), "DCGM_FI_PROF_SM_ACTIVE" + labels + " 0.57");  // ratio
+  EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{"),
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" + labels + " 1234568");  // mJ
+  EXPECT_NE(out.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos);
+  // gpudoc's own names are still there, and no DCGM name without the flag.
+  EXPECT_NE(out.find("\ngpudoc_power_watts{"), std::string::npos);
+  EXPECT_EQ(render(s, {}).find("DCGM_"), std::string::npos);
+  // No Hostname label when there is no host name.
+  s.hostname.clear();
+  EXPECT_EQ(render(s, {.dcgm_compatible = true}).find("Hostname"), std::string::npos);
+}
+
+TEST(Exposition, FindingSeriesFromADiagnosis) {
+  auto f = findings::make_finding("sawtooth", findings::Severity::kWarning);
+  f.gpus = {0, 1};
+  f.evidence.push_back({"gpu_time_lost_s", 10.0, "s", "test"});
+  auto g = findings::make_finding("sawtooth", findings::Severity::kCritical);
+  g.gpus = {1};
+  g.evidence.push_back({"gpu_time_lost_s", 2.0, "s", "test"});
+  const auto series = finding_series({f, g}, {4, 6});  // positions 0, 1 are GPUs 4 and 6
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].gpu, 4);
+  EXPECT_EQ(series[0].severity, findings::Severity::kWarning);
+  EXPECT_DOUBLE_EQ(*series[0].gpu_time_lost_s, 5.0);
+  EXPECT_EQ(series[1].gpu, 6);
+  EXPECT_EQ(series[1].severity, findings::Severity::kCritical);
+  EXPECT_DOUBLE_EQ(*series[1].gpu_time_lost_s, 7.0);
+}
+
+}  // namespace
+}  // namespace gpudoc::serve

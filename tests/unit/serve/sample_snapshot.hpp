@@ -1,0 +1,77 @@
+// Snapshots for the exposition's tests: one small GPU, and a hostile one.
+#pragma once
+
+#include <string>
+
+#include "serve/exposition.hpp"
+
+namespace gpudoc::serve::testing {
+
+inline void set(GpuSnapshot& g, gpu::Metric m, double v) { g.latest[gpu::index(m)] = v; }
+
+inline ProcessSnapshot process(std::uint32_t pid, std::string name, std::optional<std::uint64_t> used_bytes,
+                               std::optional<double> sm_percent = std::nullopt) {
+  ProcessSnapshot p;
+  p.pid = pid;
+  p.name = std::move(name);
+  p.memory_used_bytes = used_bytes;
+  p.sm_utilization_percent = sm_percent;
+  return p;
+}
+
+// One H200 with a few metrics, one process, one finding, the sampler's counters.
+inline Snapshot small_snapshot() {
+  Snapshot s;
+  GpuSnapshot g;
+  g.index = 0;
+  g.uuid = "GPU-1234";
+  g.name = "NVIDIA H200";
+  g.pci_bus_id = "00000000:18:00.0";
+  set(g, gpu::Metric::kGpuUtilizationPercent, 97);
+  set(g, gpu::Metric::kPowerWatts, 412.5);
+  set(g, gpu::Metric::kClockEventReasonsMask, static_cast<double>(gpu::kClockEventSwPowerCap));
+  set(g, gpu::Metric::kMemoryUsedBytes, 3.0 * 1024 * 1024 * 1024 + 512 * 1024);
+  set(g, gpu::Metric::kGpmSmActivityPercent, 42.5);
+  set(g, gpu::Metric::kEnergyJoules, 123456.789);
+  g.processes.push_back({.pid = 4242,
+                         .name = "python3",
+                         .container = "trainer",
+                         .pod = "job-0",
+                         .pod_namespace = "ml",
+                         .sm_utilization_percent = 95,
+                         .memory_utilization_percent = std::nullopt,
+                         .memory_used_bytes = 1024});
+  s.gpus.push_back(g);
+  s.findings.push_back({.id = "sawtooth", .severity = findings::Severity::kWarning, .gpu = 0, .gpu_time_lost_s = 8.5});
+  s.self = {.sampler_running = true,
+            .gpus = {{.gpu = 0, .reads = 10, .samples = 50, .errors = 1, .lost = false, .unresponsive = false}},
+            .dropped_records = 0,
+            .scrapes = 3,
+            .last_render_seconds = std::nullopt,
+            .last_diagnosis_seconds = std::nullopt};
+  s.hostname = "node7";
+  s.version = "0.9.0";
+  return s;
+}
+
+// Eight GPUs with every metric, processes with hostile names, findings.
+inline Snapshot full_snapshot() {
+  Snapshot s = small_snapshot();
+  for (gpu::Metric m : gpu::all_metrics()) set(s.gpus[0], m, 1);
+  set(s.gpus[0], gpu::Metric::kClockEventReasonsMask, 0x44);
+  s.gpus[0].processes.push_back(process(7, "we\"ird\\na\nme", std::nullopt, 3));
+  GpuSnapshot base = s.gpus[0];
+  for (int i = 1; i < 8; ++i) {
+    GpuSnapshot g = base;
+    g.index = i;
+    g.uuid = "GPU-" + std::to_string(i);
+    s.gpus.push_back(g);
+    s.self.gpus.push_back({.gpu = i, .reads = 1, .samples = 2, .errors = 0, .lost = false, .unresponsive = true});
+  }
+  s.findings.push_back({.id = "straggler", .severity = findings::Severity::kCritical, .gpu = 3, .gpu_time_lost_s = 1});
+  s.self.last_render_seconds = 0.0002;
+  s.self.last_diagnosis_seconds = 0.01;
+  return s;
+}
+
+}  // namespace gpudoc::serve::testing
