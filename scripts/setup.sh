@@ -25,7 +25,8 @@ if ((!only_gpudoc)); then
              python3-torch   # the guard's real training job on the CPU (tests/python/workloads)
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
-             clang-format-14)  # the formatting check (tools/format.sh --check)
+             clang-format-14   # the formatting check (tools/format.sh --check)
+             prometheus python3-yaml)  # deploy/'s checks (tests/deploy): promtool, the YAML files
 fi
 missing=()
 for p in "${packages[@]}"; do
