@@ -26,7 +26,7 @@ if ((!only_gpudoc)); then
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
              clang-format-14   # the formatting check (tools/format.sh --check)
-             prometheus python3-yaml)  # deploy/'s checks (tests/deploy): promtool, the YAML files
+             prometheus python3-yaml systemd shellcheck)  # deploy/'s checks (tests/deploy): promtool, YAML, systemd-analyze, shellcheck
 fi
 missing=()
 for p in "${packages[@]}"; do
