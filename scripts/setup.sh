@@ -26,8 +26,9 @@ if ((!only_gpudoc)); then
              python3-torch   # the guard's real training job on the CPU (tests/python/workloads)
              chromium        # the HTML report's test opens it in a real headless browser
              dpkg-dev file   # the .deb test: cpack's dpkg-shlibdeps computes Depends, and needs `file`
+             clang-format-14   # the formatting check (tools/format.sh --check)
              prometheus python3-prometheus-client  # promtool and the reference parsers on /metrics (tests/unit/serve)
-             clang-format-14)  # the formatting check (tools/format.sh --check)
+             python3-yaml systemd shellcheck)  # deploy/'s checks (tests/deploy): YAML, systemd-analyze, shellcheck
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,68 @@
+"""The metric names `gpudoc serve` exposes (issue 19), for the deploy/ tests. Standard library only.
+
+Per-GPU gauges are `gpudoc_` + each name of src/gpu/metrics.hpp's catalog (GPUDOC_METRICS), read
+from that file so that a metric added there is allowed here at once; the rest are the series the
+exporter adds besides (findings, health, XID, its own state) and Prometheus's own `up`.
+"""
+import pathlib
+import re
+
+# Series beyond the catalog, with their labels: gpudoc_clock_event_reason{reason} 0/1,
+# gpudoc_finding{id,severity,gpu} 1, gpudoc_finding_gpu_time_lost_seconds,
+# gpudoc_health_check{check,status}, gpudoc_xid_errors_total{gpu,xid}, gpudoc_sampler_up 1/0.
+EXTRA = {
+    "gpudoc_clock_event_reason",
+    "gpudoc_finding",
+    "gpudoc_finding_gpu_time_lost_seconds",
+    "gpudoc_health_check",
+    "gpudoc_xid_errors_total",
+    "gpudoc_sampler_up",
+}
+PROMETHEUS = {"up"}  # set by Prometheus for every target it scrapes
+
+# The labels of every per-GPU series.
+GPU_LABELS = ("gpu", "uuid", "name", "pci_bus_id")
+
+
+def catalog_names(source_dir):
+    """The metric names of GPUDOC_METRICS in src/gpu/metrics.hpp ("power_watts", ...)."""
+    text = (pathlib.Path(source_dir) / "src/gpu/metrics.hpp").read_text(encoding="utf-8")
+    start = text.index("#define GPUDOC_METRICS(X)")
+    end = text.index("enum class Metric", start)
+    names = re.findall(r'X\(k\w+,\s*"([a-z0-9_]+)"', text[start:end])
+    if len(names) < 10:
+        raise AssertionError(f"read only {len(names)} metric names from src/gpu/metrics.hpp: has its format changed?")
+    return names
+
+
+def exposed(source_dir):
+    """Every metric name a query on gpudoc's series may use."""
+    return {"gpudoc_" + n for n in catalog_names(source_dir)} | EXTRA | PROMETHEUS
+
+
+# PromQL words that look like names but are not metrics.
+PROMQL_WORDS = {
+    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
+    "quantile", "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless",
+    "bool", "offset", "rate", "irate", "increase", "delta", "idelta", "deriv", "changes", "resets",
+    "abs", "ceil", "floor", "round", "clamp", "clamp_min", "clamp_max", "label_replace", "label_join",
+    "max_over_time", "min_over_time", "avg_over_time", "sum_over_time", "count_over_time",
+    "last_over_time", "present_over_time", "quantile_over_time", "absent", "absent_over_time",
+    "vector", "scalar", "time", "timestamp", "sort", "sort_desc", "histogram_quantile", "inf", "nan",
+    "label_values", "query_result",  # Grafana template functions
+}
+
+
+def metric_names_in(expr):
+    """The metric names a PromQL expression reads (approximate but strict: label matchers, strings,
+    durations and Grafana's $variables are removed first; every other bare word must be a function,
+    keyword or metric)."""
+    e = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)        # strings
+    e = re.sub(r"'(?:[^'\\]|\\.)*'", "''", e)
+    e = re.sub(r"\{[^}]*\}", "", e)                      # label matchers
+    e = re.sub(r"\$\{?\w+(?::\w+)?\}?", "", e)           # $gpu, ${__rate_interval}, ${var:regex}
+    e = re.sub(r"\[[^\]]*\]", "", e)                     # range selectors
+    e = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", e)  # label lists
+    e = re.sub(r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?(?:ms|s|m|h|d|w|y)?\b", "", e)  # numbers, durations
+    words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", e))
+    return {w for w in words if w.lower() not in PROMQL_WORDS}
