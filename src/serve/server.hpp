@@ -3,7 +3,7 @@
 // values and renders them outside any lock the sampler holds, so a slow or stuck client costs one
 // of the server's threads, never a sample.
 //
-//   serve::Server server({.host = "127.0.0.1", .port = 9402}, [&] { return latest.snapshot(clock.unix_now_ns()); });
+//   serve::Server server({.host = "127.0.0.1", .port = 9401}, [&] { return latest.snapshot(clock.unix_now_ns()); });
 //   auto port = server.start();          // Result<int>: the port bound (0 asks for any free one)
 //   ...
 //   server.stop();
@@ -28,7 +28,7 @@
 
 namespace gpudoc::serve {
 
-inline constexpr int kDefaultPort = 9402;
+inline constexpr int kDefaultPort = 9401;  // beside dcgm-exporter's 9400 (9402 is cert-manager's); deploy/ uses it
 
 struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback unless another address is given explicitly
