@@ -47,14 +47,12 @@ core::Result<std::vector<guard::Action>> parse_signals(const std::string& text) 
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
-    if (item == "checkpoint" || item == "checkpoint_now")
-      out.push_back(guard::Action::kCheckpointNow);
-    else if (item == "stop")
-      out.push_back(guard::Action::kStop);
-    else
+    const auto a = guard::action_from_string(item == "checkpoint" ? "checkpoint_now" : item);
+    if (!a || (*a != guard::Action::kCheckpointNow && *a != guard::Action::kStop))
       return core::Error(
           core::ErrorKind::kUsage,
           fmt::format("--signal '{}': allowed: checkpoint (SIGUSR1), stop (SIGTERM)", core::terminal_safe(item)));
+    out.push_back(*a);
   }
   return out;
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file.hpp"
+
 namespace gpudoc::core {
 
 namespace {
@@ -78,6 +80,44 @@ std::set<pid_t> live_group_members(pid_t group, const std::string& proc_root) {
   for (const auto& [pid, s] : read_proc_stats(proc_root))
     if (s.group == group && s.state != 'Z') out.insert(pid);
   return out;
+}
+
+namespace {
+
+// The NUL-separated fields of a /proc file (cmdline, environ); the last may lack its NUL.
+std::vector<std::string> nul_fields(const std::string& path) {
+  auto text = read_file(path);
+  std::vector<std::string> out;
+  if (!text) return out;
+  std::size_t start = 0;
+  while (start < text->size()) {
+    std::size_t end = text->find('\0', start);
+    if (end == std::string::npos) end = text->size();
+    out.push_back(text->substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string process_comm(pid_t pid, const std::string& proc_root) {
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/comm");
+  if (!text) return {};
+  std::string name = std::move(*text);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
+  return name;
+}
+
+std::vector<std::string> process_argv(pid_t pid, const std::string& proc_root) {
+  return nul_fields(proc_root + "/" + std::to_string(pid) + "/cmdline");
+}
+
+std::optional<std::string> process_environ_value(pid_t pid, std::string_view key, const std::string& proc_root) {
+  for (const std::string& kv : nul_fields(proc_root + "/" + std::to_string(pid) + "/environ"))
+    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
+      return kv.substr(key.size() + 1);
+  return std::nullopt;
 }
 
 }  // namespace gpudoc::core

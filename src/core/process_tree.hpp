@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpudoc::core {
 
@@ -40,5 +41,15 @@ struct ProcStat {
 // The processes of process group `group` that have not exited (zombies excluded: they are gone,
 // only not yet reaped by whoever adopted them).
 [[nodiscard]] std::set<pid_t> live_group_members(pid_t group, const std::string& proc_root = "/proc");
+
+// /proc/<pid>/comm (the executable's name, at most 15 bytes) without its newline; "" when it
+// cannot be read.
+[[nodiscard]] std::string process_comm(pid_t pid, const std::string& proc_root = "/proc");
+// /proc/<pid>/cmdline split at its NULs; empty when it cannot be read (or for a kernel thread).
+[[nodiscard]] std::vector<std::string> process_argv(pid_t pid, const std::string& proc_root = "/proc");
+// One variable of /proc/<pid>/environ (the process's environment as it started); nullopt when it
+// is not set or the file cannot be read (another user's process).
+[[nodiscard]] std::optional<std::string> process_environ_value(pid_t pid, std::string_view key,
+                                                               const std::string& proc_root = "/proc");
 
 }  // namespace gpudoc::core

@@ -358,10 +358,7 @@ core::Result<ActionStep> Parser::action(std::string_view text) const {
       return error(fmt::format("'{}': shrink_batch takes one FACTOR, 0 < FACTOR < 1", text));
     return ActionStep{.action = Action::kShrinkBatch, .factor = *f};
   }
-  std::optional<Action> a;
-  if (name == "checkpoint_now") a = Action::kCheckpointNow;
-  if (name == "pause_noncritical") a = Action::kPauseNoncritical;
-  if (name == "stop") a = Action::kStop;
+  const std::optional<Action> a = action_from_string(name);  // shrink and resume are handled above
   if (!a) return error(fmt::format("unknown action '{}'; {}", name, kAllowedActions));
   if (w.size() != 1) return error(fmt::format("'{}': {} takes no argument", text, name));
   return ActionStep{.action = *a, .factor = 0};
@@ -408,6 +405,12 @@ const char* to_string(Action a) noexcept {
     case Action::kStop: return "stop";
   }
   return "?";
+}
+std::optional<Action> action_from_string(std::string_view name) noexcept {
+  for (Action a : {Action::kShrinkBatch, Action::kCheckpointNow, Action::kPauseNoncritical, Action::kResumeNoncritical,
+                   Action::kStop})
+    if (name == to_string(a)) return a;
+  return std::nullopt;
 }
 bool fires_below(Metric m) noexcept { return m == Metric::kSecondsToOom; }
 

@@ -86,6 +86,8 @@ struct Policy {
 [[nodiscard]] const char* to_string(LimitBase b) noexcept;
 [[nodiscard]] const char* to_string(Action a) noexcept;
 [[nodiscard]] const char* to_string(FatalEvent e) noexcept;
+// The inverse of to_string(Action): "shrink_batch" -> kShrinkBatch; nullopt for any other word.
+[[nodiscard]] std::optional<Action> action_from_string(std::string_view name) noexcept;
 // true for seconds_to_oom: it fires when the value is at or below the threshold.
 [[nodiscard]] bool fires_below(Metric m) noexcept;
 

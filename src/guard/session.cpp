@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -40,54 +39,12 @@ bool is_interpreter(const std::string& name) {
   return std::regex_match(name, re);
 }
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (s.size() > (1u << 20)) s.resize(1u << 20);
-  return s;
-}
-
-std::vector<std::string> split_nul(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == '\0') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-std::optional<std::string> environ_value(const std::string& proc_root, pid_t pid, const std::string& key) {
-  for (const std::string& kv : split_nul(read_small_file(fmt::format("{}/{}/environ", proc_root, pid))))
-    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
-      return kv.substr(key.size() + 1);
-  return std::nullopt;
-}
-
-std::string comm_of(const std::string& proc_root, pid_t pid) {
-  std::string c = read_small_file(fmt::format("{}/{}/comm", proc_root, pid));
-  while (!c.empty() && (c.back() == '\n' || c.back() == '\0')) c.pop_back();
-  return c;
-}
-
 std::optional<int> signal_for(Action a) {
   switch (a) {
     case Action::kCheckpointNow: return SIGUSR1;
     case Action::kStop: return SIGTERM;
     default: return std::nullopt;
   }
-}
-
-std::optional<Action> action_from_name(const std::string& s) {
-  for (Action a : {Action::kShrinkBatch, Action::kCheckpointNow, Action::kPauseNoncritical, Action::kResumeNoncritical,
-                   Action::kStop})
-    if (s == to_string(a)) return a;
-  return std::nullopt;
 }
 
 json limits_json(const gpu::DeviceInfo& info) {
@@ -270,7 +227,7 @@ core::Status Session::start_job() {
     j.id = fmt::format("j{}", next_job_++);
     j.pid = pid;
     j.pidfd = shared;
-    j.name = comm_of(o_.proc_root, pid);
+    j.name = core::process_comm(pid, o_.proc_root);
     j.signals.insert(o_.signal_opt_in.begin(), o_.signal_opt_in.end());
     emit({{"type", "job_joined"},
           {"job", j.id},
@@ -407,8 +364,8 @@ void Session::pause_noncritical(GpuWatch& w) {
     if (exclude.count(pid) != 0 || stat.state == 'Z') continue;
     if (std::any_of(paused.begin(), paused.end(), [pid = pid](const Paused& p) { return p.pid == pid; })) continue;
     if (o_.real_gpus && gpu_processes_[w.gpu()].count(pid) == 0) continue;
-    const std::string comm = comm_of(o_.proc_root, pid);
-    const auto argv = split_nul(read_small_file(fmt::format("{}/{}/cmdline", o_.proc_root, pid)));
+    const std::string comm = core::process_comm(pid, o_.proc_root);
+    const auto argv = core::process_argv(pid, o_.proc_root);
     if (!matches_noncritical(o_.policy.noncritical, comm, argv)) continue;
     auto fd = Pidfd::open(pid);
     if (!fd) continue;  // it exited meanwhile
@@ -510,10 +467,10 @@ void Session::on_hello(const ChannelEvent& ev) {
   if (auto fd = Pidfd::open(j.pid)) j.pidfd = std::make_shared<Pidfd>(std::move(*fd));
   j.name = h.name;
   for (const std::string& c : h.capabilities)
-    if (auto a = action_from_name(c)) j.capabilities.insert(*a);
+    if (auto a = action_from_string(c)) j.capabilities.insert(*a);
   for (const std::string& s : h.signals)
-    if (auto a = action_from_name(s); a && signal_for(*a)) j.signals.insert(*a);
-  j.gpus = map_job_gpus(h.gpus, environ_value(o_.proc_root, j.pid, "CUDA_VISIBLE_DEVICES"), devices_);
+    if (auto a = action_from_string(s); a && signal_for(*a)) j.signals.insert(*a);
+  j.gpus = map_job_gpus(h.gpus, core::process_environ_value(j.pid, "CUDA_VISIBLE_DEVICES", o_.proc_root), devices_);
   j.gpus.erase(std::remove_if(j.gpus.begin(), j.gpus.end(), [this](int g) { return by_gpu_.count(g) == 0; }),
                j.gpus.end());
   // The connected job stands for the command's own entry: it no longer gets that entry's signals twice.

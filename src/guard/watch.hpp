@@ -63,7 +63,7 @@ class GpuWatch {
   FatalFlags fatal_;
   std::vector<std::string> fatal_reasons_;
   std::optional<std::uint64_t> ecc_uncorrected_at_start_;
-  std::optional<double> newest_t_, power_, temperature_now_, memory_used_, memory_total_;
+  std::optional<double> newest_t_, power_, temperature_now_;
   EscalationInput input_;
 };
 

@@ -20,6 +20,7 @@
 
 #include "core/dynamic_library.hpp"
 #include "core/log.hpp"
+#include "core/process_tree.hpp"
 #include "gpu/nvml/nvml_api.hpp"
 
 namespace gpudoc::gpu {
@@ -93,21 +94,6 @@ constexpr unsigned int kStringBuffer = 256;
 [[nodiscard]] std::int64_t micros_to_nanos(unsigned long long us) { return static_cast<std::int64_t>(us) * 1000; }
 
 [[nodiscard]] std::string c_string(const char* buf, std::size_t size) { return std::string(buf, strnlen(buf, size)); }
-
-// The executable name of `pid` from /proc, empty when it cannot be read. Best effort: NVML reports
-// host PIDs, so inside a container with its own PID namespace this finds nothing (or, rarely,
-// another process with the same number).
-[[nodiscard]] std::string process_name(std::uint32_t pid) {
-  const std::string path = fmt::format("/proc/{}/comm", pid);
-  std::FILE* f = std::fopen(path.c_str(), "re");
-  if (f == nullptr) return {};
-  std::array<char, 64> buf{};
-  const std::size_t n = std::fread(buf.data(), 1, buf.size(), f);
-  std::fclose(f);
-  std::string name(buf.data(), n);
-  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
-  return name;
-}
 
 // Per-GPU state. Guarded by `mu`: the Backend contract has the caller serialize calls for one GPU,
 // the lock makes capabilities()/device_info()/read() safe even when a caller does not.
@@ -857,7 +843,9 @@ core::Status NvmlBackend::read_processes(DeviceState& d, int gpu, GroupRead& g) 
     }
   }
 
-  for (ProcessSample& p : out) p.name = process_name(p.pid);
+  // Best effort: NVML reports host PIDs, so inside a container with its own PID namespace this
+  // finds nothing (or, rarely, another process with the same number).
+  for (ProcessSample& p : out) p.name = core::process_comm(static_cast<pid_t>(p.pid));
   return core::ok_status();
 }
 

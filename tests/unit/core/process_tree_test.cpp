@@ -51,6 +51,20 @@ TEST_F(FakeProc, DescendantsAndGroupMembers) {
   EXPECT_TRUE(descendants_of(1, root_.str() + "/missing").empty());
 }
 
+TEST_F(FakeProc, CommArgvAndOneEnvironmentVariable) {
+  add(42, "python3", 'S', 1, 42);
+  std::ofstream(root_.file("42/comm")) << "python3\n";
+  std::ofstream(root_.file("42/cmdline")) << std::string("python3\0-u\0train.py\0", 20);
+  std::ofstream(root_.file("42/environ")) << std::string("HOME=/root\0CUDA_VISIBLE_DEVICES=2,3\0CUDA=x", 42);
+  EXPECT_EQ(process_comm(42, root_.str()), "python3");
+  EXPECT_EQ(process_argv(42, root_.str()), (std::vector<std::string>{"python3", "-u", "train.py"}));
+  EXPECT_EQ(process_environ_value(42, "CUDA_VISIBLE_DEVICES", root_.str()), "2,3");
+  EXPECT_EQ(process_environ_value(42, "CUDA", root_.str()), "x");  // the whole name, not a prefix
+  EXPECT_FALSE(process_environ_value(42, "PATH", root_.str()));
+  EXPECT_EQ(process_comm(43, root_.str()), "");  // no such process
+  EXPECT_TRUE(process_argv(43, root_.str()).empty());
+}
+
 TEST(ProcessTree, FindsARealChild) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);

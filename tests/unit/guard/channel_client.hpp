@@ -1,5 +1,5 @@
-// Test helpers for the job channel: a raw client socket (bytes in, lines out) and a pump that
-// polls a ChannelServer until the events a test waits for have come.
+// Test helpers for the job channel: a raw client socket (bytes in, lines out), a pump that
+// polls a ChannelServer until the events a test waits for have come, and a child process to watch.
 #pragma once
 
 #include <poll.h>
@@ -56,6 +56,21 @@ inline const ChannelEvent* first_of(const Events& events, Kind kind) {
 
 // The code of a kProtocolError ("bad_json: ..." -> "bad_json").
 inline std::string code_of(const ChannelEvent& e) { return e.error.substr(0, e.error.find(':')); }
+
+// A child that waits until `gate` is closed (or it is signalled), then exits 0; -1 when the pipe
+// or the fork failed.
+inline pid_t waiting_child(int gate[2]) {
+  if (::pipe(gate) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(gate[1]);
+    char c;
+    (void)!::read(gate[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(gate[0]);
+  return child;
+}
 
 // The client side, without the Python client: a blocking-connected, non-blocking-used socket.
 class RawClient {

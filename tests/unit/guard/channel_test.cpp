@@ -614,16 +614,8 @@ TEST_F(ChannelTest, PollWaitsForItsTimeoutAndWakesOnACallersFd) {
 
 TEST_F(ChannelTest, AJobsPidfdWakesThePollWhenItExits) {
   int gate[2];
-  ASSERT_EQ(::pipe(gate), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(gate[1]);
-    char c;
-    (void)::read(gate[0], &c, 1);
-    ::_exit(0);
-  }
-  ::close(gate[0]);
+  const pid_t child = testing::waiting_child(gate);
+  ASSERT_GT(child, 0);
   auto job = Pidfd::open(child);
   ASSERT_TRUE(job) << job.error().message();
   const int wake[] = {job->fd()};

@@ -8,22 +8,12 @@
 #include <csignal>
 #include <thread>
 
+#include "channel_client.hpp"
+
 namespace gpudoc::guard {
 namespace {
 
-// A child that waits until `gate` is closed (or it is signalled), then exits 0.
-pid_t waiting_child(int gate[2]) {
-  if (::pipe(gate) != 0) return -1;
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::close(gate[1]);
-    char c;
-    (void)::read(gate[0], &c, 1);
-    ::_exit(0);
-  }
-  ::close(gate[0]);
-  return child;
-}
+using testing::waiting_child;
 
 // Waits (up to 5 s) until the pidfd says the process has exited.
 bool wait_exited(const Pidfd& p) {
