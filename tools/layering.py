@@ -17,9 +17,13 @@ LAYERS = {
     "core": 0,
     "findings": 0,
     "gpu": 1,
+    # gpudoc slice outside the job and its interception library inside it: core only
+    "slice": 1,
     "telemetry": 2,
     "diagnose": 3,
     "bench": 3,
+    # the analysis of CUPTI records reads only core; the injection library inside the job nothing at all
+    "profile": 3,
     "health": 4,
     "guard": 4,
     "baseline": 5,

@@ -116,7 +116,10 @@ int run(int argc, char** argv) {
   register_baseline(app, action, ctx);
   register_health(app, action, ctx);
   register_guard(app, action, ctx);
+  register_serve(app, action, ctx);
   register_report(app, action);
+  register_profile(app, action);
+  register_slice(app, action);
 
   after_double_dash().clear();
   for (int i = 1; i < argc; ++i)

@@ -25,6 +25,7 @@ struct HealthFlags {
   bool json = false;
   bool no_load = false;
   bool no_store = false;
+  bool gate = false;
   std::vector<int> gpus;
   double load_seconds = 5.0;
   std::optional<std::string> store;
@@ -62,20 +63,41 @@ void store_results(const HealthFlags& f, const telemetry::Live& live, const heal
     core::log_warn("not stored: {}", at.error().message());
 }
 
+// --gate: one line on stdout (the drain reason, or "ok: ..."), exit 1 when a check failed.
+int print_gate(const HealthFlags& f, const std::vector<health::CheckResult>& results, nlohmann::json& j) {
+  const std::string reason = health::gate_reason(results);
+  if (f.json) {
+    j["gate"] = {{"pass", reason.empty()}, {"reason", reason}};
+    print_json(j);
+  } else if (reason.empty()) {
+    int warned = 0;
+    for (const auto& r : results) warned += r.status == health::Status::kWarn ? 1 : 0;
+    std::fputs(
+        fmt::format("ok: {} checks, none failed ({} warnings; `gpudoc health` shows them)\n", results.size(), warned)
+            .c_str(),
+        stdout);
+  } else {
+    std::fputs((reason + "\n").c_str(), stdout);
+  }
+  return reason.empty() ? core::kExitOk : core::kExitFinding;
+}
+
 int run_health(const HealthFlags& f, Context& ctx) {
   auto live = ctx.backend.open_gpus();
   if (!live) return report_no_gpu(f, live.error());
   health::SystemHostReader host;
   health::NodeOptions opt;
   opt.gpus = f.gpus;
-  opt.load = {.seconds = f.load_seconds,
-              .why_not = health::why_no_load(f.no_load, live->real() ? "" : telemetry::to_string(live->spec->kind))};
+  opt.load = {
+      .seconds = f.load_seconds,
+      .why_not = health::why_no_load(f.no_load || f.gate, live->real() ? "" : telemetry::to_string(live->spec->kind))};
   auto node = health::check_node(*live->backend, *live->clock, host, opt, health::hbm_copy_load(*live->clock));
   if (!node) return report_error(node.error(), f.json);
 
   nlohmann::json j = health::to_json(*node);
   if (!live->real()) j["backend"] = telemetry::describe(*live->spec);
   store_results(f, *live, *node, j);
+  if (f.gate) return print_gate(f, node->results, j);
   if (f.json)
     print_json(j);
   else
@@ -97,6 +119,10 @@ void register_health(CLI::App& app, Action& action, Context& ctx) {
       "Exit 1 when a check fails, 3 without a GPU. Changes nothing. With --backend replay:FILE or fake:N it checks "
       "those GPUs (no load, nothing stored), marked as such.");
   cmd->add_flag("--json", flags->json, "print the results as JSON");
+  cmd->add_flag("--gate", flags->gate,
+                "quick checks for a scheduler's prolog/epilog (no load): print one line — the failed checks, the "
+                "reason to drain the node — and exit 1 if any failed, else \"ok: ...\" and exit 0 "
+                "(deploy/slurm uses it)");
   cmd->add_flag("--no-load", flags->no_load, "skip the short GPU load (clocks and PCIe are then not judged)");
   cmd->add_option("--gpus", flags->gpus, "GPU indices to check (default: all), e.g. --gpus 0,2")
       ->delimiter(',')

@@ -45,7 +45,10 @@ void register_diagnose(CLI::App& app, Action& action, Context& ctx);
 void register_doctor(CLI::App& app, Action& action, Context& ctx);
 void register_health(CLI::App& app, Action& action, Context& ctx);
 void register_guard(CLI::App& app, Action& action, Context& ctx);
+void register_serve(CLI::App& app, Action& action, Context& ctx);
 void register_report(CLI::App& app, Action& action);
+void register_profile(CLI::App& app, Action& action);
+void register_slice(CLI::App& app, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns
 // the exit code for its kind.

@@ -120,4 +120,74 @@ std::optional<std::string> process_environ_value(pid_t pid, std::string_view key
   return std::nullopt;
 }
 
+namespace {
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// The last run of exactly 64 hex digits in `path` bounded by non-hex characters (or its ends).
+std::string last_container_id(std::string_view path) {
+  std::string found;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (!is_hex(path[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < path.size() && is_hex(path[j])) ++j;
+    if (j - i == 64) found = std::string(path.substr(i, 64));
+    i = j;
+  }
+  return found;
+}
+
+// "pod" followed by a UUID (dashes, or systemd's underscores) as one path component's tail.
+std::string last_pod_uid(std::string_view path) {
+  std::string found;
+  for (std::size_t at = path.find("pod"); at != std::string_view::npos; at = path.find("pod", at + 3)) {
+    std::string_view rest = path.substr(at + 3);
+    if (rest.size() < 36) break;
+    std::string uid(rest.substr(0, 36));
+    bool ok = true;
+    for (std::size_t k = 0; k < uid.size() && ok; ++k) {
+      const bool dash_at = k == 8 || k == 13 || k == 18 || k == 23;
+      if (dash_at && (uid[k] == '_' || uid[k] == '-')) {
+        uid[k] = '-';
+      } else {
+        ok = !dash_at && is_hex(uid[k]);
+      }
+    }
+    const bool ends = rest.size() == 36 || rest[36] == '/' || rest[36] == '.';
+    if (ok && ends) found = std::move(uid);
+  }
+  return found;
+}
+
+}  // namespace
+
+CgroupIdentity parse_cgroup_identity(std::string_view text) {
+  CgroupIdentity id;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    // "hierarchy-ID:controllers:path": the path is after the second colon.
+    const auto first = line.find(':');
+    const auto second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    const std::string_view path = line.substr(second + 1);
+    if (auto c = last_container_id(path); !c.empty()) id.container_id = std::move(c);
+    if (auto p = last_pod_uid(path); !p.empty()) id.pod_uid = std::move(p);
+  }
+  return id;
+}
+
+CgroupIdentity process_cgroup_identity(pid_t pid, const std::string& proc_root) {
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/cgroup");
+  if (!text) return {};
+  return parse_cgroup_identity(*text);
+}
+
 }  // namespace gpudoc::core

@@ -52,4 +52,17 @@ struct ProcStat {
 [[nodiscard]] std::optional<std::string> process_environ_value(pid_t pid, std::string_view key,
                                                                const std::string& proc_root = "/proc");
 
+// Who runs a process, as its cgroup path tells: the container runtime's 64-hex container id
+// (docker, containerd, CRI-O, podman; cgroup v1 or v2) and the Kubernetes pod UID (kubepods'
+// pod<uid> component, systemd's underscores given back as dashes). Empty where the path has none.
+struct CgroupIdentity {
+  std::string container_id;
+  std::string pod_uid;
+};
+// From the text of /proc/<pid>/cgroup ("0::/kubepods.slice/.../cri-containerd-<id>.scope"): the
+// innermost container id and pod UID on any of its lines. Pure.
+[[nodiscard]] CgroupIdentity parse_cgroup_identity(std::string_view proc_cgroup_text);
+// parse_cgroup_identity of /proc/<pid>/cgroup; empty when it cannot be read.
+[[nodiscard]] CgroupIdentity process_cgroup_identity(pid_t pid, const std::string& proc_root = "/proc");
+
 }  // namespace gpudoc::core

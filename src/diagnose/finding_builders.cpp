@@ -99,15 +99,17 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
     out.caveats.push_back(
         "below sensor resolution: period and duty cycle cannot be read from the curve; a profiler shows each gap");
     out.next_steps.insert(out.next_steps.begin(),
-                          "The gaps are shorter than the sensor sees: profile them with `nsys profile -t "
-                          "cuda,nvtx,osrt -o gaps python3 train.py`");
+                          "The gaps are shorter than the sensor sees: profile each gap and its cause (data "
+                          "loading, a sync, launches, pageable copies) with `gpudoc profile -- python3 train.py` "
+                          "(or `nsys profile -t cuda,nvtx,osrt -o gaps python3 train.py`)");
   } else {
     out.message = fmt::format(
         "GPU {} works in bursts: period {:.2f} s, duty cycle {}, peak {} and trough {} {}: {:.1f} s of GPU time "
         "lost ({} of {:.1f} s)",
         g, f.period_s, pct(duty * 100), pct(peak), pct(trough), f.use_util ? "utilization" : "SM activity", lost_s,
         pct(lost_share * 100), span);
-    if (below_resolution) out.caveats.push_back("period near the sensor's resolution: confirm with a profiler (nsys)");
+    if (below_resolution)
+      out.caveats.push_back("period near the sensor's resolution: confirm with a profiler (gpudoc profile)");
   }
   out.confidence = conf;
   if (!fast) {

@@ -37,7 +37,8 @@ std::vector<CatalogEntry> diagnose_entries() {
         "tensor.to('cuda', non_blocking=True)",
         "Remove per-step synchronisations (tensor.item(), .cpu(), print of GPU tensors) from the "
         "training loop",
-        "See each gap and what the host did in it: `nsys profile -t cuda,nvtx,osrt -o gaps python3 train.py`",
+        "See each gap and its cause (data loading, a sync, launches, pageable copies): `gpudoc profile -- "
+        "python3 train.py`; `nsys profile -t cuda,nvtx,osrt -o gaps python3 train.py` adds the host's system calls",
         "Overlap the next batch with the current step (a CUDA stream for the host-to-device copy), "
         "or move preprocessing to the GPU (e.g. NVIDIA DALI)"}},
       {"plateau", "diagnose", "Plateau: steady activity far below what the chip can do",
@@ -45,7 +46,8 @@ std::vector<CatalogEntry> diagnose_entries() {
        "by one from Python: flat low-to-middle utilization, SM activity near zero) or busy-but-idle "
        "(utilization high, but SM, tensor and DRAM activity low: kernels that occupy the GPU's time "
        "without using its SMs, e.g. spinning, waiting or serial kernels).",
-       {"Launch-bound: capture the step in a CUDA Graph with torch.compile(model, "
+       {"Launch-bound: `gpudoc profile -- python3 train.py` says whether a CUDA Graph pays and the step time "
+        "to expect; capture the step in a CUDA Graph with torch.compile(model, "
         "mode=\"reduce-overhead\") or torch.cuda.graphs (torch.cuda.CUDAGraph), and batch more work "
         "per kernel; `gpudoc bench --only launch` measures the launch cost on this machine",
         "Busy-but-idle: find the kernels that hold the GPU with `nsys profile -t cuda,nvtx -o "

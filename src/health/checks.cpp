@@ -373,6 +373,20 @@ const char* to_string(Status s) noexcept {
 
 bool any_failed(const std::vector<CheckResult>& results) { return worst(results) == Status::kFail; }
 
+std::string gate_reason(const std::vector<CheckResult>& results) {
+  std::string out;
+  for (const auto& r : results) {
+    if (r.status != Status::kFail) continue;
+    if (!out.empty()) out += "; ";
+    out += r.check;
+    if (r.gpu) out += " on GPU " + std::to_string(*r.gpu);
+    if (!r.evidence.empty()) out += ": " + r.evidence;
+  }
+  for (char& c : out)
+    if (c == '\n' || c == '\r') c = ' ';
+  return out;
+}
+
 Status worst(const std::vector<CheckResult>& results) {
   Status w = Status::kSkip;
   for (const auto& r : results) w = std::max(w, r.status);

@@ -45,6 +45,10 @@ struct CheckResult {
 };
 
 [[nodiscard]] bool any_failed(const std::vector<CheckResult>& results);
+// `gpudoc health --gate`'s one line: "" when no check failed, else each failed check as
+// "CHECK on GPU N: EVIDENCE" (host-wide checks without "on GPU"), joined with "; " — what a Slurm
+// prolog writes as the node's drain reason. Newlines in the evidence become spaces.
+[[nodiscard]] std::string gate_reason(const std::vector<CheckResult>& results);
 [[nodiscard]] Status worst(const std::vector<CheckResult>& results);
 [[nodiscard]] nlohmann::json to_json(const CheckResult& r);
 

@@ -225,9 +225,8 @@ std::string process_labels(const GpuSnapshot& g, const ProcessSnapshot& p) {
   append_label(l, "uuid", g.uuid);
   append_label(l, "pid", fmt::format("{}", p.pid));
   append_label(l, "process_name", p.name);
-  if (!p.container.empty()) append_label(l, "container", p.container);
-  if (!p.pod.empty()) append_label(l, "pod", p.pod);
-  if (!p.pod_namespace.empty()) append_label(l, "namespace", p.pod_namespace);
+  if (!p.container_id.empty()) append_label(l, "container_id", p.container_id);
+  if (!p.pod_uid.empty()) append_label(l, "pod_uid", p.pod_uid);
   return l;
 }
 
@@ -296,6 +295,56 @@ void render_findings(Writer& w, const Snapshot& s) {
             "GPU time this finding cost on this GPU over the diagnosed window"});
   for (std::size_t i = 0; i < order.size(); ++i)
     if (order[i]->gpu_time_lost_s) w.sample(labels[i], *order[i]->gpu_time_lost_s);
+}
+
+void render_health(Writer& w, const Snapshot& s) {
+  if (!s.health) return;
+  w.family({"health_last_run_timestamp_seconds", Type::kGauge,
+            "when the last `gpudoc health` run kept in the store ran (Unix time)"});
+  w.sample({}, static_cast<double>(s.health->time_unix_ns) * 1e-9);
+  if (s.health->checks.empty()) return;
+  w.family({"health_check", Type::kGauge, "1 for each check of the last health run, labelled with its status"});
+  std::string l;
+  for (const auto& c : s.health->checks) {
+    l.clear();
+    append_label(l, "check", c.check, true);
+    append_label(l, "status", c.status);
+    if (c.gpu) append_label(l, "gpu", fmt::format("{}", *c.gpu));
+    w.sample(l, 1);
+  }
+}
+
+void render_baselines(Writer& w, const Snapshot& s) {
+  if (s.baselines.empty()) return;
+  std::vector<std::string> labels;
+  for (const auto& b : s.baselines) {
+    std::string l;
+    append_label(l, "baseline", b.name, true);
+    labels.push_back(std::move(l));
+  }
+  w.family({"baseline_verdict", Type::kGauge,
+            "1 for each baseline's last verdict in the store (a check, or the golden record when never checked)"});
+  std::string extra;
+  for (std::size_t i = 0; i < s.baselines.size(); ++i) {
+    extra.clear();
+    append_label(extra, "verdict", s.baselines[i].verdict, true);
+    w.sample(labels[i], 1, extra);
+  }
+  w.family({"baseline_last_run_timestamp_seconds", Type::kGauge, "when that verdict was reached (Unix time)"});
+  for (std::size_t i = 0; i < s.baselines.size(); ++i)
+    w.sample(labels[i], static_cast<double>(s.baselines[i].time_unix_ns) * 1e-9);
+}
+
+void render_xids(Writer& w, const Snapshot& s) {
+  if (s.xids.empty()) return;
+  w.family({"xid_errors", Type::kCounter, "XID errors the driver reported on this GPU since gpudoc serve started"});
+  std::string l;
+  for (const auto& x : s.xids) {
+    l.clear();
+    append_label(l, "gpu", fmt::format("{}", x.gpu), true);
+    append_label(l, "xid", fmt::format("{}", x.xid));
+    w.sample(l, static_cast<double>(x.count));
+  }
 }
 
 void render_self(Writer& w, const Snapshot& s) {
@@ -444,6 +493,9 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
   render_clock_event_reasons(w, snapshot, keep, labels);
   render_processes(w, snapshot, keep);
   render_findings(w, snapshot);
+  render_health(w, snapshot);
+  render_baselines(w, snapshot);
+  render_xids(w, snapshot);
   render_self(w, snapshot);
   if (options.dcgm_compatible) render_dcgm(w, snapshot, keep);
   w.end();

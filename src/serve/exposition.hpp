@@ -39,13 +39,13 @@ enum class Format { kPrometheus, kOpenMetrics };
 // application/openmetrics-text, the Prometheus text format otherwise (also for an empty header).
 [[nodiscard]] Format negotiate(std::string_view accept) noexcept;
 
-// One process on one GPU. container/pod/pod_namespace are labels only when not empty.
+// One process on one GPU. container_id and pod_uid (read from the process's cgroup:
+// core::process_cgroup_identity) are labels only when not empty.
 struct ProcessSnapshot {
   std::uint32_t pid = 0;
   std::string name;  // executable name: anything (escaped on output)
-  std::string container;
-  std::string pod;
-  std::string pod_namespace;
+  std::string container_id;
+  std::string pod_uid;
   std::optional<double> sm_utilization_percent;
   std::optional<double> memory_utilization_percent;
   std::optional<std::uint64_t> memory_used_bytes;
@@ -94,9 +94,40 @@ struct SelfSnapshot {
   std::optional<double> last_diagnosis_seconds;  // how long the last sliding diagnosis took
 };
 
+// One check of the last `gpudoc health` run kept in the store: gpudoc_health_check{check,status[,gpu]} 1.
+struct HealthCheckSeries {
+  std::string check;
+  std::string status;  // "pass" | "warn" | "fail" | "skip"
+  std::optional<int> gpu;
+};
+
+// The last health run: its checks and when it ran (gpudoc_health_last_run_timestamp_seconds).
+struct HealthSnapshot {
+  std::int64_t time_unix_ns = 0;
+  std::string status;  // the worst check's
+  std::vector<HealthCheckSeries> checks;
+};
+
+// A baseline's last check (or its golden record when never checked): gpudoc_baseline_verdict{baseline,verdict} 1.
+struct BaselineSeries {
+  std::string name;
+  std::string verdict;  // as stored ("ok", "regression", "interrupted", ...), or "recorded": never checked
+  std::int64_t time_unix_ns = 0;
+};
+
+// XID errors counted on one GPU since serve started: gpudoc_xid_errors_total{gpu,xid}.
+struct XidSeries {
+  int gpu = 0;
+  int xid = 0;
+  std::uint64_t count = 0;
+};
+
 struct Snapshot {
   std::vector<GpuSnapshot> gpus;  // in the order to expose them
   std::vector<FindingSeries> findings;
+  std::optional<HealthSnapshot> health;  // absent: no health run in the store (or no store)
+  std::vector<BaselineSeries> baselines;
+  std::vector<XidSeries> xids;
   SelfSnapshot self;
   std::string hostname;  // dcgm-exporter's Hostname label (only with dcgm_compatible; empty: none)
   std::string version;   // gpudoc_build_info{version}; empty: no build info series

@@ -29,6 +29,20 @@ Latest::Gpu* Latest::find(int gpu) {
 void Latest::apply(const telemetry::SamplerRecord& record) {
   using Kind = telemetry::SamplerRecord::Kind;
   if (record.kind == Kind::kEvent) return;
+  std::vector<ProcessSnapshot> procs;
+  if (record.kind == Kind::kProcesses) {
+    procs.reserve(record.processes.size());
+    for (const auto& p : record.processes) {
+      ProcessSnapshot ps;
+      ps.pid = p.pid;
+      ps.name = p.name;
+      ps.sm_utilization_percent = p.sm_utilization_percent;
+      ps.memory_utilization_percent = p.memory_utilization_percent;
+      ps.memory_used_bytes = p.memory_used_bytes;
+      if (labeler_) labeler_(ps);  // outside the lock: it may read /proc
+      procs.push_back(std::move(ps));
+    }
+  }
   std::lock_guard lock(mu_);
   Gpu* g = find(record.gpu);
   if (g == nullptr) return;
@@ -40,17 +54,6 @@ void Latest::apply(const telemetry::SamplerRecord& record) {
       g->time_unix_ns[i] = s.time_unix_ns;
     }
     return;
-  }
-  std::vector<ProcessSnapshot> procs;
-  procs.reserve(record.processes.size());
-  for (const auto& p : record.processes) {
-    ProcessSnapshot ps;
-    ps.pid = p.pid;
-    ps.name = p.name;
-    ps.sm_utilization_percent = p.sm_utilization_percent;
-    ps.memory_utilization_percent = p.memory_utilization_percent;
-    ps.memory_used_bytes = p.memory_used_bytes;
-    procs.push_back(std::move(ps));
   }
   g->processes = std::move(procs);
   g->processes_time_unix_ns = record.time_unix_ns;

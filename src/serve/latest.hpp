@@ -17,6 +17,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -32,6 +33,9 @@ class Latest {
   Latest(const std::vector<gpu::DeviceInfo>& devices, const Periods& periods,
          std::chrono::nanoseconds min_stale = std::chrono::seconds(5));
 
+  // Called on each process of a process read, before it is kept (container and pod labels): once a
+  // read, not once a scrape. Set before the first apply().
+  void set_labeler(std::function<void(ProcessSnapshot&)> labeler) { labeler_ = std::move(labeler); }
   // Takes a record's samples (the newest of each metric by its time) or processes; a record of a
   // GPU not in the list is ignored, and so are events.
   void apply(const telemetry::SamplerRecord& record);
@@ -50,6 +54,7 @@ class Latest {
   [[nodiscard]] Gpu* find(int gpu);
 
   mutable std::mutex mu_;
+  std::function<void(ProcessSnapshot&)> labeler_;
   std::vector<Gpu> gpus_;
   std::array<std::int64_t, gpu::kMetricGroupCount> stale_after_ns_{};  // 0: the group is off
 };

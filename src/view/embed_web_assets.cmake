@@ -3,16 +3,7 @@
 #   cmake -DJS=... -DCSS=... -DVERSION=... -DOUT=web_assets_data.cpp -P embed_web_assets.cmake
 # With JS or CSS empty (not found at configure time) the arrays are empty and the binary says how
 # to install them. Bytes, not a string literal: no delimiter can clash with the file's content.
-function(gpudoc_bytes var file)
-  file(READ "${file}" hex HEX)
-  string(LENGTH "${hex}" n)
-  math(EXPR bytes "${n} / 2")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," body "${hex}")
-  # Break the single huge line every 32 bytes to keep the generated file editor-friendly.
-  string(REGEX REPLACE "(('[^']+',){32})" "\\1\n" body "${body}")
-  set(${var} "${body}" PARENT_SCOPE)
-  set(${var}_size ${bytes} PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/embed_bytes.cmake")
 
 set(js_body "")
 set(js_body_size 0)

@@ -7,16 +7,32 @@ exporter adds besides (findings, health, XID, its own state) and Prometheus's ow
 import pathlib
 import re
 
-# Series beyond the catalog, with their labels: gpudoc_clock_event_reason{reason} 0/1,
-# gpudoc_finding{id,severity,gpu} 1, gpudoc_finding_gpu_time_lost_seconds,
-# gpudoc_health_check{check,status}, gpudoc_xid_errors_total{gpu,xid}, gpudoc_sampler_up 1/0.
+# Series beyond the catalog (src/serve/exposition.cpp; a test checks this list against a real
+# scrape): clock-event reasons, per-process series, findings, health, baselines, XIDs, and the
+# sampler's and server's own state.
 EXTRA = {
     "gpudoc_clock_event_reason",
+    "gpudoc_process_sm_utilization_percent",
+    "gpudoc_process_memory_utilization_percent",
+    "gpudoc_process_memory_used_bytes",
     "gpudoc_finding",
     "gpudoc_finding_gpu_time_lost_seconds",
     "gpudoc_health_check",
+    "gpudoc_health_last_run_timestamp_seconds",
+    "gpudoc_baseline_verdict",
+    "gpudoc_baseline_last_run_timestamp_seconds",
     "gpudoc_xid_errors_total",
     "gpudoc_sampler_up",
+    "gpudoc_sampler_reads_total",
+    "gpudoc_sampler_samples_total",
+    "gpudoc_sampler_errors_total",
+    "gpudoc_sampler_gpu_lost",
+    "gpudoc_sampler_gpu_unresponsive",
+    "gpudoc_sampler_dropped_records_total",
+    "gpudoc_scrapes_total",
+    "gpudoc_scrape_render_seconds",
+    "gpudoc_diagnosis_seconds",
+    "gpudoc_build_info",
 }
 PROMETHEUS = {"up"}  # set by Prometheus for every target it scrapes
 

@@ -20,10 +20,10 @@ deb=${debs[0]}
 dpkg-deb -c "$deb" | awk '{print $NF}' | grep -v '/$' | sort >"$work/contents.txt"
 expect_listed "$work/contents.txt" ./usr/bin/gpudoc ./usr/share/gpudoc/traces/gemm_saturated.jsonl \
   ./usr/share/gpudoc/traces/allreduce_straggler_slow1.jsonl ./usr/share/doc/gpudoc/README.md \
-  ./usr/share/doc/gpudoc/methodology.md
-if grep -v -e '^\./usr/bin/gpudoc$' -e '^\./usr/share/gpudoc/traces/' -e '^\./usr/share/doc/gpudoc/' \
-  "$work/contents.txt"; then
-  fail "the package holds the files above, outside /usr/bin/gpudoc, /usr/share/gpudoc and /usr/share/doc/gpudoc"
+  ./usr/share/doc/gpudoc/methodology.md ./usr/lib/gpudoc/libgpudoc_slice.so
+if grep -v -e '^\./usr/bin/gpudoc$' -e '^\./usr/lib/gpudoc/libgpudoc_slice\.so$' -e '^\./usr/share/gpudoc/traces/' -e '^\./usr/share/doc/gpudoc/' \
+  -e '^\./usr/lib/gpudoc/libgpudoc_profile\.so$' "$work/contents.txt"; then
+  fail "the package holds the files above, outside /usr/bin/gpudoc, /usr/lib/gpudoc/libgpudoc_{slice,profile}.so, /usr/share/gpudoc and /usr/share/doc/gpudoc"
 fi
 
 [[ "$(dpkg-deb -f "$deb" Package)" == gpudoc ]] || fail "Package is not gpudoc"

@@ -17,12 +17,20 @@ prefix="$work/checkout/stage/prefix"
 expect_listed "$work/files.txt" ./bin/gpudoc ./share/gpudoc/traces/gemm_saturated.jsonl \
   ./share/gpudoc/traces/sawtooth_p1000_d50.jsonl ./share/gpudoc/traces/tiny_kernels.jsonl \
   ./share/gpudoc/traces/allreduce_straggler_slow1.jsonl ./share/doc/gpudoc/README.md \
-  ./share/doc/gpudoc/methodology.md ./share/doc/gpudoc/findings.md
+  ./share/doc/gpudoc/methodology.md ./share/doc/gpudoc/findings.md ./lib/gpudoc/libgpudoc_slice.so
 [[ -x "$prefix/bin/gpudoc" ]] || fail "$prefix/bin/gpudoc is not executable"
-if grep -v -e '^\./bin/gpudoc$' -e '^\./share/gpudoc/traces/[a-z0-9_]*\.jsonl$' -e '^\./share/doc/gpudoc/[A-Za-z-]*\.md$' \
-  "$work/files.txt"; then
-  fail "the files above were installed too; only the binary, the traces and the docs belong in a prefix"
+# lib/gpudoc/libgpudoc_profile.so: gpudoc profile's injection library, where CUPTI's headers were found
+if grep -v -e '^\./bin/gpudoc$' -e '^\./lib/gpudoc/libgpudoc_slice\.so$' -e '^\./share/gpudoc/traces/[a-z0-9_]*\.jsonl$' -e '^\./share/doc/gpudoc/[A-Za-z-]*\.md$' \
+  -e '^\./lib/gpudoc/libgpudoc_profile\.so$' "$work/files.txt"; then
+  fail "the files above were installed too; only the binary, the profiler's and the slice's libraries, the traces and the docs belong in a prefix"
 fi
+
+# The installed gpudoc slice finds its preload library in ../lib/gpudoc (it then stops at the
+# driver, which this machine may lack: the message says which step it reached).
+slice_out=$(CUDA_MPS_PIPE_DIRECTORY="$work/no-mps" GPUDOC_CUDA_DRIVER="$work/no-libcuda.so.1" \
+  "$prefix/bin/gpudoc" slice --mem 1G -- true 2>&1) || true
+[[ "$slice_out" == *"cannot load the CUDA driver"* ]] ||
+  fail "the installed gpudoc slice did not find lib/gpudoc/libgpudoc_slice.so: $slice_out"
 
 mkdir -p "$work/checkout/tests/data"
 cp "$prefix/share/gpudoc/traces/"*.jsonl "$work/checkout/tests/data/"

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -51,6 +52,19 @@ TEST(CliHealth, NoGpuTerminalFormExits3) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.out.find("No GPU checks"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpu_governor"), std::string::npos) << r.out;
+}
+
+TEST(CliHealth, GateOnHealthyFakeGpusIsOneOkLineAndExit0) {
+  const CliOut r = gpudoc("--backend fake:2 health --gate --no-store");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("ok: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  const CliOut j = gpudoc("--backend fake:2 health --gate --json --no-store");
+  EXPECT_EQ(j.exit_code, 0);
+  const auto doc = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << j.out;
+  EXPECT_EQ(doc["gate"]["pass"], true);
+  EXPECT_EQ(doc["gate"]["reason"], "");
 }
 
 TEST(CliHealth, BadGpusFlagIsUsage) {

@@ -29,9 +29,8 @@ Snapshot eight_gpus() {
       ProcessSnapshot ps;
       ps.pid = static_cast<std::uint32_t>(100000 + i * 10 + p);
       ps.name = p == 3 ? "python3 \"train.py\"" : "python3";
-      ps.container = "trainer";
-      ps.pod = "llm-pretrain-worker-" + std::to_string(i);
-      ps.pod_namespace = "research";
+      ps.container_id = "5b6ec8ad5e1cd3a0e1ae4a0b0b4c4e3bd9a2f0e4d36e1f8cf4bb8a1f7a0e2c9" + std::to_string(i % 10);
+      ps.pod_uid = "0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9" + std::to_string(i % 10);
       ps.sm_utilization_percent = 80 + p;
       ps.memory_utilization_percent = 30 + p;
       ps.memory_used_bytes = 20ull << 30;

@@ -78,5 +78,51 @@ TEST(ProcessTree, FindsARealChild) {
   EXPECT_EQ(tree.count(child), 1u);
 }
 
+constexpr const char* kContainerd = "5b6ec8ad5e1cd3a0e1ae4a0b0b4c4e3bd9a2f0e4d36e1f8cf4bb8a1f7a0e2c91";
+constexpr const char* kPodUid = "0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9f";
+
+TEST(CgroupIdentity, KubernetesCgroupV2SystemdDriver) {
+  const std::string text = std::string("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod") +
+                           "0c4f2a8e_9d5b_4c61_8f0e_2b7d1a3c5e9f.slice/cri-containerd-" + kContainerd + ".scope\n";
+  const auto id = parse_cgroup_identity(text);
+  EXPECT_EQ(id.container_id, kContainerd);
+  EXPECT_EQ(id.pod_uid, kPodUid);
+}
+
+TEST(CgroupIdentity, KubernetesCgroupV1CgroupfsDriver) {
+  const std::string path = std::string("/kubepods/besteffort/pod") + kPodUid + "/" + kContainerd;
+  const std::string text = "12:memory:" + path + "\n11:cpu,cpuacct:" + path + "\n1:name=systemd:" + path + "\n";
+  const auto id = parse_cgroup_identity(text);
+  EXPECT_EQ(id.container_id, kContainerd);
+  EXPECT_EQ(id.pod_uid, kPodUid);
+}
+
+TEST(CgroupIdentity, DockerAndPodmanWithoutPod) {
+  auto docker = parse_cgroup_identity(std::string("0::/system.slice/docker-") + kContainerd + ".scope\n");
+  EXPECT_EQ(docker.container_id, kContainerd);
+  EXPECT_EQ(docker.pod_uid, "");
+  auto podman = parse_cgroup_identity(std::string("0::/machine.slice/libpod-") + kContainerd + ".scope");
+  EXPECT_EQ(podman.container_id, kContainerd);
+}
+
+TEST(CgroupIdentity, PlainHostProcessesAndNearMissesHaveNone) {
+  for (const std::string& text :
+       {std::string("0::/user.slice/user-1000.slice/session-3.scope\n"),
+        std::string("0::/system.slice/docker-") + std::string(63, 'a') + ".scope\n",
+        std::string("0::/system.slice/docker-") + std::string(65, 'a') + ".scope\n",
+        std::string("0::/kubepods/podnot-a-uid/x\n"), std::string("garbage without colons"), std::string()}) {
+    const auto id = parse_cgroup_identity(text);
+    EXPECT_EQ(id.container_id, "") << text;
+    EXPECT_EQ(id.pod_uid, "") << text;
+  }
+}
+
+TEST_F(FakeProc, CgroupIdentityOfAProcess) {
+  add(42, "python3", 'S', 1, 42);
+  std::ofstream(root_.file("42/cgroup")) << "0::/system.slice/docker-" << kContainerd << ".scope\n";
+  EXPECT_EQ(process_cgroup_identity(42, root_.str()).container_id, kContainerd);
+  EXPECT_EQ(process_cgroup_identity(43, root_.str()).container_id, "");  // no such process
+}
+
 }  // namespace
 }  // namespace gpudoc::core

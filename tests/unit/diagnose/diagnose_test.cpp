@@ -115,7 +115,8 @@ TEST(Diagnose, FastSawtoothWithGpmIsSawtoothBelowSensorResolution) {
   EXPECT_TRUE(f->details["below_sensor_resolution"].get<bool>());
   EXPECT_EQ(find(d, "plateau"), nullptr);
   EXPECT_EQ(find(d, "healthy"), nullptr);
-  EXPECT_NE(f->next_steps.front().find("nsys"), std::string::npos);  // points to a profiler
+  EXPECT_NE(f->next_steps.front().find("nsys"), std::string::npos);                // points to a profiler
+  EXPECT_NE(f->next_steps.front().find("gpudoc profile -- "), std::string::npos);  // gpudoc's own first
 }
 
 TEST(Diagnose, FastSawtoothWithoutGpmUsesPowerAndLowersConfidence) {
@@ -148,6 +149,7 @@ TEST(Diagnose, LaunchBoundPlateau) {
   EXPECT_EQ(f->details["kind"], "launch_bound");
   EXPECT_EQ(f->severity, Severity::kCritical);  // SM activity ~0
   EXPECT_NE(f->next_steps.front().find("reduce-overhead"), std::string::npos);
+  EXPECT_NE(f->next_steps.front().find("gpudoc profile -- "), std::string::npos);  // whether a graph pays
 }
 
 TEST(Diagnose, BusyButIdlePlateauOnOneGpu) {

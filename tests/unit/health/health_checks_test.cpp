@@ -431,3 +431,29 @@ TEST(HealthJson, ResultsCarryIdStatusEvidenceAndValues) {
 
 }  // namespace
 }  // namespace gpudoc::health
+
+namespace gpudoc::health {
+namespace {
+
+CheckResult result(const char* check, std::optional<int> gpu, Status status, const char* evidence) {
+  CheckResult r;
+  r.check = check;
+  r.gpu = gpu;
+  r.status = status;
+  r.evidence = evidence;
+  return r;
+}
+
+TEST(GateReason, OnlyFailedChecksOnOneLine) {
+  std::vector<CheckResult> results = {result("ecc", 0, Status::kFail, "uncorrectable ECC: 3 volatile"),
+                                      result("pcie_link", 1, Status::kWarn, "Gen4 x16 of Gen5 x16"),
+                                      result("driver", std::nullopt, Status::kFail, "two lines\nof text"),
+                                      result("xid", 2, Status::kPass, "")};
+  EXPECT_EQ(gate_reason(results), "ecc on GPU 0: uncorrectable ECC: 3 volatile; driver: two lines of text");
+  results[0].status = Status::kPass;
+  results[2].status = Status::kInfo;
+  EXPECT_EQ(gate_reason(results), "");  // warnings and advice do not drain a node
+}
+
+}  // namespace
+}  // namespace gpudoc::health

@@ -35,14 +35,19 @@ inline Snapshot small_snapshot() {
   set(g, gpu::Metric::kEnergyJoules, 123456.789);
   g.processes.push_back({.pid = 4242,
                          .name = "python3",
-                         .container = "trainer",
-                         .pod = "job-0",
-                         .pod_namespace = "ml",
+                         .container_id = "5b6ec8ad5e1c",
+                         .pod_uid = "0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9f",
                          .sm_utilization_percent = 95,
                          .memory_utilization_percent = std::nullopt,
                          .memory_used_bytes = 1024});
   s.gpus.push_back(g);
   s.findings.push_back({.id = "sawtooth", .severity = findings::Severity::kWarning, .gpu = 0, .gpu_time_lost_s = 8.5});
+  s.health = HealthSnapshot{.time_unix_ns = 1764547200000000000,
+                            .status = "fail",
+                            .checks = {{.check = "ecc_uncorrectable", .status = "fail", .gpu = 0},
+                                       {.check = "driver_version", .status = "pass", .gpu = std::nullopt}}};
+  s.baselines.push_back({.name = "resnet \"nightly\"", .verdict = "regression", .time_unix_ns = 1764547260000000000});
+  s.xids.push_back({.gpu = 0, .xid = 79, .count = 2});
   s.self = {.sampler_running = true,
             .gpus = {{.gpu = 0, .reads = 10, .samples = 50, .errors = 1, .lost = false, .unresponsive = false}},
             .dropped_records = 0,

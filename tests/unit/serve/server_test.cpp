@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "sample_snapshot.hpp"
@@ -25,8 +28,51 @@ class ServerTest : public ::testing::Test {
   }
   httplib::Client client() { return httplib::Client("127.0.0.1", port_); }
 
-  Server server_{{.host = "127.0.0.1", .port = 0, .threads = 2, .io_timeout = std::chrono::seconds(2)},
-                 [] { return testing::small_snapshot(); }};
+  void TearDown() override {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    server_.stop();
+  }
+  // One more state for the event streams.
+  void advance() {
+    {
+      std::lock_guard lock(mu_);
+      ++sequence_;
+    }
+    cv_.notify_all();
+  }
+  Handlers handlers() {
+    Handlers h;
+    h.metrics = [] { return testing::small_snapshot(); };
+    h.state = [this] {
+      std::lock_guard lock(mu_);
+      return "{\"seq\":" + std::to_string(sequence_) + ",\"text\":\"a\\nb\"}";
+    };
+    h.history = [](double seconds) { return "{\"seconds\":" + std::to_string(static_cast<int>(seconds)) + "}"; };
+    h.wait_for_update = [this](std::uint64_t seen, std::chrono::milliseconds timeout) -> std::uint64_t {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, timeout, [&] { return sequence_ != seen || stopped_; });
+      return stopped_ ? 0 : sequence_;
+    };
+    h.healthy = [] { return true; };
+    h.asset = [](std::string_view path) -> std::optional<Asset> {
+      if (path == "/") return Asset{"<!doctype html><title>t</title>", "text/html; charset=utf-8"};
+      if (path == "/assets/app.js") return Asset{"console.log(1)", "text/javascript; charset=utf-8"};
+      return std::nullopt;
+    };
+    return h;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t sequence_ = 1;
+  bool stopped_ = false;
+  Server server_{
+      {.host = "127.0.0.1", .port = 0, .threads = 4, .max_streams = 2, .io_timeout = std::chrono::seconds(2)},
+      handlers()};
   int port_ = 0;
 };
 
@@ -135,12 +181,127 @@ TEST(Server, LoopbackAndBindErrors) {
   EXPECT_TRUE(is_loopback("localhost"));
   EXPECT_FALSE(is_loopback("0.0.0.0"));
   EXPECT_FALSE(is_loopback("10.0.0.7"));
-  Server s({.host = "203.0.113.1", .port = 1, .threads = 1, .io_timeout = std::chrono::seconds(1)},
-           [] { return Snapshot{}; });
+  Server s({.host = "203.0.113.1", .port = 1, .threads = 1, .io_timeout = std::chrono::seconds(1)}, Handlers());
   auto p = s.start();
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().kind(), core::ErrorKind::kEnvironment);
   EXPECT_NE(p.error().message().find("203.0.113.1:1"), std::string::npos);
+}
+
+TEST_F(ServerTest, SecurityHeadersOnEveryAnswer) {
+  auto c = client();
+  for (const char* path : {"/metrics", "/api/v1/snapshot", "/", "/nope"}) {
+    auto r = c.Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->get_header_value("Content-Security-Policy"), kContentSecurityPolicy) << path;
+    EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff") << path;
+    EXPECT_EQ(r->get_header_value("Referrer-Policy"), "no-referrer") << path;
+    EXPECT_EQ(r->get_header_value("X-Frame-Options"), "DENY") << path;
+  }
+}
+
+TEST_F(ServerTest, JsonApiAndHistoryParameter) {
+  auto c = client();
+  auto s = c.Get("/api/v1/snapshot");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->status, 200);
+  EXPECT_EQ(s->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(s->body, "{\"seq\":1,\"text\":\"a\\nb\"}");
+  auto h = c.Get("/api/v1/history?seconds=120");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->body, "{\"seconds\":120}");
+  auto d = c.Get("/api/v1/history");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->body, "{\"seconds\":600}");
+  for (const char* bad : {"0", "-5", "1e9", "abc", "12x", "nan", ""}) {
+    auto r = c.Get(std::string("/api/v1/history?seconds=") + bad);
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->status, 400) << bad;
+    EXPECT_NE(r->body.find("seconds"), std::string::npos) << bad;
+  }
+  auto post = c.Post("/api/v1/snapshot", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  auto hz = c.Get("/healthz");
+  ASSERT_TRUE(hz);
+  EXPECT_EQ(hz->body, "ok\n");
+}
+
+TEST_F(ServerTest, AssetsAndUnknownAssets) {
+  auto c = client();
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  auto js = c.Get("/assets/app.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->body, "console.log(1)");
+  auto none = c.Get("/assets/../etc/passwd");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404);
+}
+
+// Reads an event stream until `events` snapshot events arrived; returns what was read.
+std::string read_events(int port, int events) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(std::chrono::seconds(10));
+  std::string got;
+  int seen = 0;
+  auto r = c.Get("/api/v1/events", [&](const char* data, std::size_t n) {
+    got.append(data, n);
+    seen = 0;
+    for (std::size_t p = 0; (p = got.find("event: snapshot\n", p)) != std::string::npos; ++p) ++seen;
+    return seen < events;  // false: stop reading
+  });
+  return got;
+}
+
+TEST_F(ServerTest, EventStreamSendsEachNewState) {
+  std::thread ticker([this] {
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      advance();
+    }
+  });
+  const std::string got = read_events(port_, 3);
+  ticker.join();
+  EXPECT_EQ(got.rfind("retry: 2000\n\n", 0), 0u) << got;
+  EXPECT_NE(got.find("event: snapshot\ndata: {\"seq\":1,"), std::string::npos) << got;
+  EXPECT_NE(got.find("event: snapshot\ndata: {\"seq\":3,"), std::string::npos) << got;
+  // Each event's data is one line (the JSON's own newlines are escaped).
+  EXPECT_NE(got.find("\"text\":\"a\\nb\"}\n\n"), std::string::npos) << got;
+}
+
+TEST_F(ServerTest, EventStreamsAreLimitedAndScrapesStillServed) {
+  // Two streams (max_streams) held open by readers that read on; the third is refused with 503,
+  // and /metrics still answers from the remaining threads.
+  std::atomic<bool> done{false};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 2; ++i)
+    readers.emplace_back([this, &done] {
+      httplib::Client c("127.0.0.1", port_);
+      c.set_read_timeout(std::chrono::seconds(10));
+      (void)c.Get("/api/v1/events", [&](const char*, std::size_t) { return !done.load(); });
+    });
+  for (int i = 0; i < 100 && server_.streams() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(server_.streams(), 2);
+  auto c = client();
+  auto third = c.Get("/api/v1/events");
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->status, 503);
+  EXPECT_EQ(third->get_header_value("Retry-After"), "10");
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  done = true;
+  advance();  // the readers stop at the next event and close their connections
+  for (auto& t : readers) t.join();
+  // A stream notices a closed client when a write fails: within a few updates (one a second in serve).
+  for (int i = 0; i < 20 && server_.streams() > 0; ++i) {
+    advance();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (int i = 0; i < 100 && server_.streams() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(server_.streams(), 0);
 }
 
 }  // namespace

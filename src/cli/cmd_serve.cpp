@@ -1,0 +1,252 @@
+// gpudoc serve: the sampler running continuously on the backend chosen for the run, served over HTTP
+// to Prometheus (/metrics), to scripts (/api/v1/...) and to people (the dashboard at /). The engine
+// is serve::Service, the HTTP side serve::Server; this file parses, wires them and waits for a stop.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "baseline/store.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/file.hpp"
+#include "core/host.hpp"
+#include "core/process_tree.hpp"
+#include "core/text.hpp"
+#include "core/version.hpp"
+#include "serve/config.hpp"
+#include "serve/server.hpp"
+#include "serve/service.hpp"
+#include "telemetry/recorder.hpp"
+#include "telemetry/replay_backend.hpp"
+#include "view/dashboard_assets.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct ServeFlags {
+  std::string listen;
+  std::string config;
+  bool dcgm_compatible = false;
+  double diagnose_window_s = 0;  // 0: the config's, else 120
+  double diagnose_every_s = 0;   // 0: the config's, else 10
+  double history_s = 0;          // 0: the config's, else 600
+  std::optional<std::string> store;
+  bool no_store = false;
+  double duration_s = 0;
+  SamplerFlags sampler;
+};
+
+// Flags over the config file over the defaults.
+struct Settings {
+  serve::ListenAddress listen{"127.0.0.1", serve::kDefaultPort};
+  bool dcgm_compatible = false;
+  double diagnose_window_s = 120;
+  double diagnose_every_s = 10;
+  double history_s = 600;
+  std::optional<std::string> store;  // the path; nullopt: no store
+  telemetry::SamplerConfig sampler;
+};
+
+core::Status check_range(double v, double lo, double hi, const char* flag) {
+  if (v == 0) return core::ok_status();
+  if (!(v >= lo && v <= hi))
+    return core::Error(core::ErrorKind::kUsage, fmt::format("{} must be from {} to {} seconds", flag, lo, hi));
+  return core::ok_status();
+}
+
+core::Result<Settings> settings_of(const ServeFlags& f) {
+  serve::ConfigFile file;
+  if (!f.config.empty()) {
+    auto text = core::read_file(f.config);
+    if (!text) return core::Error(core::ErrorKind::kUsage, fmt::format("--config: {}", text.error().message()));
+    auto parsed = serve::parse_config(*text, f.config);
+    if (!parsed) return parsed.error();
+    file = std::move(*parsed);
+  }
+  for (const auto& s :
+       {check_range(f.diagnose_window_s, 2, 3600, "--diagnose-window"),
+        check_range(f.diagnose_every_s, 1, 3600, "--diagnose-every"), check_range(f.history_s, 60, 86400, "--history")})
+    if (!s) return s.error();
+  Settings s;
+  const std::string listen = !f.listen.empty() ? f.listen : file.listen.value_or("");
+  if (!listen.empty()) {
+    auto a = serve::parse_listen(listen);
+    if (!a) return a.error();
+    s.listen = *a;
+  }
+  s.dcgm_compatible = f.dcgm_compatible || file.dcgm_compatible.value_or(false);
+  s.diagnose_window_s = f.diagnose_window_s > 0 ? f.diagnose_window_s : file.diagnose_window_s.value_or(120);
+  s.diagnose_every_s = f.diagnose_every_s > 0 ? f.diagnose_every_s : file.diagnose_every_s.value_or(10);
+  s.history_s = f.history_s > 0 ? f.history_s : file.history_s.value_or(600);
+  if (!f.no_store) {
+    auto path = baseline::default_store_path(f.store ? f.store : file.store);
+    if (!path) return path.error();
+    s.store = *path;
+  }
+  // A live view: utilization drained every second, not every 10 s as in a long recording. The
+  // config's periods first, the flags' after them (the later wins).
+  auto defaults = telemetry::SamplerConfig::default_periods();
+  defaults[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);
+  SamplerFlags sampler = f.sampler;
+  std::vector<std::string> periods;
+  for (const auto& [group, ms] : file.periods) periods.push_back(fmt::format("{}={}", group, ms));
+  periods.insert(periods.end(), f.sampler.periods.begin(), f.sampler.periods.end());
+  sampler.periods = std::move(periods);
+  auto config = sampler.to_config(defaults);
+  if (!config) return config.error();
+  s.sampler = std::move(*config);
+  return s;
+}
+
+// Container and pod of each GPU process, from its cgroup; read once a pid (and again after a minute,
+// in case the pid was reused).
+class CgroupLabeler {
+ public:
+  void operator()(serve::ProcessSnapshot& p) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(p.pid);
+    if (it == cache_.end() || now - it->second.read_at > std::chrono::minutes(1)) {
+      if (cache_.size() > 4096) cache_.clear();
+      it = cache_.insert_or_assign(p.pid, Entry{core::process_cgroup_identity(static_cast<pid_t>(p.pid)), now}).first;
+    }
+    p.container_id = it->second.id.container_id;
+    p.pod_uid = it->second.id.pod_uid;
+  }
+
+ private:
+  struct Entry {
+    core::CgroupIdentity id;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  std::mutex mu_;
+  std::unordered_map<std::uint32_t, Entry> cache_;
+};
+
+serve::Handlers handlers_of(serve::Service& service) {
+  serve::Handlers h;
+  h.metrics = [&service] { return service.metrics_snapshot(); };
+  h.state = [&service] { return service.state_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+  h.history = [&service](double seconds) {
+    return service.history_json(seconds).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  h.wait_for_update = [&service](std::uint64_t seen, std::chrono::milliseconds timeout) {
+    return service.wait_for_update(seen, timeout);
+  };
+  h.healthy = [&service] { return service.running(); };
+  h.asset = [](std::string_view path) -> std::optional<serve::Asset> {
+    auto a = view::dashboard_asset(path);
+    if (!a) return std::nullopt;
+    return serve::Asset{a->body, a->content_type};
+  };
+  return h;
+}
+
+void announce(const Settings& s, int port, const telemetry::Live& live) {
+  const bool v6 = s.listen.host.find(':') != std::string::npos;
+  const std::string where =
+      v6 ? fmt::format("[{}]:{}", s.listen.host, port) : fmt::format("{}:{}", s.listen.host, port);
+  if (!live.banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", core::terminal_safe(live.banner).c_str());
+  std::fprintf(stderr, "gpudoc: serving %d GPU%s on http://%s/ (metrics: /metrics, API: /api/v1/snapshot)\n",
+               live.gpu_count, live.gpu_count == 1 ? "" : "s", where.c_str());
+  if (!serve::is_loopback(s.listen.host))
+    std::fprintf(stderr,
+                 "gpudoc: warning: %s is reachable from other machines and gpudoc serve has no authentication: "
+                 "keep it behind a firewall that admits only your Prometheus servers\n",
+                 where.c_str());
+  std::fflush(stderr);
+}
+
+int run_serve(const ServeFlags& f, Context& ctx) {
+  auto s = settings_of(f);
+  if (!s) return report_error(s.error(), false);
+  if (auto d = parse_duration(f.duration_s); !d) return report_error(d.error(), false);
+  auto live = ctx.backend.open_gpus();
+  if (!live) return report_error(live.error(), false);
+  auto header = telemetry::make_header(*live->backend, *live->clock, s->sampler, {});
+  if (!header) return report_error(header.error(), false);
+  serve::ServiceOptions so;
+  so.sampler = s->sampler;
+  so.history = std::chrono::seconds(static_cast<long>(s->history_s));
+  so.diagnose_window = std::chrono::seconds(static_cast<long>(s->diagnose_window_s));
+  so.diagnose_every = std::chrono::seconds(static_cast<long>(s->diagnose_every_s));
+  so.store = s->store;
+  auto labeler = std::make_shared<CgroupLabeler>();
+  if (live->real()) so.label_process = [labeler](serve::ProcessSnapshot& p) { (*labeler)(p); };
+  so.hostname = core::host_name();
+  so.version = core::kVersion;
+  so.backend = live->spec->text;
+  serve::Service service(*live, *header, so);
+  serve::Server server({.host = s->listen.host, .port = s->listen.port, .dcgm_compatible = s->dcgm_compatible},
+                       handlers_of(service));
+  install_stop_handlers();
+  if (auto st = service.start(); !st) return report_error(st.error(), false);
+  auto port = server.start();
+  if (!port) {
+    service.stop();
+    return report_error(port.error(), false);
+  }
+  announce(*s, *port, *live);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool replay_end_said = false;
+  while (stop_requests().load() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (f.duration_s > 0 && std::chrono::steady_clock::now() - t0 >= std::chrono::duration<double>(f.duration_s)) break;
+    if (live->replay != nullptr && live->replay->finished() && !replay_end_said) {
+      replay_end_said = true;
+      std::fprintf(stderr, "gpudoc: the replay of %s ended; serving on (its values are now stale, so absent)\n",
+                   core::terminal_safe(live->spec->file).c_str());
+    }
+  }
+  service.stop();  // wakes the event streams first, so the server's threads can end
+  server.stop();
+  std::fprintf(stderr, "gpudoc: stopped after %llu scrapes\n", static_cast<unsigned long long>(server.scrapes()));
+  return core::kExitOk;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, Action& action, Context& ctx) {
+  auto f = std::make_shared<ServeFlags>();
+  auto* cmd =
+      app.add_subcommand("serve", "Serve live GPU metrics, findings and verdicts to Prometheus and a dashboard");
+  cmd->description(
+      "Runs the sampler continuously and serves, on 127.0.0.1:9401 unless told otherwise:\n"
+      "  /metrics          every metric at its native rate, per GPU and per process (with container and\n"
+      "                    pod labels from the process's cgroup), throttle reasons, the findings of a\n"
+      "                    sliding-window diagnosis with the GPU time they cost, the last health check\n"
+      "                    and baseline verdicts from the store (Prometheus text; OpenMetrics when asked)\n"
+      "  /                 a live dashboard (waveforms, findings, health, baselines); works offline\n"
+      "  /api/v1/snapshot  the same as JSON; /api/v1/history?seconds=S the waveforms; /api/v1/events\n"
+      "                    a server-sent event per update; /healthz\n"
+      "Read-only, no authentication: it listens beyond loopback only on an address given explicitly.\n"
+      "GPUDOC_BACKEND=replay:FILE serves a recorded trace, fake:N scripted GPUs (docs/serve.md).");
+  cmd->add_option("--listen", f->listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
+  cmd->add_option("--config", f->config, "a JSON file of settings (docs/serve.md); flags override it");
+  cmd->add_flag("--dcgm-compatible", f->dcgm_compatible,
+                "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");
+  cmd->add_option("--diagnose-window", f->diagnose_window_s, "seconds the sliding diagnosis looks at (default 120)");
+  cmd->add_option("--diagnose-every", f->diagnose_every_s, "seconds between two diagnoses (default 10)");
+  cmd->add_option("--history", f->history_s, "seconds of waveforms kept for the dashboard (default 600)");
+  cmd->add_option("--store", f->store,
+                  "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");
+  cmd->add_flag("--no-store", f->no_store, "read no store: no health or baseline series");
+  cmd->add_option("-d,--duration", f->duration_s, "stop after this many seconds (default: until SIGINT/SIGTERM)");
+  f->sampler.add_to(*cmd);
+  cmd->footer(
+      "Examples:\n"
+      "  gpudoc serve\n"
+      "  gpudoc serve --listen 10.0.0.7:9401 --dcgm-compatible\n"
+      "  GPUDOC_BACKEND=replay:tests/data/sawtooth_p1000_d50.jsonl gpudoc serve --listen :9500\n"
+      "  curl -s localhost:9401/metrics | grep ^gpudoc_finding\n"
+      "Exit codes: 0 stopped by a signal or --duration, 2 bad flags or config, 3 no GPU, or the address cannot be "
+      "bound.");
+  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_serve(*f, ctx); }; });
+}
+
+}  // namespace gpudoc::cli

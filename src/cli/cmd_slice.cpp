@@ -1,0 +1,203 @@
+// gpudoc slice: run a job in a slice of one GPU (memory, compute and copy limits), and
+// gpudoc slice list: the slices that run now, their processes and their use against the limits.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/text.hpp"
+#include "slice/slice.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct SliceFlags {
+  std::string mem;
+  std::string sm;
+  std::string pcie;
+  std::string name;
+  bool quiet = false;
+  std::vector<std::string> command;
+  bool list_json = false;
+};
+
+core::Error usage(const std::string& message) { return core::Error(core::ErrorKind::kUsage, message); }
+
+core::Result<slice::Limits> parse_limits(const SliceFlags& f) {
+  slice::Limits limits;
+  if (f.mem.empty() && f.sm.empty())
+    return usage("give a limit: --mem SIZE (e.g. --mem 40G) and/or --sm PERCENT (e.g. --sm 30)");
+  if (!f.mem.empty()) {
+    auto mem = slice::parse_size(f.mem, "--mem");
+    if (!mem) return mem.error();
+    limits.memory_bytes = *mem;
+  }
+  if (!f.sm.empty()) {
+    auto sm = slice::parse_percent(f.sm, "--sm");
+    if (!sm) return sm.error();
+    limits.sm_percent = *sm;
+  }
+  if (!f.pcie.empty()) {
+    auto rate = slice::parse_rate(f.pcie, "--pcie");
+    if (!rate) return rate.error();
+    limits.pcie_bytes_per_second = *rate;
+  }
+  return limits;
+}
+
+std::string exe_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// How the slice enforces --sm, and what it cannot enforce, said before the job starts.
+void warn_unenforced(const slice::Limits& limits, const slice::Placement& placement) {
+  if (placement.mechanism == slice::Mechanism::kInterception && limits.sm_percent > 0)
+    std::fputs(
+        "gpudoc slice: --sm without MPS: kernel and graph launches are held back against the slice's measured "
+        "share of the GPU's time (NVML per-process utilization); it settles within seconds\n",
+        stderr);
+  if (limits.pcie_bytes_per_second > 0)
+    std::fputs("gpudoc slice: warning: --pcie is recorded but not enforced in this version\n", stderr);
+}
+
+int run_slice(SliceFlags& f) {
+  if (f.command.empty())
+    return report_error(usage("give the command to run after --, e.g. -- python3 train.py"), false);
+  auto limits = parse_limits(f);
+  if (!limits) return report_error(limits.error(), false);
+  const slice::Placement placement = slice::choose_placement();
+  std::string library;
+  if (placement.mechanism == slice::Mechanism::kInterception) {
+    auto lib = slice::find_library(exe_dir());
+    if (!lib) return report_error(lib.error(), false);
+    library = *lib;
+  }
+  auto gpu_bytes = slice::first_gpu_memory_bytes();
+  if (!gpu_bytes) return report_error(gpu_bytes.error().with_context("gpudoc slice"), false);
+  if (limits->memory_bytes > *gpu_bytes)
+    return report_error(core::Error(core::ErrorKind::kBadInput,
+                                    fmt::format("--mem {}: more than the GPU's {} ({} bytes)", f.mem,
+                                                core::human_bytes(static_cast<double>(*gpu_bytes)), *gpu_bytes)),
+                        false);
+  slice::Request request{*limits, f.name.empty() ? std::filesystem::path(f.command[0]).filename().string() : f.name,
+                         f.command};
+  if (!f.quiet) {
+    std::fprintf(
+        stderr, "gpudoc slice: %s: memory %s, SM %s; %s\n", core::terminal_safe(request.name).c_str(),
+        limits->memory_bytes > 0 ? core::human_bytes(static_cast<double>(limits->memory_bytes)).c_str() : "no cap",
+        limits->sm_percent > 0 ? fmt::format("{} %", limits->sm_percent).c_str() : "no cap", placement.note.c_str());
+    warn_unenforced(*limits, placement);
+  }
+  install_stop_handlers();
+  auto code = slice::run(request, placement, library, &forward_signal());
+  if (!code) return report_error(code.error(), false);
+  return *code;  // the job's own exit status passes through
+}
+
+nlohmann::json listed_json(const slice::Listed& s) {
+  nlohmann::json procs = nlohmann::json::array();
+  for (const auto& p : s.state.processes)
+    procs.push_back({{"pid", p.pid},
+                     {"used_bytes", p.used_bytes},
+                     {"peak_bytes", p.peak_bytes},
+                     {"refused_allocations", p.refused}});
+  return {{"name", s.state.name},
+          {"command", s.state.command},
+          {"gpudoc_pid", s.state.owner_pid},
+          {"running", s.owner_running},
+          {"mechanism", s.state.mechanism == 1 ? "mps" : "interception"},
+          {"memory_limit_bytes", s.state.limits.memory_bytes},
+          {"memory_used_bytes", s.state.used_bytes},
+          {"sm_percent", s.state.limits.sm_percent},
+          {"pcie_bytes_per_second", s.state.limits.pcie_bytes_per_second},
+          {"reaped_bytes", s.state.reaped_bytes},
+          {"recovered_locks", s.state.recovered_locks},
+          {"created_unix_seconds", s.state.created_unix_seconds},
+          {"processes", procs}};
+}
+
+int run_list(const SliceFlags& f) {
+  const auto slices = slice::list();
+  if (f.list_json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : slices) out.push_back(listed_json(s));
+    print_json(nlohmann::json{{"slices", out}});
+    return 0;
+  }
+  if (slices.empty()) {
+    std::puts("no slices run now (gpudoc slice --mem SIZE -- CMD starts one)");
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"NAME", "GPUDOC PID", "MECHANISM", "MEMORY", "SM", "PROCESSES", "COMMAND"}};
+  for (const auto& s : slices) {
+    const auto& st = s.state;
+    std::string procs;
+    for (const auto& p : st.processes)
+      procs +=
+          fmt::format("{}{}:{}", procs.empty() ? "" : " ", p.pid, core::human_bytes(static_cast<double>(p.used_bytes)));
+    rows.push_back({core::terminal_safe(st.name), fmt::format("{}{}", st.owner_pid, s.owner_running ? "" : " (gone)"),
+                    st.mechanism == 1 ? "mps" : "interception",
+                    core::human_bytes(static_cast<double>(st.used_bytes)) + " / " +
+                        (st.limits.memory_bytes > 0 ? core::human_bytes(static_cast<double>(st.limits.memory_bytes))
+                                                    : std::string("no cap")),
+                    st.limits.sm_percent > 0 ? fmt::format("{} %", st.limits.sm_percent) : "-",
+                    procs.empty() ? "-" : procs, core::terminal_safe(st.command)});
+  }
+  std::fputs(core::render_table(rows).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void register_slice(CLI::App& app, Action& action) {
+  auto f = std::make_shared<SliceFlags>();
+  auto* cmd = app.add_subcommand("slice", "Run a job in a slice of one GPU: memory and compute limits");
+  cmd->description(
+      "Run a job in a slice of one GPU, so that two jobs (a fine-tuning run and a latency-sensitive\n"
+      "inference service) can share the card without one taking all its memory.\n\n"
+      "With an MPS control daemon running (CUDA_MPS_PIPE_DIRECTORY, default /tmp/nvidia-mps), the\n"
+      "slice sets the MPS client's limits (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT,\n"
+      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE): the driver enforces them. Otherwise gpudoc preloads its\n"
+      "interception library into the job: every device allocation (cuMemAlloc, pitched, managed,\n"
+      "stream-ordered pools, cuMemCreate, however the program found the function) is charged to\n"
+      "the slice, shared by all the job's processes; one that would go over --mem fails with\n"
+      "CUDA's out-of-memory error, which PyTorch reports as torch.OutOfMemoryError; and\n"
+      "cuMemGetInfo shows the slice, so frameworks size their caches to it. --sm then holds kernel\n"
+      "and graph launches back until the slice's measured share of the GPU's time (NVML) meets it.\n"
+      "With MIG instances in CUDA_VISIBLE_DEVICES the job is placed on the first (the MIG layout is\n"
+      "never changed).\n"
+      "docs/slice.md says what each mechanism can and cannot enforce.");
+  cmd->add_option("--mem", f->mem, "device memory for the whole job: 40G, 512MiB, 8GB (K/M/G/T are 1024-based)");
+  cmd->add_option(
+      "--sm", f->sm,
+      "share of the GPU in percent, 1-100 (MPS: of its SMs; otherwise: of its time, by throttling launches)");
+  cmd->add_option("--pcie", f->pcie, "host<->device copy rate: 12G or 12GB/s (recorded, not enforced yet)");
+  cmd->add_option("--name", f->name, "the slice's name in `gpudoc slice list` (default: the command's name)");
+  cmd->add_flag("-q,--quiet", f->quiet, "say nothing before the job starts");
+  cmd->add_option("command", f->command, "the job to run in the slice (after --)");
+  cmd->footer(
+      "Examples:\n"
+      "  gpudoc slice --mem 40G -- python3 finetune.py\n"
+      "  gpudoc slice --mem 16G --sm 30 --name infer -- python3 serve.py --port 8000\n"
+      "  gpudoc slice list\n"
+      "Exit codes: the job's own (128+N when signal N ended it); 2 a malformed or impossible limit;\n"
+      "3 no CUDA driver, no GPU or no interception library.");
+  auto* list = cmd->add_subcommand("list", "The slices that run now: processes, use against limits");
+  list->add_flag("--json", f->list_json, "one JSON document on stdout");
+  list->callback([f, &action] { action = [f] { return run_list(*f); }; });
+  cmd->callback([f, list, &action] {
+    if (list->parsed()) return;
+    action = [f] { return run_slice(*f); };
+  });
+}
+
+}  // namespace gpudoc::cli

@@ -1,0 +1,413 @@
+#include "profile/analysis.hpp"
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+namespace gpudoc::profile {
+namespace {
+
+enum class OpType { kKernel, kPageableCopy, kDtoHCopy, kOtherCopy };
+
+struct Op {
+  std::uint64_t start = 0, end = 0;
+  OpType type = OpType::kKernel;
+};
+
+// A stretch of the GPU with something running, and what ran at its two ends.
+struct Busy {
+  std::uint64_t start = 0, end = 0;
+  OpType first = OpType::kKernel, last = OpType::kKernel;
+};
+
+struct Interval {
+  std::uint64_t start = 0, end = 0;
+};
+
+std::vector<Busy> merge_ops(std::vector<Op> ops) {
+  std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.start < b.start; });
+  std::vector<Busy> out;
+  for (const Op& op : ops) {
+    if (!out.empty() && op.start <= out.back().end) {
+      if (op.end >= out.back().end) out.back().last = op.type;
+      out.back().end = std::max(out.back().end, op.end);
+    } else {
+      out.push_back({op.start, op.end, op.type, op.type});
+    }
+  }
+  return out;
+}
+
+std::vector<Interval> merge_intervals(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.start <= out.back().end)
+      out.back().end = std::max(out.back().end, i.end);
+    else
+      out.push_back(i);
+  }
+  return out;
+}
+
+// Whether a sorted, disjoint interval list touches [a, b].
+bool overlaps(const std::vector<Interval>& v, std::uint64_t a, std::uint64_t b) {
+  auto it = std::upper_bound(v.begin(), v.end(), b, [](std::uint64_t t, const Interval& i) { return t < i.start; });
+  return it != v.begin() && std::prev(it)->end >= a;
+}
+
+// The longest part of [a, b] that no interval of the sorted, disjoint list covers.
+std::uint64_t longest_uncovered(const std::vector<Interval>& v, std::uint64_t a, std::uint64_t b) {
+  auto it = std::upper_bound(v.begin(), v.end(), a, [](std::uint64_t t, const Interval& i) { return t < i.start; });
+  if (it != v.begin()) --it;
+  std::uint64_t cursor = a, longest = 0;
+  for (; it != v.end() && it->start < b; ++it) {
+    if (it->end <= cursor) continue;
+    if (it->start > cursor) longest = std::max(longest, it->start - cursor);
+    cursor = std::max(cursor, it->end);
+  }
+  if (cursor < b) longest = std::max(longest, b - cursor);
+  return longest;
+}
+
+// Everything the gap attribution needs, built once.
+struct Context {
+  Context(const RecordSet& s, const AnalysisOptions& o) : set(s), opt(o) {}
+  const RecordSet& set;
+  const AnalysisOptions& opt;
+  std::uint32_t device = 0;
+  std::vector<Busy> busy;
+  std::vector<Interval> api_union, sync_calls, alloc_calls;
+  std::vector<const KernelRecord*> kernels;  // of the device, by GPU start
+  std::vector<std::uint64_t> launch_ns;      // for each of kernels: when the host launched it
+};
+
+IdleCause attribute_gap(const Context& c, std::uint64_t a, std::uint64_t b, OpType before, OpType after) {
+  if (overlaps(c.alloc_calls, a, b)) return IdleCause::kAllocation;
+  // Host work before a pageable copy: a loader without pin_memory makes both, the loading is the cost.
+  const std::uint64_t stretch = longest_uncovered(c.api_union, a, b);
+  if (stretch >= c.opt.host_stretch_ns && stretch * 2 >= b - a) return IdleCause::kHost;
+  if (before == OpType::kPageableCopy || after == OpType::kPageableCopy) return IdleCause::kPageableCopy;
+  // 5 us of slack: the host and GPU timestamps of CUPTI agree to about that.
+  if (before == OpType::kDtoHCopy || overlaps(c.sync_calls, a, a + 5'000)) return IdleCause::kSync;
+  return IdleCause::kLaunch;
+}
+
+std::uint32_t busiest_device(const RecordSet& set) {
+  std::map<std::uint32_t, std::size_t> n;
+  for (const auto& k : set.kernels) ++n[k.device];
+  if (n.empty())
+    for (const auto& cp : set.copies) ++n[cp.device];
+  std::uint32_t best = 0;
+  std::size_t most = 0;
+  for (const auto& [dev, count] : n)
+    if (count > most) best = dev, most = count;
+  return best;
+}
+
+void build_context(Context& c) {
+  c.device = busiest_device(c.set);
+  std::vector<Op> ops;
+  for (const auto& k : c.set.kernels) {
+    if (k.device != c.device) continue;
+    ops.push_back({k.start_ns, k.end_ns, OpType::kKernel});
+    c.kernels.push_back(&k);
+  }
+  for (const auto& cp : c.set.copies) {
+    if (cp.device != c.device) continue;
+    const OpType t = cp.pageable()                                                         ? OpType::kPageableCopy
+                     : !cp.memset && cp.kind == static_cast<std::uint8_t>(CopyKind::kDtoH) ? OpType::kDtoHCopy
+                                                                                           : OpType::kOtherCopy;
+    ops.push_back({cp.start_ns, cp.end_ns, t});
+  }
+  c.busy = merge_ops(std::move(ops));
+  std::vector<Interval> all, syncs, allocs;
+  std::unordered_map<std::uint32_t, std::uint64_t> launched;  // correlation id -> API start
+  for (const auto& api : c.set.api_calls) {
+    all.push_back({api.start_ns, api.end_ns});
+    const ApiClass cls = classify_api(api.name);
+    if (cls == ApiClass::kSync) syncs.push_back({api.start_ns, api.end_ns});
+    if (cls == ApiClass::kAllocation) allocs.push_back({api.start_ns, api.end_ns});
+    if (api.correlation != 0) {
+      auto [it, fresh] = launched.emplace(api.correlation, api.start_ns);
+      if (!fresh) it->second = std::min(it->second, api.start_ns);
+    }
+  }
+  c.api_union = merge_intervals(std::move(all));
+  c.sync_calls = merge_intervals(std::move(syncs));
+  c.alloc_calls = merge_intervals(std::move(allocs));
+  for (const KernelRecord* k : c.kernels) {
+    auto it = launched.find(k->correlation);
+    c.launch_ns.push_back(it != launched.end() ? it->second : k->start_ns);
+  }
+}
+
+std::uint64_t kernel_signature(const KernelRecord& k) {
+  std::uint64_t h = std::hash<std::string>{}(k.name);
+  for (int i = 0; i < 3; ++i) h = h * 1'000'003u ^ static_cast<std::uint64_t>(k.grid[i]);
+  for (int i = 0; i < 3; ++i) h = h * 1'000'033u ^ static_cast<std::uint64_t>(k.block[i]);
+  return h;
+}
+
+// Step boundaries as indices into c.kernels: NVTX ranges first.
+std::vector<std::size_t> boundaries_from_nvtx(const Context& c, std::string& source) {
+  std::map<std::string, std::size_t> count;
+  for (const auto& r : c.set.ranges) ++count[r.name];
+  std::string best;
+  std::size_t most = 0;
+  bool best_is_step = false;
+  for (const auto& [name, n] : count) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    const bool is_step = lower.find("step") != std::string::npos || lower.find("iter") != std::string::npos;
+    if (n < 2 || (best_is_step && !is_step)) continue;
+    if ((is_step && !best_is_step) || n > most) best = name, most = n, best_is_step = is_step;
+  }
+  std::vector<std::size_t> out;
+  if (best.empty()) return out;
+  std::size_t k = 0;
+  for (const auto& r : c.set.ranges) {
+    if (r.name != best) continue;
+    while (k < c.kernels.size() && c.launch_ns[k] < r.start_ns) ++k;
+    if (k == c.kernels.size()) break;
+    if (out.empty() || out.back() != k) out.push_back(k);
+  }
+  // The last range's end closes the last step: one boundary after its last kernel.
+  const auto& last = *std::find_if(c.set.ranges.rbegin(), c.set.ranges.rend(), [&](auto& r) { return r.name == best; });
+  while (k < c.kernels.size() && c.launch_ns[k] <= last.end_ns) ++k;
+  if (!out.empty() && k > out.back()) out.push_back(k);
+  source = "nvtx:" + best;
+  return out;
+}
+
+// The shortest period (at least 2 kernels) over which the kernel sequence repeats in 95 % of a
+// sample of places, with the boundary put where the GPU gap before a kernel is longest on average.
+std::vector<std::size_t> boundaries_from_sequence(const Context& c, std::string& source) {
+  const std::size_t n = c.kernels.size();
+  std::vector<std::uint64_t> sig(n);
+  for (std::size_t i = 0; i < n; ++i) sig[i] = kernel_signature(*c.kernels[i]);
+  std::vector<std::size_t> out;
+  if (n < 6) return out;
+  const std::size_t anchor = n / 3;
+  std::size_t period = 0;
+  for (std::size_t p = 1; anchor + p < n && p <= n / 3; ++p) {
+    if (sig[anchor + p] != sig[anchor]) continue;
+    std::size_t match = 0, tried = 0;
+    const std::size_t stride = std::max<std::size_t>(1, (n - p) / 4000);
+    for (std::size_t i = 0; i + p < n; i += stride, ++tried) match += sig[i] == sig[i + p] ? 1 : 0;
+    if (match * 100 >= tried * 95) {
+      period = p;
+      break;
+    }
+  }
+  if (period < 2) return out;  // no period, or every kernel alike: the names say nothing of steps
+  std::vector<double> gap_sum(period, 0);
+  for (std::size_t i = 1; i < n; ++i)
+    gap_sum[i % period] += static_cast<double>(c.kernels[i]->start_ns) - static_cast<double>(c.kernels[i - 1]->end_ns);
+  const std::size_t phase =
+      static_cast<std::size_t>(std::max_element(gap_sum.begin(), gap_sum.end()) - gap_sum.begin());
+  for (std::size_t i = phase; i < n; i += period) out.push_back(i);
+  source = "kernel-sequence";
+  return out;
+}
+
+const char* copy_kind_name(std::uint8_t kind) {
+  switch (static_cast<CopyKind>(kind)) {
+    case CopyKind::kHtoD: return "HtoD";
+    case CopyKind::kDtoH: return "DtoH";
+    case CopyKind::kDtoD: return "DtoD";
+    case CopyKind::kHtoH: return "HtoH";
+    case CopyKind::kPtoP: return "PtoP";
+    default: return "other";
+  }
+}
+
+void count_host_calls(const Context& c, Step& s, std::uint64_t host_from, std::uint64_t host_to) {
+  auto it = std::lower_bound(c.set.api_calls.begin(), c.set.api_calls.end(), host_from,
+                             [](const ApiRecord& a, std::uint64_t t) { return a.start_ns < t; });
+  for (; it != c.set.api_calls.end() && it->start_ns < host_to; ++it) {
+    switch (classify_api(it->name)) {
+      case ApiClass::kSync: ++s.syncs; break;
+      case ApiClass::kAllocation: ++s.allocations; break;
+      case ApiClass::kHostCallback: ++s.host_callbacks; break;
+      default: break;
+    }
+  }
+  for (const auto& cp : c.set.copies) {
+    if (cp.device != c.device || cp.start_ns < s.start_ns || cp.start_ns >= s.end_ns) continue;
+    if (cp.pageable()) ++s.pageable_copies;
+    if (!cp.memset && cp.kind == static_cast<std::uint8_t>(CopyKind::kDtoH)) ++s.dtoh_copies;
+  }
+}
+
+void fill_busy_and_gaps(const Context& c, Step& s) {
+  auto it = std::upper_bound(c.busy.begin(), c.busy.end(), s.start_ns,
+                             [](std::uint64_t t, const Busy& b) { return t < b.start; });
+  if (it != c.busy.begin()) --it;
+  std::uint64_t cursor = s.start_ns;
+  OpType before = OpType::kKernel;
+  for (; it != c.busy.end() && it->start < s.end_ns; ++it) {
+    if (it->end <= cursor) {
+      before = it->last;
+      continue;
+    }
+    if (it->start > cursor)
+      s.idle_ns[static_cast<std::size_t>(attribute_gap(c, cursor, it->start, before, it->first))] += it->start - cursor;
+    const std::uint64_t from = std::max(cursor, it->start), to = std::min(s.end_ns, it->end);
+    if (to > from) s.busy_ns += to - from;
+    cursor = std::max(cursor, to);
+    before = it->last;
+  }
+  if (cursor < s.end_ns)
+    s.idle_ns[static_cast<std::size_t>(attribute_gap(c, cursor, s.end_ns, before, OpType::kKernel))] +=
+        s.end_ns - cursor;
+}
+
+std::vector<Step> make_steps(const Context& c, const std::vector<std::size_t>& bounds, const AnalysisOptions& opt) {
+  std::vector<Step> steps;
+  std::size_t first = bounds.size() > 3 ? 1 : 0;  // the first step warms up (allocations, autotuning)
+  std::size_t last = bounds.size() - 1;
+  if (opt.max_steps > 0) last = std::min(last, first + opt.max_steps);
+  for (std::size_t i = first; i < last; ++i) {
+    const std::size_t a = bounds[i], b = bounds[i + 1];
+    Step s;
+    s.start_ns = c.kernels[a]->start_ns;
+    s.end_ns = b < c.kernels.size() ? c.kernels[b]->start_ns : c.kernels[b - 1]->end_ns;
+    std::uint64_t sig = 1469598103934665603ull;
+    for (std::size_t k = a; k < b; ++k) {
+      s.kernel_ns += c.kernels[k]->end_ns - c.kernels[k]->start_ns;
+      sig = (sig ^ kernel_signature(*c.kernels[k])) * 1099511628211ull;
+    }
+    s.kernels = b - a;
+    s.signature = sig;
+    fill_busy_and_gaps(c, s);
+    count_host_calls(c, s, c.launch_ns[a], b < c.kernels.size() ? c.launch_ns[b] : c.launch_ns[b - 1] + 1);
+    steps.push_back(s);
+  }
+  return steps;
+}
+
+void kernel_tables(const Context& c, Profile& p) {
+  std::unordered_map<std::string, KernelStat> by_name;
+  for (const KernelRecord* k : c.kernels) {
+    const std::uint64_t d = k->end_ns - k->start_ns;
+    auto& st = by_name[k->name];
+    if (st.count == 0) st.min_ns = d;
+    ++st.count;
+    st.total_ns += d;
+    st.min_ns = std::min(st.min_ns, d);
+    st.max_ns = std::max(st.max_ns, d);
+    p.kernel_ns += d;
+    std::size_t bucket = 0;
+    for (std::uint64_t us = d / 1000; us >= 2 && bucket + 1 < p.duration_histogram.size(); us /= 2) ++bucket;
+    ++p.duration_histogram[bucket];
+  }
+  p.kernel_count = c.kernels.size();
+  for (auto& [name, st] : by_name) {
+    st.name = short_kernel_name(name);
+    p.top_kernels.push_back(st);
+  }
+  std::sort(p.top_kernels.begin(), p.top_kernels.end(),
+            [](const KernelStat& a, const KernelStat& b) { return a.total_ns > b.total_ns; });
+  if (p.top_kernels.size() > 15) p.top_kernels.resize(15);
+  std::map<std::string, CopyVolume> volumes;
+  for (const auto& cp : c.set.copies) {
+    if (cp.device != c.device) continue;
+    const std::string kind = cp.memset ? "memset"
+                             : (cp.kind == 1 || cp.kind == 2)
+                                 ? fmt::format("{} {}", copy_kind_name(cp.kind), cp.pageable() ? "pageable" : "pinned")
+                                 : copy_kind_name(cp.kind);
+    auto& v = volumes[kind];
+    v.kind = kind;
+    ++v.count;
+    v.bytes += cp.bytes;
+    v.total_ns += cp.end_ns - cp.start_ns;
+  }
+  for (auto& [kind, v] : volumes) p.copies.push_back(v);
+}
+
+}  // namespace
+
+const char* to_string(IdleCause c) {
+  switch (c) {
+    case IdleCause::kLaunch: return "launch";
+    case IdleCause::kSync: return "sync";
+    case IdleCause::kPageableCopy: return "pageable_copy";
+    case IdleCause::kAllocation: return "allocation";
+    case IdleCause::kHost: return "host";
+  }
+  return "unknown";
+}
+
+ApiClass classify_api(const std::string& name) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("Synchronize")) return ApiClass::kSync;
+  if (has("LaunchHostFunc") || has("AddCallback")) return ApiClass::kHostCallback;
+  if (has("Launch")) return ApiClass::kLaunch;
+  if (has("Malloc") || has("MemAlloc") || has("Free") || has("HostAlloc") || has("HostRegister") || has("MemCreate"))
+    return ApiClass::kAllocation;
+  if (has("Memcpy")) {
+    // The synchronous copies (cudaMemcpy, cuMemcpyDtoH) wait for the GPU like a synchronize.
+    return has("Async") ? ApiClass::kMemcpy : ApiClass::kSync;
+  }
+  return ApiClass::kOther;
+}
+
+std::string short_kernel_name(const std::string& mangled) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
+  std::string name = status == 0 && d ? std::string(d.get()) : mangled;
+  // Cut the parameter list: the '(' at template depth 0 after the function name.
+  int depth = 0;
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name.compare(i, kAnonymous.size(), kAnonymous) == 0) {
+      i += kAnonymous.size() - 1;  // a namespace, not the parameter list
+      continue;
+    }
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (name[i] == '(' && depth == 0 && i > 0) {
+      name.resize(i);
+      break;
+    }
+  }
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  if (name.size() > 80) name = name.substr(0, 77) + "...";
+  return name;
+}
+
+Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
+  Context c(set, options);
+  build_context(c);
+  Profile p;
+  p.device = c.device;
+  p.dropped = set.dropped;
+  p.complete = set.complete;
+  p.warnings = set.warnings;
+  p.api_calls = set.api_calls.size();
+  p.graph_launches = set.graph_launches.size();
+  kernel_tables(c, p);
+  if (c.kernels.empty()) return p;
+  std::vector<std::size_t> bounds = boundaries_from_nvtx(c, p.step_source);
+  if (bounds.size() < 2) bounds = boundaries_from_sequence(c, p.step_source);
+  if (bounds.size() < 2) {
+    bounds = {0, c.kernels.size()};
+    p.step_source = "whole-run";
+  }
+  p.steps = make_steps(c, bounds, options);
+  for (const Step& s : p.steps) {
+    p.span_ns += s.wall_ns();
+    p.busy_ns += s.busy_ns;
+    for (std::size_t i = 0; i < kIdleCauseCount; ++i) p.idle_ns[i] += s.idle_ns[i];
+  }
+  p.advice = advise(p.steps, set, options);
+  return p;
+}
+
+}  // namespace gpudoc::profile

@@ -1,0 +1,411 @@
+// libgpudoc_profile.so: the CUPTI injection library `gpudoc profile` loads into an unmodified CUDA
+// program through CUDA_INJECTION64_PATH. The CUDA driver calls InitializeInjection() when the program
+// creates its first context; from then on CUPTI's activity records (kernels, copies, memsets, API
+// calls, synchronizations, graph launches, NVTX ranges) are written as text lines
+// (profile/record_format.hpp) to records-<pid>.txt in the folder $GPUDOC_PROFILE_DIR names.
+//
+// It lives inside someone else's process, often a Python interpreter with its own libstdc++: it
+// links libstdc++ statically, exports only InitializeInjection, never throws, never exits, never
+// aborts. A problem is logged once on stderr, written as a W line, and the program goes on
+// unprofiled. CUPTI is loaded with dlopen (the files in $GPUDOC_PROFILE_CUPTI, then the default
+// search), so the library loads, and fails cleanly, where CUPTI is missing.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "profile/inject/cupti_api.hpp"
+#include "profile/record_format.hpp"
+
+namespace gpudoc::profile::inject {
+namespace {
+
+constexpr std::size_t kBufferBytes = 4u << 20;  // one CUPTI buffer; CUPTI wants 8-byte alignment
+constexpr std::size_t kDefaultBudgetMiB = 64;   // all buffers in flight at once
+constexpr std::size_t kFlushBytes = 1u << 20;   // the text buffer is written out beyond this
+constexpr std::uint64_t kDefaultFileMiB = 512;  // records file bound; GPUDOC_PROFILE_MAX_MIB changes it
+
+struct State {
+  CuptiApi api;
+  std::mutex mu;  // guards everything below
+  int fd = -1;
+  std::string out;
+  std::unordered_set<unsigned> named_runtime, named_driver;
+  unsigned long long dropped = 0;
+  bool warned = false;
+  std::atomic<std::size_t> buffers_in_flight{0};
+  std::size_t max_buffers = kDefaultBudgetMiB * (1u << 20) / kBufferBytes;
+  // The file's bound: beyond it records are counted (an X LIMIT line at exit), not written, so a long
+  // job cannot fill the disk nor the analysis's memory.
+  std::uint64_t max_file_bytes = kDefaultFileMiB << 20;
+  std::uint64_t written = 0;
+  unsigned long long over_limit = 0;
+  std::atomic<bool> disabled{false};  // after fork() in the child, or after a failure
+  pid_t pid = 0;
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: CUPTI's thread may call in during exit
+  return *s;
+}
+
+void write_out_locked(State& s) {
+  std::size_t done = 0;
+  while (s.fd >= 0 && done < s.out.size()) {
+    const ssize_t n = ::write(s.fd, s.out.data() + done, s.out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // disk full: the records are lost, the program goes on
+    done += static_cast<std::size_t>(n);
+  }
+  s.written += done;
+  s.out.clear();
+}
+
+// Logs once on stderr; every message also goes into the file as a W line.
+void warn(State& s, const std::string& message) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.warned) std::fprintf(stderr, "gpudoc profile: %s\n", message.c_str());
+  s.warned = true;
+  s.out += "W\t";
+  append_escaped(s.out, message);
+  s.out += '\n';
+  write_out_locked(s);
+}
+
+std::string cupti_error(State& s, const char* call, CUptiResult r) {
+  const char* text = nullptr;
+  if (s.api.cuptiGetResultString == nullptr || s.api.cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr)
+    text = "unknown error";
+  return std::string(call) + " failed: " + text + " (CUPTI error " + std::to_string(static_cast<int>(r)) + ")";
+}
+
+void field(std::string& o, unsigned long long v) {
+  o += '\t';
+  o += std::to_string(v);
+}
+void field_signed(std::string& o, long long v) {
+  o += '\t';
+  o += std::to_string(v);
+}
+void text_field(std::string& o, const char* v) {
+  o += '\t';
+  append_escaped(o, v == nullptr ? "" : v);
+}
+
+void append_api_name(State& s, char domain, unsigned cbid) {
+  auto& seen = domain == 'R' ? s.named_runtime : s.named_driver;
+  if (!seen.insert(cbid).second) return;
+  const char* name = nullptr;
+  const auto dom = domain == 'R' ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+  if (s.api.cuptiGetCallbackName(dom, cbid, &name) != CUPTI_SUCCESS) name = nullptr;
+  s.out += 'C';
+  s.out += '\t';
+  s.out += domain;
+  field(s.out, cbid);
+  text_field(s.out, name);
+  s.out += '\n';
+}
+
+void append_kernel(std::string& o, const CUpti_ActivityKernel10& k) {
+  o += 'K';
+  field(o, k.start), field(o, k.end), field(o, k.deviceId), field(o, k.streamId), field(o, k.correlationId);
+  field_signed(o, k.gridX), field_signed(o, k.gridY), field_signed(o, k.gridZ);
+  field_signed(o, k.blockX), field_signed(o, k.blockY), field_signed(o, k.blockZ);
+  field(o, k.graphId);
+  text_field(o, k.name);
+  o += '\n';
+}
+
+void append_record(State& s, const CUpti_Activity* r) {
+  std::string& o = s.out;
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      append_kernel(o, *reinterpret_cast<const CUpti_ActivityKernel10*>(r));
+      return;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
+      o += 'M';
+      field(o, m.start), field(o, m.end), field(o, m.deviceId), field(o, m.streamId), field(o, m.correlationId);
+      field(o, m.copyKind), field(o, m.srcKind), field(o, m.dstKind), field(o, m.bytes), field(o, m.graphId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+      o += 'S';
+      field(o, m.start), field(o, m.end), field(o, m.deviceId), field(o, m.streamId), field(o, m.correlationId);
+      field(o, m.bytes), field(o, m.memoryKind), field(o, m.graphId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto& a = *reinterpret_cast<const CUpti_ActivityAPI*>(r);
+      const char domain = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 'R' : 'D';
+      append_api_name(s, domain, a.cbid);
+      o += domain;
+      field(o, a.start), field(o, a.end), field(o, a.cbid), field(o, a.correlationId), field(o, a.threadId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto& y = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
+      o += 'Y';
+      field(o, y.start), field(o, y.end), field(o, y.type), field(o, y.streamId), field(o, y.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+      const auto& g = *reinterpret_cast<const CUpti_ActivityGraphTrace2*>(r);
+      o += 'G';
+      field(o, g.start), field(o, g.end), field(o, g.deviceId), field(o, g.streamId), field(o, g.graphId);
+      field(o, g.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto& m = *reinterpret_cast<const CUpti_ActivityMarker2*>(r);
+      o += 'N';
+      field(o, m.flags), field(o, m.id), field(o, m.timestamp), field(o, m.objectId.pt.threadId);
+      text_field(o, m.name), text_field(o, m.domain);
+      break;
+    }
+    default: return;  // a kind this library did not enable (CUPTI may add some of its own)
+  }
+  o += '\n';
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  State& s = state();
+  *max_records = 0;
+  *buffer = nullptr;
+  *size = 0;
+  // Bounded: beyond the budget CUPTI gets no buffer and drops records, which it counts (X lines).
+  if (s.buffers_in_flight.load() >= s.max_buffers) return;
+  void* p = std::aligned_alloc(8, kBufferBytes);
+  if (p == nullptr) return;
+  s.buffers_in_flight.fetch_add(1);
+  *buffer = static_cast<uint8_t*>(p);
+  *size = kBufferBytes;
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t /*size*/, size_t valid) {
+  State& s = state();
+  if (!s.disabled.load()) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    CUpti_Activity* record = nullptr;
+    while (s.api.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      if (s.written >= s.max_file_bytes) {
+        ++s.over_limit;
+        continue;
+      }
+      append_record(s, record);
+      if (s.out.size() > kFlushBytes) write_out_locked(s);
+    }
+    size_t dropped = 0;
+    if (s.api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+      s.dropped += dropped;
+      s.out += "X\tDROPPED";
+      field(s.out, dropped);
+      s.out += '\n';
+    }
+    write_out_locked(s);
+  }
+  std::free(buffer);
+  s.buffers_in_flight.fetch_sub(1);
+}
+
+void at_exit() {
+  State& s = state();
+  if (s.disabled.load() || getpid() != s.pid) return;
+  s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  uint64_t now = 0;
+  s.api.cuptiGetTimestamp(&now);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.over_limit > 0) {
+    s.out += "X\tLIMIT";
+    field(s.out, s.over_limit);
+    s.out += '\n';
+  }
+  s.out += 'E';
+  field(s.out, now);
+  field(s.out, s.dropped + s.over_limit);
+  s.out += '\n';
+  write_out_locked(s);
+}
+
+// A child made by fork() shares the file; only the process that opened it writes (the child's CUDA
+// is unusable anyway until it execs, and an exec'd CUDA program opens its own file).
+void in_forked_child() { state().disabled.store(true); }
+
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// The files to try: each of $GPUDOC_PROFILE_CUPTI (':'-separated), then the loader's own search.
+// Returns "" when CUPTI is loaded with every required function, else what is missing.
+std::string load_cupti(State& s) {
+  std::string tried;
+  // A CUPTI the program already loaded (PyTorch brings its own) is the one to use: two copies of
+  // CUPTI in one process would both hook the driver.
+  void* handle = nullptr;
+  for (const char* soname : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+    if (handle == nullptr) handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+  std::string list = std::getenv(kEnvCuptiPath) != nullptr ? std::getenv(kEnvCuptiPath) : "";
+  list += ":libcupti.so.13:libcupti.so";
+  std::size_t pos = 0;
+  while (handle == nullptr && pos <= list.size()) {
+    const std::size_t end = std::min(list.find(':', pos), list.size());
+    const std::string file = list.substr(pos, end - pos);
+    pos = end + 1;
+    if (file.empty()) continue;
+    handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      tried += (tried.empty() ? "" : "; ") + file + ": " + (why != nullptr ? why : "not found");
+    }
+  }
+  if (handle == nullptr) return "cannot load CUPTI (" + tried + "); the program runs unprofiled";
+  std::string missing;
+#define GPUDOC_CUPTI_RESOLVE(req, name, ret, params)                                            \
+  {                                                                                             \
+    void* sym = dlsym(handle, #name);                                                           \
+    static_assert(sizeof(sym) == sizeof(s.api.name));                                           \
+    std::memcpy(&s.api.name, &sym, sizeof(sym));                                                \
+    if (sym == nullptr && (req)) missing += (missing.empty() ? "" : ", ") + std::string(#name); \
+  }
+  GPUDOC_CUPTI_FUNCTIONS(GPUDOC_CUPTI_RESOLVE)
+#undef GPUDOC_CUPTI_RESOLVE
+  if (!missing.empty()) return "the CUPTI library found lacks " + missing + "; the program runs unprofiled";
+  // NVTX hands its ranges to the library NVTX_INJECTION64_PATH names (gpudoc points it at a CUPTI
+  // it found); when the CUPTI in use is another file (the program's own), NVTX must load that one,
+  // or the ranges would reach a second, idle copy of CUPTI. NVTX reads the variable at its first call.
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name == '/')
+    setenv("NVTX_INJECTION64_PATH", map->l_name, 1);
+  return {};
+}
+
+// records-<pid>.txt in the parent's private folder, created new (O_EXCL|O_NOFOLLOW): a file or link
+// already there is never opened. Without the variable (the library loaded by hand) nothing is done.
+bool open_output(State& s) {
+  const char* dir = std::getenv(kEnvOutputDir);
+  if (dir == nullptr || *dir == '\0') {
+    std::fprintf(stderr, "gpudoc profile: %s is not set; the program runs unprofiled\n", kEnvOutputDir);
+    return false;
+  }
+  const std::string path = std::string(dir) + "/records-" + std::to_string(s.pid) + ".txt";
+  s.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+  if (s.fd < 0) {
+    std::fprintf(stderr, "gpudoc profile: cannot create %s: %s; the program runs unprofiled\n", path.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  if (const char* mib = std::getenv(kEnvBufferMiB); mib != nullptr && std::atoi(mib) > 0)
+    s.max_buffers = std::max<std::size_t>(2, static_cast<std::size_t>(std::atoi(mib)) * (1u << 20) / kBufferBytes);
+  if (const char* mib = std::getenv(kEnvMaxFileMiB); mib != nullptr && std::atoll(mib) > 0)
+    s.max_file_bytes = static_cast<std::uint64_t>(std::atoll(mib)) << 20;
+  return true;
+}
+
+// Whether an API call matters to the analysis: it launches, copies, sets, synchronizes, allocates,
+// records or waits on an event, or calls back into the host. Tracing every runtime and driver call
+// cost 44 % of a PyTorch training step on an H200 (about 20 calls per kernel: cudaGetDevice,
+// cudaGetLastError, cuKernelGetName, ...).
+bool api_that_matters(const char* name) {
+  if (name == nullptr) return false;
+  for (const char* word : {"Launch", "Memcpy", "Memset", "Synchronize", "Malloc", "MemAlloc", "Free", "HostAlloc",
+                           "HostRegister", "EventRecord", "StreamWaitEvent", "AddCallback", "MemPrefetch"})
+    if (std::strstr(name, word) != nullptr) return true;
+  return false;
+}
+
+void enable_api_calls(State& s) {
+  std::size_t enabled = 0;
+  for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
+        api_that_matters(name) && s.api.cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS)
+      ++enabled;
+  }
+  for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
+        api_that_matters(name) && s.api.cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS)
+      ++enabled;
+  }
+  if (enabled == 0) warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
+}
+
+bool start_activity(State& s) {
+  uint32_t version = 0;
+  s.api.cuptiGetVersion(&version);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.out += "H\t";
+    s.out += kRecordMagic;
+    field(s.out, kRecordFormatVersion), field(s.out, static_cast<unsigned>(s.pid)), field(s.out, version);
+    s.out += '\n';
+    write_out_locked(s);
+  }
+  // A subscriber of our own: when torch.profiler or Nsight already holds CUPTI this is where it shows.
+  CUpti_SubscriberHandle subscriber{};
+  if (const CUptiResult r = s.api.cuptiSubscribe(&subscriber, ignore_callback, nullptr); r != CUPTI_SUCCESS) {
+    warn(s, r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                ? "another CUPTI client (torch.profiler, Nsight Systems or Nsight Compute) already holds CUPTI in "
+                  "this process; profile without it"
+                : cupti_error(s, "cuptiSubscribe", r));
+    return false;
+  }
+  if (const CUptiResult r = s.api.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+      r != CUPTI_SUCCESS) {
+    warn(s, cupti_error(s, "cuptiActivityRegisterCallbacks", r));
+    return false;
+  }
+  // Runtime and driver API calls: only those that matter (enable_api_calls), not the kinds as a whole.
+  const CUpti_ActivityKind kinds[] = {
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,      CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_MARKER};
+  for (const CUpti_ActivityKind kind : kinds) {
+    if (const CUptiResult r = s.api.cuptiActivityEnable(kind); r != CUPTI_SUCCESS) {
+      // A kind this CUPTI or GPU does not offer loses only its records; the rest goes on.
+      warn(s, cupti_error(s, ("cuptiActivityEnable(kind " + std::to_string(static_cast<int>(kind)) + ")").c_str(), r));
+      if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return false;
+    }
+  }
+  enable_api_calls(s);
+  // Records reach the file at least every half second, so a job killed with SIGKILL leaves all but
+  // its last moments readable.
+  if (s.api.cuptiActivityFlushPeriod != nullptr) s.api.cuptiActivityFlushPeriod(500);
+  return true;
+}
+
+}  // namespace
+}  // namespace gpudoc::profile::inject
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  using namespace gpudoc::profile::inject;
+  static std::atomic<bool> once{false};
+  if (once.exchange(true)) return 1;
+  State& s = state();
+  s.pid = getpid();
+  if (!open_output(s)) return 1;  // nowhere to write: nothing to do, the program runs as usual
+  const std::string error = load_cupti(s);
+  if (!error.empty()) {
+    warn(s, error);
+    s.disabled.store(true);
+    return 1;
+  }
+  if (!start_activity(s)) {
+    s.disabled.store(true);
+    return 1;
+  }
+  pthread_atfork(nullptr, nullptr, in_forked_child);
+  std::atexit(at_exit);
+  return 1;
+}

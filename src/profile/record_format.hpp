@@ -1,0 +1,66 @@
+// gpudoc::profile record format — the lines the injection library (inside the job) writes and the
+// analysis (outside) reads; docs/profile.md describes every field.
+//
+// One record per line, fields separated by TAB, the first field a one-letter kind:
+//
+//   H  gpudoc-profile  1  PID  CUPTI_VERSION               header, first line of every file
+//   K  START END DEV STREAM CORR GX GY GZ BX BY BZ GRAPH NAME  a kernel (NAME mangled, escaped)
+//   M  START END DEV STREAM CORR COPYKIND SRCKIND DSTKIND BYTES GRAPH   a memcpy
+//   S  START END DEV STREAM CORR BYTES MEMKIND GRAPH          a memset
+//   R  START END CBID CORR TID      a runtime API call;  D: the same for a driver API call
+//   C  R|D CBID NAME                the name of an API callback id (written once per id)
+//   Y  START END TYPE STREAM CORR   a synchronization (CUPTI's type: 1 event, 2 stream wait, 3 stream, 4 context)
+//   G  START END DEV STREAM GRAPH CORR   one launch of a CUDA graph, as a whole
+//   N  FLAGS ID TIMESTAMP TID NAME DOMAIN   an NVTX marker (flags 2 start, 4 end, 1 instantaneous)
+//   X  DROPPED|LIMIT COUNT          records dropped: CUPTI's buffers were full, or the file reached its bound
+//   W  MESSAGE                      a problem the library met (it logs it once and goes on)
+//   E  TIMESTAMP DROPPED            written at a clean exit; a file without it was cut short
+//
+// Times are CUPTI timestamps in nanoseconds. Text fields are escaped (escape_field) so a name can
+// never break a line or a field; a last line without its newline (a job killed mid-write) is
+// skipped by the reader. Header-only and free of gpudoc's other libraries: the injection library
+// includes it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpudoc::profile {
+
+inline constexpr int kRecordFormatVersion = 1;
+inline constexpr std::string_view kRecordMagic = "gpudoc-profile";
+
+// Environment the parent (`gpudoc profile`) hands the job.
+inline constexpr const char* kEnvOutputDir = "GPUDOC_PROFILE_DIR";         // private folder, made by the parent
+inline constexpr const char* kEnvCuptiPath = "GPUDOC_PROFILE_CUPTI";       // libcupti files, ':'-separated
+inline constexpr const char* kEnvBufferMiB = "GPUDOC_PROFILE_BUFFER_MIB";  // bound on CUPTI buffers
+inline constexpr const char* kEnvMaxFileMiB = "GPUDOC_PROFILE_MAX_MIB";    // bound on the records file
+
+// Backslash, TAB, newline and carriage return become \\, \t, \n, \r.
+inline void append_escaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+}
+
+inline std::string unescape_field(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char n = s[++i];
+    out += n == 't' ? '\t' : n == 'n' ? '\n' : n == 'r' ? '\r' : n;
+  }
+  return out;
+}
+
+}  // namespace gpudoc::profile

@@ -1,0 +1,200 @@
+#include "profile/records.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "profile/record_format.hpp"
+
+namespace gpudoc::profile {
+namespace {
+
+std::vector<std::string_view> split_tabs(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t tab = line.find('\t', pos);
+    out.push_back(line.substr(pos, tab == std::string_view::npos ? std::string_view::npos : tab - pos));
+    if (tab == std::string_view::npos) return out;
+    pos = tab + 1;
+  }
+}
+
+// The fields of one line as numbers; `ok` goes false at the first one that is not.
+struct Fields {
+  std::vector<std::string_view> f;
+  bool ok = true;
+  template <class T>
+  T num(std::size_t i) {
+    T v{};
+    if (i >= f.size()) {
+      ok = false;
+      return v;
+    }
+    const auto* end = f[i].data() + f[i].size();
+    auto [p, ec] = std::from_chars(f[i].data(), end, v);
+    if (ec != std::errc() || p != end) ok = false;
+    return v;
+  }
+  std::string text(std::size_t i) {
+    if (i >= f.size()) {
+      ok = false;
+      return {};
+    }
+    return unescape_field(f[i]);
+  }
+};
+
+struct OpenMarker {
+  std::uint64_t start = 0;
+  std::uint32_t thread = 0;
+  std::string name, domain;
+};
+
+struct Reader {
+  RecordSet set;
+  std::map<std::pair<bool, std::uint32_t>, std::string> api_names;
+  std::unordered_map<std::uint32_t, OpenMarker> open_markers;
+  bool header = false;
+
+  // Returns "" or what is wrong with the line.
+  std::string line(std::string_view text) {
+    Fields l{split_tabs(text)};
+    if (l.f.empty() || l.f[0].size() != 1) return "not a record (the first field is not one letter)";
+    const char kind = l.f[0][0];
+    if (!header && kind != 'H') return "not a gpudoc profile (no H line first)";
+    switch (kind) {
+      case 'H': {
+        if (l.text(1) != kRecordMagic) return "not a gpudoc profile (H line without gpudoc-profile)";
+        const int version = l.num<int>(2);
+        if (l.ok && version > kRecordFormatVersion)
+          return fmt::format("format version {} is newer than this gpudoc reads ({})", version, kRecordFormatVersion);
+        set.pid = l.num<std::uint32_t>(3);
+        set.cupti_version = l.num<std::uint32_t>(4);
+        header = true;
+        break;
+      }
+      case 'K': kernel(l); break;
+      case 'M':
+      case 'S': copy(l, kind == 'S'); break;
+      case 'R':
+      case 'D': {
+        ApiRecord a{l.num<std::uint64_t>(1),
+                    l.num<std::uint64_t>(2),
+                    l.num<std::uint32_t>(3),
+                    l.num<std::uint32_t>(4),
+                    l.num<std::uint32_t>(5),
+                    kind == 'D',
+                    {}};
+        set.api_calls.push_back(std::move(a));
+        break;
+      }
+      case 'C': api_names[{l.text(1) == "D", l.num<std::uint32_t>(2)}] = l.text(3); break;
+      case 'Y':
+        set.syncs.push_back({l.num<std::uint64_t>(1), l.num<std::uint64_t>(2), l.num<std::uint32_t>(3),
+                             l.num<std::uint32_t>(4), l.num<std::uint32_t>(5)});
+        break;
+      case 'G':
+        set.graph_launches.push_back({l.num<std::uint64_t>(1), l.num<std::uint64_t>(2), l.num<std::uint32_t>(3),
+                                      l.num<std::uint32_t>(4), l.num<std::uint32_t>(5), l.num<std::uint32_t>(6)});
+        break;
+      case 'N': marker(l); break;
+      case 'X': set.dropped += l.num<std::uint64_t>(2); break;
+      case 'W': set.warnings.push_back(l.text(1)); break;
+      case 'E': set.complete = true; break;
+      default: return fmt::format("unknown record kind '{}'", kind);
+    }
+    return l.ok ? std::string() : fmt::format("malformed '{}' record ({} fields)", kind, l.f.size());
+  }
+
+  void kernel(Fields& l) {
+    KernelRecord k;
+    k.start_ns = l.num<std::uint64_t>(1), k.end_ns = l.num<std::uint64_t>(2);
+    k.device = l.num<std::uint32_t>(3), k.stream = l.num<std::uint32_t>(4), k.correlation = l.num<std::uint32_t>(5);
+    for (int i = 0; i < 3; ++i) k.grid[i] = l.num<int>(6 + static_cast<std::size_t>(i));
+    for (int i = 0; i < 3; ++i) k.block[i] = l.num<int>(9 + static_cast<std::size_t>(i));
+    k.graph = l.num<std::uint32_t>(12);
+    k.name = l.text(13);
+    set.kernels.push_back(std::move(k));
+  }
+
+  void copy(Fields& l, bool memset) {
+    CopyRecord c;
+    c.start_ns = l.num<std::uint64_t>(1), c.end_ns = l.num<std::uint64_t>(2);
+    c.device = l.num<std::uint32_t>(3), c.stream = l.num<std::uint32_t>(4), c.correlation = l.num<std::uint32_t>(5);
+    c.memset = memset;
+    if (memset) {
+      c.bytes = l.num<std::uint64_t>(6), c.dst_memory = l.num<std::uint8_t>(7), c.graph = l.num<std::uint32_t>(8);
+    } else {
+      c.kind = l.num<std::uint8_t>(6), c.src_memory = l.num<std::uint8_t>(7), c.dst_memory = l.num<std::uint8_t>(8);
+      c.bytes = l.num<std::uint64_t>(9), c.graph = l.num<std::uint32_t>(10);
+    }
+    set.copies.push_back(c);
+  }
+
+  // Flags: 1 instantaneous, 2 start, 4 end (CUPTI_ACTIVITY_FLAG_MARKER_*). Push/pop ranges and
+  // start/end ranges both come as a start and an end record sharing an id.
+  void marker(Fields& l) {
+    const auto flags = l.num<std::uint32_t>(1);
+    const auto id = l.num<std::uint32_t>(2);
+    const auto ts = l.num<std::uint64_t>(3);
+    const auto thread = l.num<std::uint32_t>(4);
+    if ((flags & 2u) != 0) {
+      open_markers[id] = {ts, thread, l.text(5), l.text(6)};
+    } else if ((flags & 4u) != 0) {
+      auto it = open_markers.find(id);
+      if (it == open_markers.end()) return;
+      set.ranges.push_back({it->second.start, ts, it->second.thread, it->second.name, it->second.domain});
+      open_markers.erase(it);
+    }
+  }
+
+  void finish() {
+    for (auto& a : set.api_calls) {
+      auto it = api_names.find({a.driver, a.cbid});
+      a.name = it != api_names.end() && !it->second.empty() ? it->second : fmt::format("cbid {}", a.cbid);
+    }
+    auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+    std::stable_sort(set.kernels.begin(), set.kernels.end(), by_start);
+    std::stable_sort(set.copies.begin(), set.copies.end(), by_start);
+    std::stable_sort(set.api_calls.begin(), set.api_calls.end(), by_start);
+    std::stable_sort(set.syncs.begin(), set.syncs.end(), by_start);
+    std::stable_sort(set.graph_launches.begin(), set.graph_launches.end(), by_start);
+    std::stable_sort(set.ranges.begin(), set.ranges.end(), by_start);
+  }
+};
+
+}  // namespace
+
+core::Result<RecordSet> read_records(std::istream& in, const std::string& what) {
+  Reader r;
+  std::string text;
+  std::uint64_t number = 0;
+  while (std::getline(in, text)) {
+    ++number;
+    if (in.eof()) {  // no newline after it: the writer was stopped in the middle of this line
+      ++r.set.truncated_lines;
+      break;
+    }
+    if (text.empty()) continue;
+    if (std::string why = r.line(text); !why.empty())
+      return core::Error(core::ErrorKind::kBadInput, fmt::format("{} line {}: {}", what, number, why));
+  }
+  if (!r.header)
+    return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty or not a gpudoc profile (no H line)", what));
+  r.finish();
+  return std::move(r.set);
+}
+
+core::Result<RecordSet> read_records_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Error(core::ErrorKind::kIo, fmt::format("cannot open {}", path));
+  return read_records(in, path);
+}
+
+}  // namespace gpudoc::profile

@@ -1,0 +1,94 @@
+// gpudoc::profile records — what the injection library recorded in one process, read back from its
+// records-<pid>.txt (profile/record_format.hpp, docs/profile.md).
+//
+//   auto set = profile::read_records_file(dir + "/records-4242.txt");
+//   if (!set) return set.error();              // kBadInput "records-4242.txt line 3: ..." / kIo
+//   for (const auto& k : set->kernels) ...     // sorted by start
+//
+// Reading is tolerant where the job may have been cut short: a last line without its newline is
+// skipped and counted, and `complete` says whether the E line (a clean exit) was seen. A malformed
+// line anywhere else is an error naming the file and line. Pure apart from the file read.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpudoc::profile {
+
+// CUPTI's memcpy kinds (CUpti_ActivityMemcpyKind) and memory kinds (CUpti_ActivityMemoryKind).
+enum class CopyKind : std::uint8_t { kUnknown = 0, kHtoD = 1, kDtoH = 2, kDtoD = 8, kHtoH = 9, kPtoP = 10 };
+inline constexpr std::uint8_t kMemoryPageable = 1;
+inline constexpr std::uint8_t kMemoryPinned = 2;
+
+struct KernelRecord {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t device = 0, stream = 0, correlation = 0;
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::uint32_t graph = 0;  // 0: launched on its own; else the CUDA graph it ran in
+  std::string name;         // as CUPTI gave it (mangled)
+};
+
+struct CopyRecord {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t device = 0, stream = 0, correlation = 0;
+  bool memset = false;
+  std::uint8_t kind = 0;  // CopyKind for a memcpy
+  std::uint8_t src_memory = 0, dst_memory = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t graph = 0;
+  // A host side of the copy in pageable memory: the driver stages it and the call blocks the host.
+  [[nodiscard]] bool pageable() const {
+    return !memset && (src_memory == kMemoryPageable || dst_memory == kMemoryPageable);
+  }
+};
+
+struct ApiRecord {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t cbid = 0, correlation = 0, thread = 0;
+  bool driver = false;
+  std::string name;  // from the C lines ("cudaLaunchKernel_v7000"); "cbid N" when not named
+};
+
+struct SyncRecord {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t type = 0, stream = 0, correlation = 0;
+};
+
+struct GraphLaunchRecord {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t device = 0, stream = 0, graph = 0, correlation = 0;
+};
+
+// An NVTX push/pop or start/end range, paired from its two marker records.
+struct RangeRecord {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint32_t thread = 0;
+  std::string name, domain;
+};
+
+struct RecordSet {
+  std::uint32_t pid = 0;
+  std::uint32_t cupti_version = 0;
+  std::vector<KernelRecord> kernels;  // each vector sorted by start
+  std::vector<CopyRecord> copies;     // memcpy and memset
+  std::vector<ApiRecord> api_calls;   // runtime and driver
+  std::vector<SyncRecord> syncs;
+  std::vector<GraphLaunchRecord> graph_launches;
+  std::vector<RangeRecord> ranges;
+  std::uint64_t dropped = 0;          // records CUPTI dropped for want of buffer space
+  std::vector<std::string> warnings;  // the W lines, in order
+  bool complete = false;              // the E line was seen: the process exited cleanly
+  std::uint64_t truncated_lines = 0;  // a last line cut short (the process was killed mid-write)
+};
+
+// Reads one process's records. `what` names the source in errors. Errors: kBadInput for a file that
+// is not a gpudoc profile (no H line), a newer format version, or a malformed line ("<what> line N:
+// <why>").
+[[nodiscard]] core::Result<RecordSet> read_records(std::istream& in, const std::string& what);
+[[nodiscard]] core::Result<RecordSet> read_records_file(const std::string& path);
+
+}  // namespace gpudoc::profile

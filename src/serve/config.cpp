@@ -1,0 +1,113 @@
+#include "serve/config.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace gpudoc::serve {
+namespace {
+
+core::Error usage(std::string message) { return core::Error(core::ErrorKind::kUsage, std::move(message)); }
+
+constexpr std::string_view kListenForms = "HOST:PORT, [IPV6]:PORT or :PORT (e.g. 127.0.0.1:9401, [::1]:9401, :9401)";
+
+core::Result<int> parse_port(std::string_view text, std::string_view whole) {
+  int port = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port < 0 || port > 65535)
+    return usage(
+        fmt::format("--listen {}: the port must be a number from 0 to 65535; expected {}", whole, kListenForms));
+  return port;
+}
+
+core::Result<double> seconds(const nlohmann::json& v, std::string_view key, double lo, double hi,
+                             std::string_view name) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
+    return usage(fmt::format("{}: \"{}\" must be a number of seconds from {} to {}", name, key, lo, hi));
+  return v.get<double>();
+}
+
+core::Result<std::string> text_value(const nlohmann::json& v, std::string_view key, std::string_view name) {
+  if (!v.is_string() || v.get<std::string>().empty())
+    return usage(fmt::format("{}: \"{}\" must be a non-empty string", name, key));
+  return v.get<std::string>();
+}
+
+core::Status read_periods(const nlohmann::json& v, std::string_view name, ConfigFile& c) {
+  if (!v.is_object())
+    return usage(fmt::format("{}: \"periods\" must be an object of group names and milliseconds", name));
+  for (const auto& [group, ms] : v.items()) {
+    if (!ms.is_number_integer() || ms.get<long long>() < 0 || ms.get<long long>() > 3600000)
+      return usage(
+          fmt::format("{}: periods.{} must be a whole number of milliseconds (0 turns the group off)", name, group));
+    c.periods[group] = static_cast<int>(ms.get<long long>());
+  }
+  return core::ok_status();
+}
+
+}  // namespace
+
+core::Result<ListenAddress> parse_listen(std::string_view text) {
+  if (text.empty()) return usage(fmt::format("--listen: empty; expected {}", kListenForms));
+  ListenAddress a;
+  std::string_view port_text;
+  if (text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close == 1 || close + 1 >= text.size() || text[close + 1] != ':')
+      return usage(fmt::format("--listen {}: expected {}", text, kListenForms));
+    a.host = std::string(text.substr(1, close - 1));
+    port_text = text.substr(close + 2);
+  } else if (const auto colon = text.rfind(':'); colon == std::string_view::npos) {
+    a.host = "127.0.0.1";
+    port_text = text;
+  } else {
+    if (text.find(':') != colon)
+      return usage(fmt::format("--listen {}: an IPv6 address goes in brackets; expected {}", text, kListenForms));
+    a.host = colon == 0 ? "127.0.0.1" : std::string(text.substr(0, colon));
+    port_text = text.substr(colon + 1);
+  }
+  auto port = parse_port(port_text, text);
+  if (!port) return port.error();
+  a.port = *port;
+  return a;
+}
+
+core::Result<ConfigFile> parse_config(std::string_view text, std::string_view name) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return usage(fmt::format("{}: not valid JSON", name));
+  if (!j.is_object()) return usage(fmt::format("{}: expected a JSON object of settings", name));
+  ConfigFile c;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "listen") {
+      auto s = text_value(v, key, name);
+      if (!s) return s.error();
+      c.listen = *s;
+    } else if (key == "store") {
+      auto s = text_value(v, key, name);
+      if (!s) return s.error();
+      c.store = *s;
+    } else if (key == "dcgm_compatible") {
+      if (!v.is_boolean()) return usage(fmt::format("{}: \"dcgm_compatible\" must be true or false", name));
+      c.dcgm_compatible = v.get<bool>();
+    } else if (key == "diagnose_window_s" || key == "diagnose_every_s" || key == "history_s") {
+      const bool history = key == "history_s";
+      const bool window = key == "diagnose_window_s";
+      auto s = seconds(v, key, history ? 60 : window ? 2 : 1, history ? 86400 : 3600, name);
+      if (!s) return s.error();
+      (history ? c.history_s : window ? c.diagnose_window_s : c.diagnose_every_s) = *s;
+    } else if (key == "periods") {
+      if (auto s = read_periods(v, name, c); !s) return s.error();
+    } else {
+      return usage(
+          fmt::format("{}: unknown setting \"{}\" (known: listen, dcgm_compatible, diagnose_window_s, "
+                      "diagnose_every_s, history_s, store, periods)",
+                      name, key));
+    }
+  }
+  return c;
+}
+
+}  // namespace gpudoc::serve

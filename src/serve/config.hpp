@@ -1,0 +1,46 @@
+// gpudoc::serve config — what `gpudoc serve` is told: where to listen, how it diagnoses, what it
+// reads of the store, from flags and an optional JSON file (flags win). Pure: text in, values or a
+// usage error naming the key and the file out.
+//
+//   auto a = serve::parse_listen("10.0.0.7:9401");        // Result<ListenAddress>
+//   auto c = serve::parse_config(text, "/etc/gpudoc/serve.json");   // Result<ConfigFile>
+//
+// The file (every key optional, any other key an error):
+//   {"listen": "127.0.0.1:9401", "dcgm_compatible": false, "diagnose_window_s": 120,
+//    "diagnose_every_s": 10, "history_s": 600, "store": "/var/lib/gpudoc/gpudoc.db",
+//    "periods": {"fast": 100, "utilization": 1000}}
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace gpudoc::serve {
+
+struct ListenAddress {
+  std::string host;  // "127.0.0.1", "::1", "0.0.0.0", "node7"
+  int port = 0;      // 0..65535 (0: any free port)
+};
+
+// "HOST:PORT", "[IPV6]:PORT", or ":PORT" / "PORT" (loopback). Errors: kUsage saying which form was
+// expected and what was wrong (no port, a port out of range, an empty host in brackets).
+[[nodiscard]] core::Result<ListenAddress> parse_listen(std::string_view text);
+
+struct ConfigFile {
+  std::optional<std::string> listen;
+  std::optional<bool> dcgm_compatible;
+  std::optional<double> diagnose_window_s;
+  std::optional<double> diagnose_every_s;
+  std::optional<double> history_s;
+  std::optional<std::string> store;
+  std::map<std::string, int> periods;  // group name -> ms, checked by the sampler flags' rules
+};
+
+// Errors: kUsage naming `name` and the key: not JSON, not an object, an unknown key, a value of the
+// wrong type or out of range (seconds: window 2..3600, every 1..3600, history 60..86400).
+[[nodiscard]] core::Result<ConfigFile> parse_config(std::string_view text, std::string_view name);
+
+}  // namespace gpudoc::serve

@@ -1,0 +1,81 @@
+// gpudoc::slice — the parts of `gpudoc slice` that run outside the job: reading the limits a
+// person types, choosing the mechanism (NVIDIA MPS when its control daemon runs, else the
+// interception library), creating the slice's private folder and shared state, running the job in
+// it, and listing the slices that run now.
+//
+//   auto mem = slice::parse_size("40G");            // 40 GiB, in bytes
+//   auto sm = slice::parse_percent("80%");          // 80
+//   slice::Request req{limits, "infer", {"python3", "serve.py"}};
+//   auto code = slice::run(req, slice::find_library(exe_dir).value());   // the job's exit code
+//   auto slices = slice::list();                   // every slice of this user, with its processes
+//
+// Errors (core::Result): kBadInput for a malformed or impossible limit (naming the flag and the
+// value), kEnvironment for no CUDA driver or no interception library. Thread-safety: none needed
+// (one command at a time); run() blocks until the job ends.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "slice/inject/shared_state.hpp"
+
+namespace gpudoc::slice {
+
+// "40G", "40GiB", "512M", "1.5T", "4096" (bytes). K/M/G/T with or without "i"/"iB" are binary
+// (1024-based, as nvidia-smi and PyTorch count GPU memory); KB/MB/GB/TB are decimal. Zero,
+// negative, and sizes over 2^63 are kBadInput. `flag` names the option in messages.
+[[nodiscard]] core::Result<std::uint64_t> parse_size(std::string_view text, std::string_view flag);
+// "80%" or "80": 1..100.
+[[nodiscard]] core::Result<std::uint32_t> parse_percent(std::string_view text, std::string_view flag);
+// "12G", "12GB/s", "800M/s": bytes per second (sizes as parse_size).
+[[nodiscard]] core::Result<std::uint64_t> parse_rate(std::string_view text, std::string_view flag);
+
+// The total memory of the job's first GPU (as CUDA numbers them), in bytes, read through the CUDA
+// driver (libcuda.so.1, or the file GPUDOC_CUDA_DRIVER names). kEnvironment when there is no driver
+// or no GPU.
+[[nodiscard]] core::Result<std::uint64_t> first_gpu_memory_bytes();
+
+enum class Mechanism {
+  kInterception,  // LD_PRELOAD of libgpudoc_slice.so; accounting in the slice's shared state
+  kMps,           // an MPS control daemon runs: its client limits, enforced by the driver
+};
+struct Placement {
+  Mechanism mechanism = Mechanism::kInterception;
+  std::string mps_pipe_directory;          // with kMps
+  std::vector<std::string> mig_instances;  // MIG-... entries of CUDA_VISIBLE_DEVICES: reported, never changed
+  std::string note;                        // one line for the person: why this mechanism
+};
+// MPS when CUDA_MPS_PIPE_DIRECTORY (or /tmp/nvidia-mps) holds the control daemon's pipe.
+[[nodiscard]] Placement choose_placement();
+// The variables that make an MPS client honour `limits`.
+[[nodiscard]] std::vector<std::string> mps_environment(const Limits& limits);
+
+// libgpudoc_slice.so: GPUDOC_SLICE_LIBRARY, else beside the gpudoc executable, else
+// ../lib/gpudoc/ and ../lib/<multiarch>/gpudoc/ from it. kEnvironment when none exists.
+[[nodiscard]] core::Result<std::string> find_library(const std::string& exe_dir);
+
+struct Request {
+  Limits limits;
+  std::string name;
+  std::vector<std::string> command;
+};
+// Runs the command in a new slice and returns its exit status as a shell reports it (128+N when
+// killed by signal N). The slice's folder (mkdtemp, 0700) and state live as long as the job;
+// a signal number stored in `forward` (gpudoc got it from kill) is passed on to the job.
+[[nodiscard]] core::Result<int> run(const Request& request, const Placement& placement, const std::string& library,
+                                    std::atomic<int>* forward = nullptr);
+
+struct Listed {
+  std::string folder;
+  bool owner_running = false;  // false: gpudoc slice is gone (killed); the folder is left over
+  Snapshot state;
+};
+// The slices of this user under `base` (default: the temporary folder), oldest first.
+[[nodiscard]] std::vector<Listed> list(const std::string& base = {});
+
+}  // namespace gpudoc::slice

@@ -1,0 +1,81 @@
+// gpudoc serve from the command line: it serves fake GPUs on a free loopback port and stops at
+// --duration; bad --listen, --config and range flags are usage errors (2) naming what was wrong;
+// an address in use is an environment error (3); a non-loopback address is served with a warning.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "cli_runner.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using gpudoc::testing::CliRun;
+using gpudoc::testing::run_gpudoc;
+
+TEST(CliServe, ServesFakeGpusAndStopsAtItsDuration) {
+  const CliRun r = run_gpudoc("--backend fake:2 serve --listen 127.0.0.1:0 --duration 2 --no-store");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("FAKE GPUs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("serving 2 GPUs on http://127.0.0.1:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped after 0 scrapes"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("no authentication"), std::string::npos) << r.output;  // loopback: no warning
+}
+
+TEST(CliServe, AnAddressBeyondLoopbackIsServedWithAWarning) {
+  const CliRun r = run_gpudoc("--backend fake:1 serve --listen 0.0.0.0:0 --duration 1 --no-store");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("reachable from other machines and gpudoc serve has no authentication"), std::string::npos)
+      << r.output;
+}
+
+TEST(CliServe, BadFlagsAreUsageErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--listen 127.0.0.1:70000", "the port must be a number from 0 to 65535"},
+      {"--listen ::1:9401", "an IPv6 address goes in brackets"},
+      {"--diagnose-window 1", "--diagnose-window must be from 2 to 3600 seconds"},
+      {"--history 10", "--history must be from 60 to 86400 seconds"},
+      {"--config /nonexistent/serve.json", "--config: "},
+  };
+  for (const auto& [args, says] : cases) {
+    const CliRun r = run_gpudoc(std::string("--backend fake:1 serve --no-store ") + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+TEST(CliServe, ConfigFileErrorsNameTheFileAndKey) {
+  gpudoc::testing::TempDir dir("gpudoc-serve-config");
+  std::ofstream(dir.file("serve.json")) << R"({"listen": "127.0.0.1:0", "diagnose_windows_s": 60})";
+  const CliRun r = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --config " + dir.file("serve.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir.file("serve.json") + ": unknown setting \"diagnose_windows_s\""), std::string::npos)
+      << r.output;
+  std::ofstream(dir.file("good.json")) << R"({"listen": "127.0.0.1:0", "diagnose_window_s": 30})";
+  const CliRun ok = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --config " + dir.file("good.json"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+TEST(CliServe, AnAddressInUseIsAnEnvironmentError) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  const CliRun r = run_gpudoc("--backend fake:1 serve --no-store --listen 127.0.0.1:" + std::to_string(port));
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.output;
+}
+
+}  // namespace

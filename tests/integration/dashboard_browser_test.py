@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""The live dashboard in a real headless browser (Debian's chromium), driven over the DevTools
+protocol on a pipe (--remote-debugging-pipe: no port, no websocket library; standard library only).
+
+By default it serves the dashboard with dashboard_mock_server.py: the files exactly as the binary
+embeds them (written by dump_dashboard_assets) and the JSON API from a real two-GPU H200 trace.
+With GPUDOC_DASHBOARD_URL=http://HOST:PORT/ (or --url) it checks a running `gpudoc serve` instead
+and skips what only the mock can stage (hostile strings, the server going away and coming back).
+
+Asserts: every answer carries the CSP; the page loads offline (every request same-origin), marks
+itself rendered, records no script error and no CSP violation (in the page and in the browser's
+log); every GPU of the snapshot has its plots; the findings table lists the snapshot's findings;
+data-updates grows by >= 2 between two observations (it updates live); the data plotted after the
+first render is the server's history sample for sample, including samples that reached the server
+late (utilization, drained from NVML's buffer). With the mock also: the
+hostile strings show as text and never run; the server stopping shows "reconnecting" and then
+"stale"; when it comes back (now saying the sampler is down) the page is live again, updating, with
+the sampler-down banner.
+
+Exit 0 pass, 1 fail, 77 skipped (no chromium and GPUDOC_ALLOW_NO_BROWSER=1).
+  dashboard_browser_test.py --dumper build/.../dump_dashboard_assets --trace tests/data/X.jsonl
+"""
+
+import argparse
+import base64
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+SKIP = 77
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def find_browser():
+    env = os.environ.get("GPUDOC_BROWSER")
+    if env:
+        return env
+    for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/snap/bin/chromium"):
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+class Browser:
+    """Headless chromium with the DevTools protocol on fds 3 (commands in) and 4 (replies out)."""
+
+    def __init__(self, exe, profile):
+        cmd_r, self._cmd_w = os.pipe()
+        self._out_r, out_w = os.pipe()
+
+        def child_fds():  # runs in the child before exec: the pipe ends become fds 3 and 4
+            a = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(out_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+                "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--remote-debugging-pipe", "--user-data-dir=" + profile,
+                "--window-size=1400,2200", "about:blank"]
+        self.proc = subprocess.Popen(args, preexec_fn=child_fds, close_fds=False, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(cmd_r)
+        os.close(out_w)
+        self._next = 0
+        self._replies = {}
+        self._cond = threading.Condition()
+        self.events = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        buf = b""
+        while True:
+            chunk = os.read(self._out_r, 1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                raw, buf = buf.split(b"\0", 1)
+                msg = json.loads(raw)
+                with self._cond:
+                    if "id" in msg:
+                        self._replies[msg["id"]] = msg
+                    else:
+                        self.events.append(msg)
+                    self._cond.notify_all()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def call(self, method, params=None, session=None, timeout=30):
+        self._next += 1
+        msg = {"id": self._next, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._cmd_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.time() + timeout
+        with self._cond:
+            while self._next not in self._replies:
+                left = deadline - time.time()
+                if left <= 0 or getattr(self, "_closed", False):
+                    raise RuntimeError("no reply to %s within %d s" % (method, timeout))
+                self._cond.wait(left)
+            reply = self._replies.pop(self._next)
+        if "error" in reply:
+            raise RuntimeError("%s: %s" % (method, reply["error"]))
+        return reply.get("result", {})
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=5)
+        except RuntimeError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._cmd_w)
+
+
+class Page:
+    def __init__(self, browser):
+        self.b = browser
+        target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Runtime", "Log", "Network", "Page"):
+            self.call(domain + ".enable")
+
+    def call(self, method, params=None, timeout=30):
+        return self.b.call(method, params, self.session, timeout)
+
+    def eval(self, expression):
+        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in r:
+            raise RuntimeError("evaluating %s: %s" % (expression, r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    def wait_for(self, expression, timeout):
+        """Polls a JS expression until it is truthy; its last value."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                v = self.eval(expression)
+            except RuntimeError:  # the new document may not have a body yet
+                v = None
+            if v or time.time() > deadline:
+                return v
+            time.sleep(0.2)
+
+    def events(self, method):
+        return [e["params"] for e in list(self.b.events) if e.get("method") == method and e.get("sessionId") == self.session]
+
+
+# What the page shows, as one JSON object read out of its DOM.
+STATE_JS = r"""JSON.stringify({
+  rendered: document.body.dataset.rendered || null,
+  updates: Number(document.body.dataset.updates || 0),
+  connection: document.body.dataset.connection || null,
+  errors: document.documentElement.dataset.errors || null,
+  pwned: document.body.dataset.pwned || null,
+  gpus: Array.from(document.querySelectorAll("article.gpu")).map(function (s) {
+    return { gpu: Number(s.dataset.gpu), plots: s.querySelectorAll(".uplot").length,
+             canvases: s.querySelectorAll(".uplot canvas").length, title: s.querySelector("h3").textContent,
+             procs: s.querySelector(".procs").textContent };
+  }),
+  findings: Array.from(document.querySelectorAll("#findings-table tbody tr")).map(function (r) {
+    return { id: r.dataset.id, cells: Array.from(r.cells).map(function (c) { return c.textContent; }) };
+  }),
+  health: document.getElementById("health-status").textContent,
+  healthRows: document.querySelector("#health-table tbody").textContent,
+  baselines: Array.from(document.querySelectorAll("#baselines-table tbody tr td:first-child")).map(function (c) { return c.textContent; }),
+  samplerBanner: !document.getElementById("banner-sampler").hidden,
+  staleBanner: !document.getElementById("banner-stale").hidden,
+  replayBanner: document.getElementById("banner-replay").hidden ? null : document.getElementById("banner-replay").textContent
+})"""
+
+
+def points(t, series, start, end):
+    """{metric: [(t, value), ...]} of the non-null values with start <= t <= end."""
+    out = {}
+    for m, values in series.items():
+        out[m] = [(x, v) for x, v in zip(t, values) if v is not None and start <= x <= end]
+    return {m: p for m, p in out.items() if p}
+
+
+def check_waveforms(page, base, late_s):
+    """What the page plots, sample for sample, is the server's history of the same span: points merged
+    live included, and the samples that reached the server late (utilization, from a drained buffer)."""
+    first = page.eval("JSON.stringify(window.gpudocDashboard.data(0).t.slice(-1))")
+    start = json.loads(first)[0]  # the newest point at the first render: the span after it came live
+    server_now = lambda: json.loads(get(base + "api/v1/snapshot")[2])["time_unix_ns"] / 1e9
+    while server_now() < start + late_s + 4:
+        time.sleep(0.5)
+    end = server_now() - late_s
+    history = json.loads(get(base + "api/v1/history?seconds=120")[2])
+    for h in history["gpus"]:
+        want = points(h["t"], h["series"], start, end)
+        got = json.loads(page.eval("JSON.stringify(window.gpudocDashboard.data(%d))" % h["gpu"]))
+        have = points(got["t"], got["series"], start, end) if got else {}
+        n = sum(len(p) for p in want.values())
+        late = len(want.get("gpu_utilization_percent", []))
+        check(n > 0 and have == want, "GPU %d: the plotted data from %.1f to %.1f s after the first render is the "
+              "server's history: %d values, %d utilization (%s)" % (
+                  h["gpu"], 0, end - start, n, late,
+                  "same" if have == want else "differs in " + ", ".join(
+                      "%s %d/%d" % (m, len(have.get(m, [])), len(want.get(m, [])))
+                      for m in sorted(set(want) | set(have)) if have.get(m) != want.get(m))))
+
+
+def state(page):
+    return json.loads(page.eval(STATE_JS))
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+class Mock:
+    def __init__(self, args, assets, port=0, extra=()):
+        cmd = [sys.executable, os.path.join(HERE, "dashboard_mock_server.py"), "--assets", assets,
+               "--trace", args.trace, "--port", str(port), "--interval", "0.5"] + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on "):
+            self.stop()
+            raise RuntimeError("the mock server did not start: %r" % line)
+        self.url = line.split()[-1]
+        self.port = int(self.url.rstrip("/").rsplit(":", 1)[1])
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def check_headers(base):
+    for path in ("", "assets/dashboard.js", "assets/dashboard.css", "assets/errors.js", "assets/uPlot.iife.min.js",
+                 "assets/uPlot.min.css", "api/v1/snapshot", "api/v1/history?seconds=60"):
+        status, headers, _ = get(base + path)
+        check(status == 200 and headers.get("Content-Security-Policy") == CSP and
+              headers.get("X-Content-Type-Options") == "nosniff", "GET /%s: 200 with the CSP and nosniff" % path)
+
+
+def check_first_render(page, base, expected, mock):
+    page.call("Page.navigate", {"url": base})
+    rendered = page.wait_for("document.body.dataset.rendered === 'ok'", 30)
+    s = state(page)
+    check(rendered, "the page marks itself rendered (data-rendered=%r)" % s["rendered"])
+    check(s["errors"] is None, "no script error or CSP violation recorded in the page: %r" % s["errors"])
+    gpus = {g["gpu"]: g for g in s["gpus"]}
+    for want in expected["gpus"]:
+        g = gpus.get(want["gpu"])
+        n = g["plots"] if g else 0
+        check(g is not None and n >= 1 and g["canvases"] >= n, "GPU %d has its plots (%d)" % (want["gpu"], n))
+        if mock:  # this trace has every waveform metric: activity, power, temperature, clocks, memory
+            check(n == 5, "GPU %d: 5 plots from a trace with every waveform metric (%d)" % (want["gpu"], n))
+    ids = sorted(f["id"] for f in s["findings"])
+    check(ids == sorted(f["id"] for f in expected["findings"]), "the findings table lists the findings: %r" % ids)
+    return s
+
+
+def check_live(page, label):
+    first = state(page)["updates"]
+    page.wait_for("Number(document.body.dataset.updates) >= %d" % (first + 2), 15)
+    time.sleep(0.3)
+    s = state(page)
+    check(s["updates"] - first >= 2, "%s: updates grew from %d to %d" % (label, first, s["updates"]))
+    check(s["connection"] == "live", "%s: the connection shows live (%r)" % (label, s["connection"]))
+    return s
+
+
+def check_mock_content(s):
+    check(s["pwned"] is None, "no string from the API ran as markup")
+    hostile = "<img src=x onerror=\"document.body.dataset.pwned=1\"></td><b>&amp;"
+    check(hostile in s["baselines"], "a baseline name with markup is shown as text")
+    check(all(("docker-" + hostile) in g["procs"] for g in s["gpus"]), "process containers with markup shown as text")
+    check(("XID 79 (GPU has fallen off the bus) " + hostile) in s["healthRows"], "the failing health check, as text")
+    check(s["health"] == "fail", "health status fail (%r)" % s["health"])
+    check(s["findings"] and s["findings"][0]["cells"][0] == "warning" and s["findings"][0]["cells"][2] == "0, 1",
+          "the pulse finding's severity and GPUs: %r" % (s["findings"][:1],))
+    check(s["replayBanner"] is not None and s["replayBanner"].startswith("REPLAY, not live"), "the replay banner")
+    check(all(g["title"].endswith("NVIDIA H200") for g in s["gpus"]), "GPU names from the trace")
+
+
+def check_reconnect(page, args, assets, mock):
+    mock.stop()
+    conn = page.wait_for("document.body.dataset.connection !== 'live' && document.body.dataset.connection", 10)
+    check(conn == "reconnecting", "server gone: the page shows reconnecting (%r)" % conn)
+    stale = page.wait_for("!document.getElementById('banner-stale').hidden", 10)
+    check(stale, "server gone: the stale banner shows")
+    before = state(page)["updates"]
+    mock = Mock(args, assets, port=mock.port, extra=["--sampler-down"])
+    back = page.wait_for("document.body.dataset.connection === 'live' && Number(document.body.dataset.updates) >= %d"
+                         % (before + 2), 20)
+    check(back, "server back: live again and updating")
+    down = page.wait_for("!document.getElementById('banner-sampler').hidden", 5)
+    check(down, "the sampler-down banner shows when the server says so")
+    check(not state(page)["staleBanner"], "the stale banner is gone once updates flow")
+    return mock
+
+
+def check_browser_log(page, base):
+    origin = base.rstrip("/")
+    urls = [e["request"]["url"] for e in page.events("Network.requestWillBeSent")]
+    foreign = [u for u in urls if not (u.startswith(origin + "/") or u.startswith("data:"))]
+    check(urls and not foreign, "offline: all %d requests same-origin (foreign: %r)" % (len(urls), foreign[:5]))
+    logged = [e["entry"] for e in page.events("Log.entryAdded") if e["entry"]["level"] == "error"]
+    check(not logged, "no error in the browser's log (CSP violations land there): %r" % [e.get("text") for e in logged][:5])
+    thrown = page.events("Runtime.exceptionThrown")
+    check(not thrown, "no uncaught exception: %r" % [t["exceptionDetails"].get("text") for t in thrown][:5])
+
+
+def main():
+    ap = argparse.ArgumentParser(description="the live dashboard in headless chromium")
+    ap.add_argument("--url", default=os.environ.get("GPUDOC_DASHBOARD_URL"), help="a running gpudoc serve")
+    ap.add_argument("--dumper", help="dump_dashboard_assets (for the mock)")
+    ap.add_argument("--trace", help="the trace the mock serves")
+    ap.add_argument("--screenshot", help="write a PNG of the page after the first observation")
+    ap.add_argument("--late-s", type=float, help="how late a sample may reach the page (mock: 8 s; a server: 25 s)")
+    args = ap.parse_args()
+
+    exe = find_browser()
+    if exe is None:
+        if os.environ.get("GPUDOC_ALLOW_NO_BROWSER") == "1":
+            print("skipped: no chromium and GPUDOC_ALLOW_NO_BROWSER=1")
+            return SKIP
+        print("FAIL chromium not found (scripts/setup.sh installs Debian's chromium; set GPUDOC_ALLOW_NO_BROWSER=1 to skip)")
+        return 1
+
+    tmp = tempfile.mkdtemp(prefix="gpudoc-dashboard-")  # private (0700), unpredictable name
+    mock = browser = None
+    try:
+        if args.url:
+            base = args.url if args.url.endswith("/") else args.url + "/"
+        else:
+            if not (args.dumper and args.trace):
+                ap.error("--dumper and --trace are needed without --url / GPUDOC_DASHBOARD_URL")
+            assets = os.path.join(tmp, "assets")
+            os.mkdir(assets, 0o700)
+            subprocess.run([args.dumper, assets], check=True)
+            mock = Mock(args, assets)
+            base = mock.url
+        if args.late_s is None:  # the mock drains every 2 s; a server's utilization group every 10 s by default
+            args.late_s = 25.0 if args.url else 8.0
+        print("dashboard at " + base, flush=True)
+        check_headers(base)
+        expected = json.loads(get(base + "api/v1/snapshot")[2])
+        browser = Browser(exe, os.path.join(tmp, "profile"))
+        page = Page(browser)
+        s = check_first_render(page, base, expected, mock is not None)
+        if mock:
+            check_mock_content(s)
+        check_live(page, "first observation")
+        if args.screenshot:
+            shot = page.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+            with open(args.screenshot, "wb") as f:
+                f.write(base64.b64decode(shot["data"]))
+        check_browser_log(page, base)
+        check_waveforms(page, base, args.late_s)
+        if mock:
+            mock = check_reconnect(page, args, assets, mock)
+        s = state(page)
+        check(s["errors"] is None, "still no script error at the end: %r" % s["errors"])
+    except Exception as e:  # a broken run is a failure with its reason, never a pass
+        check(False, "the test ran to its end: %s: %s" % (type(e).__name__, e))
+    finally:
+        if browser:
+            browser.close()
+        if mock:
+            mock.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+// profile::analyse on synthetic loops: each idle cause is found where it was put, steps come from
+// NVTX or the kernel sequence, and the CUDA Graph verdict follows the seed's decision tree.
+#include "profile/analysis.hpp"
+
+#include <gtest/gtest.h>
+
+#include "synthetic_loop.hpp"
+
+namespace gpudoc::profile {
+namespace {
+
+using testing::Loop;
+using testing::make_loop;
+
+double share(const Profile& p, IdleCause c) {
+  std::uint64_t idle = 0;
+  for (auto v : p.idle_ns) idle += v;
+  return idle == 0 ? 0.0 : static_cast<double>(p.idle_ns[static_cast<std::size_t>(c)]) / static_cast<double>(idle);
+}
+
+TEST(ProfileAnalysis, ManyTinyKernelsAreLaunchBoundAndGraphsAreRecommended) {
+  const Profile p = analyse(make_loop(Loop{}), {});
+  EXPECT_EQ(p.step_source, "nvtx:train_step");
+  ASSERT_EQ(p.steps.size(), 19u);  // 20 ranges, the first one left out as warm-up
+  EXPECT_GT(share(p, IdleCause::kLaunch), 0.95);
+  EXPECT_EQ(p.advice.verdict, Verdict::kRecommend);
+  EXPECT_EQ(p.advice.how, "torch");
+  EXPECT_EQ(p.advice.kernels_per_step, 50u);
+  EXPECT_DOUBLE_EQ(p.advice.static_share, 1.0);
+  // Eager: 50 launches of 12 us. As a graph: 50 x (2 us kernel + 0.25 us node gap) + 5 us launch.
+  EXPECT_NEAR(static_cast<double>(p.advice.step_ns), 600e3, 1e3);
+  EXPECT_EQ(p.advice.predicted_step_ns, 50u * 2'250u + 5'000u);
+  EXPECT_GT(p.advice.launch_share, 0.7);
+}
+
+TEST(ProfileAnalysis, AGemmBoundLoopIsAdvisedAgainst) {
+  Loop l;
+  l.kernels = 10, l.kernel_ns = 2'000'000, l.launch_ns = 10'000;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_GT(static_cast<double>(p.busy_ns) / static_cast<double>(p.span_ns), 0.99);
+  EXPECT_EQ(p.advice.verdict, Verdict::kAdviseAgainst);
+  EXPECT_LT(p.advice.launch_share, 0.01);
+}
+
+TEST(ProfileAnalysis, AnItemEachStepIsSyncBound) {
+  Loop l;  // the GPU keeps ahead of the host within a step; the .item() at its end exposes the host
+  l.item_each_step = true, l.kernels = 20, l.kernel_ns = 10'000, l.launch_ns = 8'000;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_GT(share(p, IdleCause::kSync), 0.8);
+  EXPECT_EQ(p.advice.verdict, Verdict::kFixFirst);
+  ASSERT_FALSE(p.advice.fix_first.empty());
+  EXPECT_EQ(p.advice.fix_first[0], Blocker::kSync);
+  // every step but the last, whose host window closes at its last launch
+  EXPECT_NEAR(p.advice.blockers_per_step[static_cast<int>(Blocker::kSync)], 18.0 / 19.0, 1e-9);
+}
+
+TEST(ProfileAnalysis, TinyKernelsWithAnItemEachStepMustFixTheSyncFirst) {
+  Loop l;
+  l.item_each_step = true, l.kernels = 20, l.kernel_ns = 3'000, l.launch_ns = 8'000;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_EQ(p.advice.verdict, Verdict::kFixFirst);
+  ASSERT_FALSE(p.advice.fix_first.empty());
+  EXPECT_EQ(p.advice.fix_first[0], Blocker::kSync);
+}
+
+TEST(ProfileAnalysis, ChangingShapesMustBeFixedFirst) {
+  Loop l;
+  l.dynamic_shapes = true;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_LT(p.advice.static_share, 0.5);
+  EXPECT_EQ(p.advice.verdict, Verdict::kFixFirst);
+  ASSERT_FALSE(p.advice.fix_first.empty());
+  EXPECT_EQ(p.advice.fix_first[0], Blocker::kDynamicShapes);
+}
+
+TEST(ProfileAnalysis, AStarvedLoaderIsHostWork) {
+  Loop l;
+  l.host_work_ns = 5'000'000, l.kernels = 30, l.kernel_ns = 50'000, l.launch_ns = 10'000;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_GE(share(p, IdleCause::kHost), 0.8);
+  EXPECT_EQ(p.advice.verdict, Verdict::kAdviseAgainst);
+  // Without pin_memory the batch then crosses in a pageable copy: the loading is still the cost.
+  l.pageable_copy_each_step = true;
+  EXPECT_GE(share(analyse(make_loop(l), {}), IdleCause::kHost), 0.8);
+}
+
+TEST(ProfileAnalysis, AllocationsAndPageableCopiesAreNamed) {
+  Loop a;
+  a.malloc_each_step = true, a.kernels = 10, a.kernel_ns = 20'000, a.launch_ns = 5'000;
+  EXPECT_GT(share(analyse(make_loop(a), {}), IdleCause::kAllocation), 0.3);
+  Loop c;
+  c.pageable_copy_each_step = true, c.kernels = 10, c.kernel_ns = 20'000, c.launch_ns = 5'000;
+  const Profile p = analyse(make_loop(c), {});
+  EXPECT_GT(share(p, IdleCause::kPageableCopy), 0.3);
+  ASSERT_EQ(p.copies.size(), 1u);
+  EXPECT_EQ(p.copies[0].kind, "HtoD pageable");
+  EXPECT_EQ(p.copies[0].bytes, 20u << 20);
+}
+
+TEST(ProfileAnalysis, WithoutNvtxStepsComeFromTheRepeatingKernelSequence) {
+  Loop l;
+  l.nvtx = false, l.host_work_ns = 200'000;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_EQ(p.step_source, "kernel-sequence");
+  ASSERT_GE(p.steps.size(), 17u);
+  // The boundary sits at the longest gap, before each step's first kernel: every step alike.
+  EXPECT_DOUBLE_EQ(p.advice.static_share, 1.0);
+  EXPECT_EQ(p.advice.kernels_per_step, 5u);  // the sequence repeats every 5 kernels within a step too
+}
+
+TEST(ProfileAnalysis, StepsCanBeLimited) {
+  AnalysisOptions o;
+  o.max_steps = 4;
+  EXPECT_EQ(analyse(make_loop(Loop{}), o).steps.size(), 4u);
+}
+
+TEST(ProfileAnalysis, KernelTablesAndNames) {
+  const Profile p = analyse(make_loop(Loop{}), {});
+  EXPECT_EQ(p.kernel_count, 1000u);
+  ASSERT_EQ(p.top_kernels.size(), 2u);
+  EXPECT_EQ(p.top_kernels[0].name, "at::native::elementwise_kernel<128, 4>");
+  EXPECT_EQ(p.top_kernels[0].count, 800u);
+  EXPECT_EQ(p.duration_histogram[1], 1000u);  // 2 us: [2, 4) us
+  EXPECT_EQ(short_kernel_name("not_mangled"), "not_mangled");
+  // A kernel in an anonymous namespace keeps its name (the '(' there opens no parameter list).
+  EXPECT_EQ(short_kernel_name("_ZN2at6native12_GLOBAL__N_111fill_kernelEPf"),
+            "at::native::(anonymous namespace)::fill_kernel");
+}
+
+TEST(ProfileAnalysis, ApiCallsAreClassifiedByName) {
+  EXPECT_EQ(classify_api("cudaStreamSynchronize_v3020"), ApiClass::kSync);
+  EXPECT_EQ(classify_api("cudaMemcpy_v3020"), ApiClass::kSync);
+  EXPECT_EQ(classify_api("cudaMemcpyAsync_v3020"), ApiClass::kMemcpy);
+  EXPECT_EQ(classify_api("cuLaunchKernel"), ApiClass::kLaunch);
+  EXPECT_EQ(classify_api("cudaLaunchHostFunc_v10000"), ApiClass::kHostCallback);
+  EXPECT_EQ(classify_api("cudaFree_v3020"), ApiClass::kAllocation);
+  EXPECT_EQ(classify_api("cudaGetDevice_v3020"), ApiClass::kOther);
+}
+
+TEST(ProfileAnalysis, AnEmptySetHasNoStepsAndNoVerdict) {
+  const Profile p = analyse(RecordSet{}, {});
+  EXPECT_TRUE(p.steps.empty());
+  EXPECT_EQ(p.advice.verdict, Verdict::kNotEnoughData);
+}
+
+}  // namespace
+}  // namespace gpudoc::profile

@@ -1,0 +1,93 @@
+// profile::read_records: the lines the injection library writes, read back; a job cut short leaves
+// a readable file; anything else malformed is an error naming the line.
+#include "profile/records.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "profile/record_format.hpp"
+
+namespace gpudoc::profile {
+namespace {
+
+core::Result<RecordSet> read(const std::string& text) {
+  std::istringstream in(text);
+  return read_records(in, "records-7.txt");
+}
+
+const std::string kHeader = "H\tgpudoc-profile\t1\t7\t130001\n";
+
+TEST(Records, ReadsEveryKindAndNamesApiCalls) {
+  auto set = read(kHeader +
+                  "K\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\t_Z3fooPf\n"
+                  "M\t300\t400\t0\t7\t12\t2\t3\t1\t4096\t0\n"
+                  "S\t50\t60\t0\t7\t13\t512\t3\t0\n"
+                  "C\tR\t211\tcudaLaunchKernel_v7000\n"
+                  "R\t90\t95\t211\t11\t99\n"
+                  "D\t91\t94\t307\t11\t99\n"
+                  "Y\t401\t450\t3\t7\t14\n"
+                  "G\t500\t900\t0\t7\t5\t15\n"
+                  "N\t2\t1\t80\t99\tstep\\t1\t\n"
+                  "N\t4\t1\t460\t99\t\t\n"
+                  "X\tDROPPED\t17\n"
+                  "W\tsomething\\nodd\n"
+                  "E\t1000\t17\n");
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->pid, 7u);
+  ASSERT_EQ(set->kernels.size(), 1u);
+  EXPECT_EQ(set->kernels[0].grid[0], 64);
+  EXPECT_EQ(set->kernels[0].name, "_Z3fooPf");
+  ASSERT_EQ(set->copies.size(), 2u);
+  EXPECT_TRUE(set->copies[0].memset);  // sorted by start: the memset came first
+  EXPECT_TRUE(set->copies[1].pageable());
+  EXPECT_EQ(set->copies[1].bytes, 4096u);
+  ASSERT_EQ(set->api_calls.size(), 2u);
+  EXPECT_EQ(set->api_calls[0].name, "cudaLaunchKernel_v7000");
+  EXPECT_EQ(set->api_calls[1].name, "cbid 307");  // a driver call whose name line is missing
+  EXPECT_TRUE(set->api_calls[1].driver);
+  ASSERT_EQ(set->ranges.size(), 1u);
+  EXPECT_EQ(set->ranges[0].name, "step\t1");
+  EXPECT_EQ(set->ranges[0].end_ns, 460u);
+  EXPECT_EQ(set->dropped, 17u);
+  ASSERT_EQ(set->warnings.size(), 1u);
+  EXPECT_EQ(set->warnings[0], "something\nodd");
+  EXPECT_TRUE(set->complete);
+}
+
+TEST(Records, AJobKilledMidLineLeavesTheLinesBeforeIt) {
+  auto set = read(kHeader + "K\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\tk\nK\t300\t4");
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->kernels.size(), 1u);
+  EXPECT_EQ(set->truncated_lines, 1u);
+  EXPECT_FALSE(set->complete);
+}
+
+TEST(Records, AMalformedLineIsAnErrorNamingFileAndLine) {
+  auto set = read(kHeader + "K\t100\tabc\t0\n");
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.error().kind(), core::ErrorKind::kBadInput);
+  EXPECT_EQ(set.error().message(), "records-7.txt line 2: malformed 'K' record (4 fields)");
+}
+
+TEST(Records, AFileThatIsNotAProfileSaysSo) {
+  auto set = read("hello\tworld\n");
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.error().message(), "records-7.txt line 1: not a record (the first field is not one letter)");
+  auto empty = read("");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().message(), "records-7.txt: empty or not a gpudoc profile (no H line)");
+  auto newer = read("H\tgpudoc-profile\t9\t7\t1\n");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().message(), "records-7.txt line 1: format version 9 is newer than this gpudoc reads (1)");
+}
+
+TEST(Records, EscapingRoundTrips) {
+  std::string out;
+  append_escaped(out, "a\tb\nc\\d\re");
+  EXPECT_EQ(out, "a\\tb\\nc\\\\d\\re");
+  EXPECT_EQ(unescape_field(out), "a\tb\nc\\d\re");
+}
+
+}  // namespace
+}  // namespace gpudoc::profile

@@ -1,0 +1,78 @@
+// serve config: --listen's forms and errors, and the --config file's keys, types and ranges.
+#include "serve/config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gpudoc::serve {
+namespace {
+
+TEST(ServeConfig, ListenForms) {
+  auto a = parse_listen("10.0.0.7:9401");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->host, "10.0.0.7");
+  EXPECT_EQ(a->port, 9401);
+  auto v6 = parse_listen("[::1]:9500");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 9500);
+  for (const char* loop : {":9402", "9402"}) {
+    auto l = parse_listen(loop);
+    ASSERT_TRUE(l) << loop;
+    EXPECT_EQ(l->host, "127.0.0.1") << loop;
+    EXPECT_EQ(l->port, 9402) << loop;
+  }
+  EXPECT_EQ(parse_listen("localhost:0")->port, 0);
+}
+
+TEST(ServeConfig, ListenErrorsSayWhatWasExpected) {
+  for (const char* bad :
+       {"", "10.0.0.7:", "10.0.0.7:99999", "10.0.0.7:-1", "10.0.0.7:94x", "::1:9401", "[]:9401", "[::1]9401", "[::1"}) {
+    auto r = parse_listen(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind(), core::ErrorKind::kUsage) << bad;
+    EXPECT_NE(r.error().message().find("HOST:PORT"), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(ServeConfig, FileWithEveryKey) {
+  auto c = parse_config(R"({"listen": "[::1]:9401", "dcgm_compatible": true, "diagnose_window_s": 60,
+                            "diagnose_every_s": 5, "history_s": 900, "store": "/var/lib/gpudoc/gpudoc.db",
+                            "periods": {"fast": 200, "energy": 0}})",
+                        "serve.json");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->listen, "[::1]:9401");
+  EXPECT_EQ(c->dcgm_compatible, true);
+  EXPECT_EQ(c->diagnose_window_s, 60);
+  EXPECT_EQ(c->diagnose_every_s, 5);
+  EXPECT_EQ(c->history_s, 900);
+  EXPECT_EQ(c->store, "/var/lib/gpudoc/gpudoc.db");
+  EXPECT_EQ(c->periods.at("fast"), 200);
+  EXPECT_EQ(c->periods.at("energy"), 0);
+  auto empty = parse_config("{}", "serve.json");
+  ASSERT_TRUE(empty);
+  EXPECT_FALSE(empty->listen);
+}
+
+TEST(ServeConfig, FileErrorsNameTheFileAndTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"not json", "not valid JSON"},
+      {"[1]", "expected a JSON object"},
+      {R"({"lisen": "x"})", "unknown setting \"lisen\""},
+      {R"({"listen": 9401})", "\"listen\" must be a non-empty string"},
+      {R"({"dcgm_compatible": "yes"})", "\"dcgm_compatible\" must be true or false"},
+      {R"({"diagnose_window_s": 1})", "\"diagnose_window_s\" must be a number of seconds from 2 to 3600"},
+      {R"({"history_s": 1e9})", "\"history_s\" must be a number of seconds from 60 to 86400"},
+      {R"({"periods": {"fast": "100"}})", "periods.fast must be a whole number"},
+      {R"({"periods": [1]})", "\"periods\" must be an object"},
+  };
+  for (const auto& [text, says] : cases) {
+    auto r = parse_config(text, "/etc/gpudoc/serve.json");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().kind(), core::ErrorKind::kUsage);
+    EXPECT_NE(r.error().message().find("/etc/gpudoc/serve.json: "), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace gpudoc::serve

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Reads what tools/slice_checks.sh left in OUTDIR and prints PASS, FAIL or NOT RUN for each item
+of issue 20 it covers, with the figures behind it. Exit 0 when nothing failed, 1 otherwise.
+
+    python3 tools/check_slice.py OUTDIR
+"""
+import json
+import os
+import sys
+
+OOM = "torch.OutOfMemoryError"
+
+
+def lines(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(l) for l in f if l.strip().startswith("{")]
+    except (OSError, ValueError):
+        return []
+
+
+def text(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def size_bytes(s):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(float(s[:-1]) * units[s[-1].upper()]) if s and s[-1].upper() in units else int(s)
+
+
+def launch_medians(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    found = {}
+
+    def walk(x):
+        if isinstance(x, dict):
+            if str(x.get("key", "")).startswith("launch.") and isinstance(x.get("median"), (int, float)):
+                found[x["key"]] = x["median"]
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(doc)
+    return found
+
+
+def check_oom(out, name, cap, results):
+    got = lines(os.path.join(out, name + ".jsonl"))
+    if not got:
+        results.append(("FAIL", f"{name}: no result line; stderr: {text(os.path.join(out, name + '.err'))[-300:]}"))
+        return
+    r = got[-1]
+    free, total = r["mem_get_info"]
+    ok_oom = r["oom"] == OOM and r["allocated"] <= cap and r["allocated"] >= cap - (1 << 30)
+    results.append(("PASS" if ok_oom else "FAIL",
+                    f"{name} ({r['allocator']}): {r['oom']} after {r['allocated'] / 2**30:.2f} GiB of a "
+                    f"{cap / 2**30:.2f} GiB slice: {r['message'][:160]}"))
+    ok_info = total == cap and free <= cap
+    results.append(("PASS" if ok_info else "FAIL",
+                    f"{name}: torch.cuda.mem_get_info() = free {free / 2**30:.2f} GiB, total {total / 2**30:.2f} GiB; "
+                    f"device total_memory {r['device_total'] / 2**30:.2f} GiB; matmul ran: {r['matmul_ok']}"))
+
+
+def check_shared(out, cap, results):
+    got = {r.get("role"): r for r in lines(os.path.join(out, "shared.jsonl"))}
+    parent, child = got.get("parent"), got.get("child")
+    if not parent or not child:
+        results.append(("FAIL", "shared budget: no result lines; " + text(os.path.join(out, "shared.err"))[-300:]))
+        return
+    ok = parent["oom"] is None and child["oom"] == OOM and parent["allocated"] + child["allocated"] <= cap
+    results.append(("PASS" if ok else "FAIL",
+                    f"shared budget: parent holds {parent['allocated'] / 2**30:.2f} GiB, a spawned child got "
+                    f"{child['allocated'] / 2**30:.2f} GiB more, then {child['oom']} (cap {cap / 2**30:.2f} GiB)"))
+
+
+def check_launch(out, results):
+    plain, sliced = {}, {}
+    for i in (1, 2):
+        for key, v in launch_medians(os.path.join(out, f"launch_plain_{i}.json")).items():
+            plain[key] = min(plain.get(key, v), v)
+        for key, v in launch_medians(os.path.join(out, f"launch_slice_{i}.json")).items():
+            sliced[key] = min(sliced.get(key, v), v)
+    if not plain or not sliced:
+        results.append(("FAIL", "launch cost: no bench results; " + text(os.path.join(out, "launch_slice_1.err"))[-300:]))
+        return
+    for key in sorted(plain):
+        if key not in sliced:
+            continue
+        delta = sliced[key] - plain[key]
+        results.append(("PASS" if delta <= 1.0 else "FAIL",
+                        f"{key}: {plain[key]:.3f} us without the slice, {sliced[key]:.3f} us with it "
+                        f"(+{delta:.3f} us; bound 1 us; best median of 2 runs each)"))
+
+
+def pmon_shares(path):
+    """pid -> the SM % samples nvidia-smi pmon printed for it."""
+    shares = {}
+    for line in text(path).splitlines():
+        f = line.split()
+        if len(f) < 4 or line.startswith("#") or not f[1].isdigit():
+            continue
+        if f[3].isdigit():
+            shares.setdefault(int(f[1]), []).append(int(f[3]))
+    return shares
+
+
+def check_compute(out, results):
+    shares = pmon_shares(os.path.join(out, "pmon_caps.txt"))
+    for label, cap in (("sm30", 30), ("sm60", 60)):
+        got = lines(os.path.join(out, label + ".jsonl"))
+        start = next((r for r in got if r.get("event") == "start"), None)
+        end = next((r for r in got if r.get("event") == "end"), {})
+        if start is None:
+            results.append(("FAIL", f"--sm {cap}: the job did not start: " + text(os.path.join(out, label + ".err"))[-300:]))
+            continue
+        samples = shares.get(start["pid"], [])[3:]  # the first seconds are start-up
+        if not samples:
+            results.append(("FAIL", f"--sm {cap}: pmon has no SM samples for pid {start['pid']}"))
+            continue
+        mean = sum(samples) / len(samples)
+        results.append(("PASS" if abs(mean - cap) <= 5 else "FAIL",
+                        f"--sm {cap} beside the other: mean SM {mean:.1f} % over {len(samples)} s of pmon samples "
+                        f"(min {min(samples)}, max {max(samples)}; bound ±5 points); {end.get('steps_per_s', 0):.1f} steps/s"))
+
+
+def check_infer(out, results):
+    p99 = {}
+    for name in ("alone", "beside", "sm30"):
+        end = next((r for r in lines(os.path.join(out, f"infer_{name}.jsonl")) if r.get("event") == "end"), None)
+        p99[name] = end["p99_ms"] if end else None
+    if None in p99.values():
+        results.append(("FAIL", f"inference p99: missing runs {p99}"))
+        return
+    bound = 2 * p99["alone"]
+    results.append(("PASS" if p99["sm30"] <= bound else "FAIL",
+                    f"inference p99: {p99['alone']:.2f} ms alone, {p99['beside']:.2f} ms beside an uncapped training "
+                    f"job, {p99['sm30']:.2f} ms beside one in a --sm 30 slice (bound: 2 x alone = {bound:.2f} ms)"))
+
+
+def main():
+    out = sys.argv[1]
+    cap = size_bytes(text(os.path.join(out, "mem.txt")) or "20G")
+    results = []
+    check_oom(out, "native", cap, results)
+    check_oom(out, "async", cap, results)
+    check_shared(out, cap, results)
+    listed = text(os.path.join(out, "list.json"))
+    results.append(("PASS" if '"name": "listed"' in listed and '"used_bytes": 1' in listed else "FAIL",
+                    "slice list --json shows a running job and its bytes"))
+    rc = text(os.path.join(out, "too_big.rc"))
+    results.append(("PASS" if rc == "2" else "FAIL", f"--mem 100T: exit {rc}: {text(os.path.join(out, 'too_big.err'))}"))
+    check_launch(out, results)
+    check_compute(out, results)
+    check_infer(out, results)
+    mps = text(os.path.join(out, "mps_start.txt"))
+    if os.path.exists(os.path.join(out, "mps.jsonl")):
+        r = (lines(os.path.join(out, "mps.jsonl")) or [{}])[-1]
+        ok = r.get("oom") == OOM and r.get("allocated", 1 << 62) <= 8 << 30
+        results.append(("PASS" if ok else "FAIL", f"MPS: daemon started; slice --mem 8G --sm 30 under MPS: {r}"))
+    else:
+        results.append(("NOT RUN", f"MPS: the control daemon could not be started here: {mps[-300:]}"))
+    for verdict, what in results:
+        print(f"{verdict:7} {what}")
+    return 1 if any(v == "FAIL" for v, _ in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs issue 18's checks of `gpudoc profile` on a machine with a GPU and PyTorch, then prints PASS or
+# FAIL per item (tools/profile_check.py). Everything lands in OUTDIR.
+#
+#   tools/profile_checks.sh OUTDIR [GPUDOC] [LONG_SECONDS]
+#
+# GPUDOC: the gpudoc binary (libgpudoc_profile.so beside it); default: build/src/cli/gpudoc.
+# LONG_SECONDS: the length of the long run with memory sampled (default 600).
+# PROFILE_CHECKS: a subset of the groups below, e.g. "graphs overhead".
+set -uo pipefail
+out=${1:?usage: tools/profile_checks.sh OUTDIR [GPUDOC] [LONG_SECONDS]}
+here=$(cd "$(dirname "$0")/.." && pwd)
+gpudoc=${2:-$here/build/src/cli/gpudoc}
+long_s=${3:-600}
+loops="$here/workloads/profile_loops.py"
+mkdir -p "$out"
+
+prof() {  # prof NAME STEPS [more gpudoc flags]: the loop under gpudoc profile, JSON + program output
+  local name=$1 steps=$2
+  shift 2
+  "$gpudoc" profile --json "$@" -- python3 "$loops" "$name" --steps "$steps" >"$out/$name.json" 2>"$out/$name.log"
+  echo "$name: exit $?" >>"$out/exits.txt"
+}
+plain() {  # plain NAME STEPS: the loop alone, for its own step time
+  python3 "$loops" "$1" --steps "$2" >"$out/$1.plain.txt" 2>>"$out/plain.log"
+}
+
+# PROFILE_CHECKS: which groups to run (default all): graphs attribution overhead torch conflict
+# reliability long
+groups=" ${PROFILE_CHECKS:-graphs attribution overhead torch conflict reliability long} "
+on() { [[ "$groups" == *" $1 "* ]]; }
+
+if on graphs; then
+  plain tiny 300
+  plain tiny-graph 300
+  prof tiny 300 --records "$out/tiny.records.txt" -o "$out/tiny.trace.json" --html "$out/tiny.html"
+  plain small 300
+  plain small-graph 300
+  prof small 300
+  prof gemm 20
+  prof item 300
+  prof dynamic 200
+fi
+if on attribution; then
+  prof starved 40
+  prof launch 200
+  prof sync 200
+fi
+# the overhead on a real training step: the same program with and without the profiler, twice each
+if on overhead; then
+  for i in 1 2; do
+    plain train 60 && mv "$out/train.plain.txt" "$out/train.plain.$i.txt"
+    prof train 60 && mv "$out/train.json" "$out/train.$i.json" && mv "$out/train.log" "$out/train.$i.log"
+  done
+fi
+# kernel count and time against torch.profiler: the same deterministic program, once under each
+if on torch; then
+  python3 "$loops" mixed --steps 100 --torch-profiler "$out/mixed.torch.json" >"$out/mixed.torch.txt" 2>>"$out/plain.log"
+  rm -f "$out/mixed.torch.json"
+  prof mixed 100
+fi
+if on conflict; then
+  # CUPTI held by another client before the program's first CUDA call: gpudoc says so, exit 3
+  "$gpudoc" profile -- python3 "$loops" held --steps 5 >"$out/held.txt" 2>&1
+  echo "held: exit $?" >>"$out/exits.txt"
+  # the program starts torch.profiler itself after gpudoc's library holds CUPTI: what each says
+  "$gpudoc" profile -- python3 "$loops" mixed --steps 5 --torch-profiler /dev/null >"$out/conflict.txt" 2>&1
+  echo "conflict: exit $?" >>"$out/exits.txt"
+fi
+if on reliability; then
+  # killed in the middle: the records written so far stay readable
+  "$gpudoc" profile --duration 6 --json -- python3 "$loops" tiny --steps 1000000 >"$out/killed.json" 2>"$out/killed.log"
+  echo "killed: exit $?" >>"$out/exits.txt"
+fi
+if on long; then
+  # the long run, gpudoc's and the program's memory sampled every 5 s
+  "$gpudoc" profile --duration "$long_s" --json -- python3 "$loops" tiny --steps 100000000 >"$out/long.json" 2>"$out/long.log" &
+  gp=$!
+  : >"$out/long_memory.txt"
+  while kill -0 $gp 2>/dev/null; do
+    child=$(pgrep -P $gp | head -1)
+    echo "$(date +%s) gpudoc_rss_kib=$(awk '/VmRSS/{print $2}' /proc/$gp/status 2>/dev/null) program_rss_kib=$(awk '/VmRSS/{print $2}' /proc/${child:-0}/status 2>/dev/null)" >>"$out/long_memory.txt"
+    sleep 5
+  done
+  wait $gp
+  echo "long: exit $?" >>"$out/exits.txt"
+fi
+python3 "$here/tools/profile_check.py" "$out" | tee "$out/verdicts.txt"

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Checks gpudoc slice on a real GPU (issue 20) and leaves the evidence in OUTDIR for
+# tools/check_slice.py, which prints PASS/FAIL per item:
+#
+#   tools/slice_checks.sh OUTDIR
+#
+# PyTorch's default caching allocator and backend:cudaMallocAsync at the cap (a clean
+# torch.OutOfMemoryError, mem_get_info showing the slice), two processes sharing one budget, a bad
+# limit (exit 2), the cost per launch with and without the slice (gpudoc bench --only launch), and
+# the compute caps (30 % and 60 % side by side) and an inference loop's p99 beside a training job,
+# whether an MPS control daemon can be started (private pipe and log folders; stopped afterwards:
+# no GPU setting changes). Environment: GPUDOC (the binary; default: gpudoc beside this script's
+# build-portable, else on PATH), WORKLOADS (folder of slice_memory.py), SLICE_MEM (default 20G).
+set -u
+out=${1:?usage: tools/slice_checks.sh OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+G=${GPUDOC:-$here/../build-portable/src/cli/gpudoc}
+[ -x "$G" ] || G=$(command -v gpudoc)
+W=${WORKLOADS:-$here/../workloads}
+MEM=${SLICE_MEM:-20G}
+mkdir -p "$out"
+log() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$out/steps.log"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,compute_mode --format=csv >"$out/gpu.csv" 2>&1
+"$G" --version >"$out/version.txt" 2>&1
+echo "$MEM" >"$out/mem.txt"
+
+log "default caching allocator at --mem $MEM"
+timeout 120 "$G" slice --mem "$MEM" --name native -- python3 "$W/slice_memory.py" >"$out/native.jsonl" 2>"$out/native.err"
+echo $? >"$out/native.rc"
+log "backend:cudaMallocAsync at --mem $MEM"
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync timeout 120 "$G" slice --mem "$MEM" --name async -- \
+  python3 "$W/slice_memory.py" >"$out/async.jsonl" 2>"$out/async.err"
+echo $? >"$out/async.rc"
+log "two processes, one budget"
+timeout 120 "$G" slice --mem "$MEM" --name shared -- python3 "$W/slice_memory.py" --shared \
+  >"$out/shared.jsonl" 2>"$out/shared.err"
+echo $? >"$out/shared.rc"
+
+log "slice list while a job runs"
+"$G" slice -q --mem 4G --name listed -- python3 -c "import torch,time; x=torch.empty(1<<30,dtype=torch.uint8,device='cuda'); time.sleep(10)" &
+job=$!
+for _ in $(seq 1 30); do
+  sleep 1
+  "$G" slice list --json >"$out/list.json" 2>&1
+  grep -q '"used_bytes": [1-9]' "$out/list.json" && break
+done
+wait $job
+echo $? >"$out/listed.rc"
+
+log "bad input"
+"$G" slice --mem 100T -- true >"$out/too_big.err" 2>&1
+echo $? >"$out/too_big.rc"
+
+log "launch cost without and with the slice"
+for i in 1 2; do
+  timeout 60 "$G" bench --only launch --json >"$out/launch_plain_$i.json" 2>"$out/launch_plain_$i.err"
+  timeout 60 "$G" slice -q --mem 100G -- "$G" bench --only launch --json >"$out/launch_slice_$i.json" 2>"$out/launch_slice_$i.err"
+done
+
+log "compute caps of 30 % and 60 % side by side (pmon: per-process SM %, each second)"
+nvidia-smi pmon -s u -d 1 -c 34 >"$out/pmon_caps.txt" 2>&1 &
+pmon=$!
+timeout 60 "$G" slice -q --sm 30 --name sm30 -- python3 "$W/slice_compute.py" --duration 25 --label sm30 \
+  >"$out/sm30.jsonl" 2>"$out/sm30.err" &
+a=$!
+timeout 60 "$G" slice -q --sm 60 --name sm60 -- python3 "$W/slice_compute.py" --duration 25 --label sm60 \
+  >"$out/sm60.jsonl" 2>"$out/sm60.err" &
+b=$!
+wait $a $b
+kill $pmon 2>/dev/null
+wait $pmon 2>/dev/null
+
+log "inference p99: alone, beside a training job, beside a training job in a --sm 30 slice"
+timeout 60 python3 "$W/slice_compute.py" --infer --duration 12 --label alone >"$out/infer_alone.jsonl" 2>&1
+timeout 60 python3 "$W/slice_compute.py" --duration 16 --label train >"$out/train_free.jsonl" 2>&1 &
+sleep 3
+timeout 60 python3 "$W/slice_compute.py" --infer --duration 12 --label beside >"$out/infer_beside.jsonl" 2>&1
+wait
+timeout 60 "$G" slice -q --sm 30 -- python3 "$W/slice_compute.py" --duration 16 --label train_sm30 \
+  >"$out/train_sm30.jsonl" 2>&1 &
+sleep 3
+timeout 60 python3 "$W/slice_compute.py" --infer --duration 12 --label beside_sm30 >"$out/infer_sm30.jsonl" 2>&1
+wait
+
+log "MPS"
+mps_pipe=$(mktemp -d) && mps_log=$(mktemp -d)
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_log timeout 20 nvidia-cuda-mps-control -d >"$out/mps_start.txt" 2>&1
+  echo "start rc=$?" >>"$out/mps_start.txt"
+  sleep 1
+  # The control endpoint is a FIFO before CUDA 13 and a Unix socket from CUDA 13.
+  if [ -p "$mps_pipe/control" ] || [ -S "$mps_pipe/control" ]; then
+    CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_log timeout 120 "$G" slice --mem 8G --sm 30 --name mps -- \
+      python3 "$W/slice_memory.py" >"$out/mps.jsonl" 2>"$out/mps.err"
+    echo $? >"$out/mps.rc"
+  fi
+  # Stopped whatever happened above; its pid file names the daemon this script started.
+  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_pipe timeout 20 nvidia-cuda-mps-control >>"$out/mps_start.txt" 2>&1
+  sleep 1
+  daemon=$(cat "$mps_pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
+  if [ -n "$daemon" ] && kill -0 "$daemon" 2>/dev/null; then kill "$daemon"; echo "daemon $daemon killed" >>"$out/mps_start.txt"; fi
+  cp "$mps_log"/*.log "$out/" 2>/dev/null
+else
+  echo "nvidia-cuda-mps-control not installed" >"$out/mps_start.txt"
+fi
+rm -rf "$mps_pipe" "$mps_log"
+log "done"
