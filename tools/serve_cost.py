@@ -40,6 +40,20 @@ def cpu_seconds(pid):
     return sum(int(x) for x in fields[11:15]) / TICK
 
 
+def thread_cpu_seconds(pid):
+    """CPU seconds per thread name (gpudoc names its threads: gpudoc-gpuN, serve-http, ...)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:
+            continue  # the thread ended
+        name = re.sub(r"\d+$", "N", head.split("(", 1)[1])  # gpudoc-gpu0..7 add up as gpudoc-gpuN
+        out[name] = out.get(name, 0) + sum(int(x) for x in tail.split()[11:13]) / TICK
+    return out
+
+
 def rss_bytes(pid):
     with open(f"/proc/{pid}/statm") as f:
         return int(f.read().split()[1]) * PAGE
@@ -58,7 +72,7 @@ def start_serve(gpudoc, env):
 
 
 def scrape(conn):
-    """One GET /metrics; a connection the server closed after its keep-alive timeout (5 s) is opened
+    """One GET /metrics; a connection the server closed after its keep-alive timeout (1 s) is opened
     again, as Prometheus does."""
     for attempt in (0, 1):
         try:
@@ -80,6 +94,7 @@ def idle_cost(args, env, workdir):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     time.sleep(10)
     c0 = {"record": cpu_seconds(rec.pid), "serve": cpu_seconds(serve.pid)}
+    t0_threads = {"record": thread_cpu_seconds(rec.pid), "serve": thread_cpu_seconds(serve.pid)}
     t0 = time.monotonic()
     scrapes = 0
     while time.monotonic() - t0 < args.seconds:
@@ -88,14 +103,20 @@ def idle_cost(args, env, workdir):
         time.sleep(max(0.0, min(15.0, args.seconds - (time.monotonic() - t0))))
     wall = time.monotonic() - t0
     c1 = {"record": cpu_seconds(rec.pid), "serve": cpu_seconds(serve.pid)}
+    t1_threads = {"record": thread_cpu_seconds(rec.pid), "serve": thread_cpu_seconds(serve.pid)}
     _, body = scrape(conn)
     render = re.search(rb"\ngpudoc_scrape_render_seconds (\S+)", body)
     diag = re.search(rb"\ngpudoc_diagnosis_seconds (\S+)", body)
     rec.terminate()
     rec.wait()
     pct = {k: 100 * (c1[k] - c0[k]) / wall for k in c0}
+    # Where each process's CPU goes, by thread name (ended threads, e.g. finished HTTP workers, are
+    # missing here but counted in the totals above).
+    threads = {k: {name: round(100 * (t1_threads[k].get(name, 0) - t0_threads[k].get(name, 0)) / wall, 4)
+                   for name in t1_threads[k]} for k in c0}
     return serve, port, {"window_s": round(wall, 1), "scrapes": scrapes, "record_cpu_percent": pct["record"],
                          "serve_cpu_percent": pct["serve"], "serve_minus_record_percent": pct["serve"] - pct["record"],
+                         "threads_cpu_percent": threads,
                          "render_seconds": float(render.group(1)) if render else None,
                          "diagnosis_seconds": float(diag.group(1)) if diag else None}
 
@@ -173,6 +194,10 @@ def main():
           f"| `serve` | {idle['serve_cpu_percent']:.3f} % | | |",
           f"| serve − record | {idle['serve_minus_record_percent']:+.3f} points | ≤ +0.1 | "
           f"{'PASS' if result['targets']['idle_within_budget'] else 'FAIL'} |",
+          "| by thread | " + "; ".join(
+              f"{k}: " + ", ".join(f"{n} {v:.3f}" for n, v in sorted(idle["threads_cpu_percent"][k].items(),
+                                                                       key=lambda kv: -kv[1]))
+              for k in ("record", "serve")) + " | | |",
           f"| one scrape's rendering (8 GPUs) | {1e6 * (idle['render_seconds'] or 0):.0f} µs | ≤ 1 ms | "
           f"{'PASS' if result['targets']['render_under_1ms'] else 'FAIL'} |",
           f"| sliding diagnosis, one run | {1e3 * (idle['diagnosis_seconds'] or 0):.1f} ms (every 10 s) | | |",

@@ -66,6 +66,9 @@ inline constexpr double kMaxDurationSeconds = 1e9;
 // command (record -- CMD), which did not get it; the terminal's Ctrl-C reached it already.
 void install_stop_handlers(std::initializer_list<int> signals = {SIGINT, SIGTERM});
 std::atomic<int>& stop_requests();
+// Sleeps until a stop request or `timeout`, whichever comes first, without waking in between (the
+// handler wakes it through a pipe); true when a stop was requested, at once if one came before.
+[[nodiscard]] bool wait_for_stop(core::Nanos timeout);
 std::atomic<int>& forward_signal();
 const baseline::StopSignal& stop_signal();
 

@@ -1,5 +1,6 @@
 #include "core/host.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 namespace gpudoc::core {
@@ -8,6 +9,12 @@ std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
   return buf;
+}
+
+void name_this_thread(std::string_view name) {
+  char buf[16] = {};
+  name.copy(buf, sizeof buf - 1);
+  (void)pthread_setname_np(pthread_self(), buf);
 }
 
 }  // namespace gpudoc::core

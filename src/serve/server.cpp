@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/host.hpp"
+
 namespace gpudoc::serve {
 namespace {
 
@@ -15,6 +17,22 @@ double thread_cpu_seconds() {
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+// httplib's thread pool, its threads named "serve-http" (see core::name_this_thread).
+class NamedPool final : public httplib::TaskQueue {
+ public:
+  explicit NamedPool(std::size_t threads) : pool_(threads) {}
+  void enqueue(std::function<void()> fn) override {
+    pool_.enqueue([fn = std::move(fn)] {
+      core::name_this_thread("serve-http");
+      fn();
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  httplib::ThreadPool pool_;
+};
 
 constexpr double kDefaultHistorySeconds = 600;
 constexpr double kMaxHistorySeconds = 86400;
@@ -56,11 +74,17 @@ Server::Server(ServerOptions options, Handlers handlers)
     : options_(std::move(options)), handlers_(std::move(handlers)), impl_(std::make_unique<Impl>()) {
   auto& http = impl_->http;
   const int threads = options_.threads > 0 ? options_.threads : 1;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  http.new_task_queue = [threads] { return new NamedPool(static_cast<std::size_t>(threads)); };
   http.set_read_timeout(options_.io_timeout);
   http.set_write_timeout(options_.io_timeout);
-  http.set_keep_alive_timeout(static_cast<time_t>(options_.io_timeout.count()));
+  // An idle keep-alive connection costs CPU: httplib polls it every ~10 ms until this timeout. A
+  // client that asks again within a second keeps its connection (a load, a dashboard's fetches);
+  // Prometheus, every 15 s, connects anew (on loopback or a LAN, a fraction of a millisecond).
+  http.set_keep_alive_timeout(1);
   http.set_keep_alive_max_count(1000);  // a scraper keeps its connection: no reconnect every 5 scrapes
+  // Answers go out at once: without it Nagle's algorithm holds the last segment of an answer for the
+  // client's delayed ACK (~40 ms), capping a keep-alive connection at ~25 requests a second.
+  http.set_tcp_nodelay(true);
   http.set_payload_max_length(1024);
   http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
                             {"Cache-Control", "no-store"},
@@ -187,7 +211,10 @@ core::Result<int> Server::start() {
     return core::Error(
         core::ErrorKind::kEnvironment,
         fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", options_.host, options_.port));
-  thread_ = std::thread([&http] { http.listen_after_bind(); });
+  thread_ = std::thread([&http] {
+    core::name_this_thread("serve-listen");
+    http.listen_after_bind();
+  });
   return port;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/host.hpp"
 #include "diagnose/diagnose.hpp"
 
 namespace gpudoc::serve {
@@ -100,9 +101,9 @@ void Service::stop() {
     if (!running_.exchange(false) && !sampling_thread_.joinable()) return;
   }
   stop_cv_.notify_all();
+  sampler_.stop();  // first: it wakes the sampling loop out of its drain at once
   if (sampling_thread_.joinable()) sampling_thread_.join();
   if (analysis_thread_.joinable()) analysis_thread_.join();
-  sampler_.stop();
   {
     std::lock_guard lock(update_mu_);
     ++sequence_;
@@ -111,13 +112,17 @@ void Service::stop() {
 }
 
 void Service::sampling_loop() {
+  core::name_this_thread("serve-latest");
+  // One wake-up a second (earlier only for an event or a filling queue: Sampler::drain): the values
+  // served are at most a second old, the event streams get one update a second, the history is
+  // pruned as often. Every wake-up costs CPU, and serve's budget is the sampler's plus 0.1 % of a core.
   auto next_tick = std::chrono::steady_clock::now();
   while (running_) {
-    for (auto& rec : sampler_.drain(std::chrono::milliseconds(250))) {
+    const auto wait = std::max(next_tick - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0));
+    for (auto& rec : sampler_.drain(std::chrono::duration_cast<core::Nanos>(wait))) {
       latest_.apply(rec);
       history_.apply(rec);
     }
-    // One update a second for the event streams; the history is pruned as often.
     if (const auto now = std::chrono::steady_clock::now(); now >= next_tick) {
       next_tick = now + std::chrono::seconds(1);
       history_.prune(now_unix_ns());
@@ -131,6 +136,7 @@ void Service::sampling_loop() {
 }
 
 void Service::analysis_loop() {
+  core::name_this_thread("serve-diagnose");
   using Clock = std::chrono::steady_clock;
   // The first diagnosis once a fifth of the window is in (then every diagnose_every); the store at once.
   auto next_diagnosis = Clock::now() + live_.wall_time(options_.diagnose_window / 5);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/host.hpp"
 #include "core/log.hpp"
 
 namespace gpudoc::telemetry {
@@ -204,6 +205,7 @@ core::Status Sampler::start() {
 }
 
 void Sampler::gpu_thread(GpuState* g) {
+  core::name_this_thread("gpudoc-gpu" + std::to_string(g->gpu));
   auto emit = [this](SamplerRecord&& r) { push(std::move(r)); };
   while (running_.load()) {
     MonoTime next = poll_due(*g, clock_.now(), emit);
@@ -235,6 +237,7 @@ void Sampler::read_buffered_once_more(GpuState& g, const std::function<void(Samp
 }
 
 void Sampler::watchdog_thread() {
+  core::name_this_thread("gpudoc-watchdog");
   // Half the hang timeout: a hung call is reported within 1.5 timeouts, with one wake-up a second.
   const Nanos tick = std::max<Nanos>(std::chrono::milliseconds(10), config_.hang_timeout / 2);
   while (running_.load()) {
@@ -260,6 +263,7 @@ void Sampler::watchdog_thread() {
 }
 
 void Sampler::event_thread() {
+  core::name_this_thread("gpudoc-events");
   while (running_.load()) {
     // The wait returns early when an event arrives; its timeout only bounds how long stop()
     // waits for this thread. Two wake-ups a second instead of four: each one costs CPU.

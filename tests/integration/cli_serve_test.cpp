@@ -27,6 +27,21 @@ TEST(CliServe, ServesFakeGpusAndStopsAtItsDuration) {
   EXPECT_EQ(r.output.find("no authentication"), std::string::npos) << r.output;  // loopback: no warning
 }
 
+TEST(CliServe, SigtermStopsItWithinASecond) {
+  // serve sleeps until a signal (no polling loop): SIGTERM wakes it, the sampler and the server stop,
+  // exit 0. Timed from the signal to the exit.
+  const CliRun r = gpudoc::testing::run_shell(
+      "sh -c '" + gpudoc::testing::gpudoc_binary() +
+      " --backend fake:2 serve --listen 127.0.0.1:0 --no-store 2>&1 & pid=$!; sleep 1.5; "
+      "t0=$(date +%s%N); kill -TERM $pid; wait $pid; rc=$?; echo \"exit=$rc ms=$(( ($(date +%s%N) - t0) / 1000000 "
+      "))\"'");
+  EXPECT_NE(r.output.find("exit=0 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped after 0 scrapes"), std::string::npos) << r.output;
+  const auto at = r.output.find("ms=");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(std::stoi(r.output.substr(at + 3)), 900) << r.output;
+}
+
 TEST(CliServe, AnAddressBeyondLoopbackIsServedWithAWarning) {
   const CliRun r = run_gpudoc("--backend fake:1 serve --listen 0.0.0.0:0 --duration 1 --no-store");
   EXPECT_EQ(r.exit_code, 0) << r.output;
