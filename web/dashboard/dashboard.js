@@ -305,6 +305,7 @@ function renderProcesses(g, s) {
   }
   var table = el("table", "grid");
   var head = row(["pid", "process", "memory used", "container", "pod"].map(function (h) { return el("th", null, h); }));
+  head.children[0].className = "num";  // pid and memory: numbers, right-aligned like their cells
   head.children[2].className = "num";
   table.appendChild(el("thead")).appendChild(head);
   var body = table.appendChild(el("tbody"));
