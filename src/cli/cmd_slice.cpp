@@ -64,8 +64,14 @@ void warn_unenforced(const slice::Limits& limits, const slice::Placement& placem
         "gpudoc slice: --sm without MPS: kernel and graph launches are held back against the slice's measured "
         "share of the GPU's time (NVML per-process utilization); it settles within seconds\n",
         stderr);
-  if (limits.pcie_bytes_per_second > 0)
-    std::fputs("gpudoc slice: warning: --pcie is recorded but not enforced in this version\n", stderr);
+  if (limits.pcie_bytes_per_second > 0 && placement.mechanism == slice::Mechanism::kInterception)
+    std::fputs(
+        "gpudoc slice: --pcie: host<->device copies are held back when issued, so the rate holds on average "
+        "over more than 50 ms, not within one large copy; 2D/3D and peer copies are not counted\n",
+        stderr);
+  if (limits.pcie_bytes_per_second > 0 && placement.mechanism != slice::Mechanism::kInterception)
+    std::fputs("gpudoc slice: warning: --pcie is not enforced under MPS (the interception library is not loaded)\n",
+               stderr);
 }
 
 int run_slice(SliceFlags& f) {
@@ -118,6 +124,8 @@ nlohmann::json listed_json(const slice::Listed& s) {
           {"memory_used_bytes", s.state.used_bytes},
           {"sm_percent", s.state.limits.sm_percent},
           {"pcie_bytes_per_second", s.state.limits.pcie_bytes_per_second},
+          {"copied_bytes", s.state.copy_bytes},
+          {"copy_waited_seconds", static_cast<double>(s.state.copy_waited_ns) / 1e9},
           {"reaped_bytes", s.state.reaped_bytes},
           {"recovered_locks", s.state.recovered_locks},
           {"created_unix_seconds", s.state.created_unix_seconds},
@@ -180,7 +188,9 @@ void register_slice(CLI::App& app, Action& action) {
   cmd->add_option(
       "--sm", f->sm,
       "share of the GPU in percent, 1-100 (MPS: of its SMs; otherwise: of its time, by throttling launches)");
-  cmd->add_option("--pcie", f->pcie, "host<->device copy rate: 12G or 12GB/s (recorded, not enforced yet)");
+  cmd->add_option(
+      "--pcie", f->pcie,
+      "host<->device copy rate for the whole job: 12G or 12GB/s (without MPS; on average over more than 50 ms)");
   cmd->add_option("--name", f->name, "the slice's name in `gpudoc slice list` (default: the command's name)");
   cmd->add_flag("-q,--quiet", f->quiet, "say nothing before the job starts");
   cmd->add_option("command", f->command, "the job to run in the slice (after --)");

@@ -164,4 +164,46 @@ TEST(SliceInject, AComputeCapWithoutNvmlSaysSoOnceAndLetsEveryLaunchThrough) {
   EXPECT_EQ(text.find("gpudoc slice:"), text.rfind("gpudoc slice:")) << "said more than once: " << text;
 }
 
+// Ten copies of 10 MB through each copy entry point, as cuGetProcAddress hands them out (plain
+// and per-thread): at a cap of 200 MB/s each ten take ~0.45 s (0.5 s less the gate's 50 ms burst);
+// device-to-device copies pass at once and are not counted.
+TEST(SliceInject, HostDeviceCopiesAreHeldToTheSlicesRateEveryWayTheyAreFound) {
+  gpudoc::testing::TempDir dir("gpudoc-slicetest");
+  std::string error;
+  gpudoc::slice::Limits limits;
+  limits.pcie_bytes_per_second = 200'000'000;
+  auto state = gpudoc::slice::SharedState::create(dir.file("state"), limits, "t", "probe", &error);
+  ASSERT_TRUE(state.has_value()) << error;
+  const auto lines = probe("GPUDOC_SLICE_STATE=" + dir.file("state"), "copy 10000000");
+  ASSERT_EQ(lines.size(), 14U);
+  for (const auto& line : lines) {
+    const auto f = fields(line);
+    EXPECT_EQ(f.at("driver_bytes"), "100000000") << line;  // every copy reached the driver, whole
+    const double s = std::stod(f.at("seconds"));
+    if (f.at("name").find("_d2d") != std::string::npos) {
+      EXPECT_LT(s, 0.1) << line;
+    } else {
+      EXPECT_GT(s, 0.35) << line;
+      EXPECT_LT(s, 1.5) << line;
+    }
+  }
+  EXPECT_EQ(state->snapshot().copy_bytes, 12U * 100'000'000U);  // the two device-to-device tens not counted
+}
+
+TEST(SliceInject, WithoutACopyCapCopiesPassAtOnce) {
+  gpudoc::testing::TempDir dir("gpudoc-slicetest");
+  std::string error;
+  gpudoc::slice::Limits limits;
+  limits.memory_bytes = kGiB;
+  auto state = gpudoc::slice::SharedState::create(dir.file("state"), limits, "t", "probe", &error);
+  ASSERT_TRUE(state.has_value()) << error;
+  const auto lines = probe("GPUDOC_SLICE_STATE=" + dir.file("state"), "copy 10000000");
+  ASSERT_EQ(lines.size(), 14U);
+  for (const auto& line : lines) {
+    const auto f = fields(line);
+    EXPECT_EQ(f.at("driver_bytes"), "100000000") << line;
+    EXPECT_LT(std::stod(f.at("seconds")), 0.1) << line;
+  }
+}
+
 }  // namespace

@@ -70,6 +70,21 @@ using cuLaunchKernel_t = Result (*)(Function, unsigned int, unsigned int, unsign
                                     unsigned int, unsigned int, Stream, void**, void**);
 using cuLaunchKernelEx_t = Result (*)(const LaunchConfig*, Function, void**, void**);
 using cuGraphLaunch_t = Result (*)(GraphExec, Stream);
+// Copies (the copy-rate cap). The direction-explicit ones, then the unified ones, whose direction
+// cuPointerGetAttribute tells.
+using cuMemcpyHtoD_t = Result (*)(DevicePtrV1, const void*, unsigned int);
+using cuMemcpyHtoD_v2_t = Result (*)(DevicePtr, const void*, std::size_t);
+using cuMemcpyDtoH_t = Result (*)(void*, DevicePtrV1, unsigned int);
+using cuMemcpyDtoH_v2_t = Result (*)(void*, DevicePtr, std::size_t);
+using cuMemcpyHtoDAsync_t = Result (*)(DevicePtrV1, const void*, unsigned int, Stream);
+using cuMemcpyHtoDAsync_v2_t = Result (*)(DevicePtr, const void*, std::size_t, Stream);
+using cuMemcpyDtoHAsync_t = Result (*)(void*, DevicePtrV1, unsigned int, Stream);
+using cuMemcpyDtoHAsync_v2_t = Result (*)(void*, DevicePtr, std::size_t, Stream);
+using cuMemcpy_t = Result (*)(DevicePtr, DevicePtr, std::size_t);
+using cuMemcpyAsync_t = Result (*)(DevicePtr, DevicePtr, std::size_t, Stream);
+using cuPointerGetAttribute_t = Result (*)(void*, int, DevicePtr);
+inline constexpr int kPointerAttributeMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+inline constexpr unsigned int kMemoryTypeHost = 1;     // CU_MEMORYTYPE_HOST (pinned or registered)
 using cuGetProcAddress_t = Result (*)(const char*, void**, int, unsigned long long);
 using cuGetProcAddress_v2_t = Result (*)(const char*, void**, int, unsigned long long, int*);
 

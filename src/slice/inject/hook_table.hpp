@@ -33,6 +33,22 @@
   X(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", 11060, 1)               \
   X(cuGraphLaunch, "cuGraphLaunch", 10000, 0)                          \
   X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 1)                     \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD", 2000, 0)                             \
+  X(cuMemcpyHtoD_v2, "cuMemcpyHtoD", 3020, 0)                          \
+  X(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", 7000, 1)                     \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH", 2000, 0)                             \
+  X(cuMemcpyDtoH_v2, "cuMemcpyDtoH", 3020, 0)                          \
+  X(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", 7000, 1)                     \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", 2000, 0)                   \
+  X(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync", 3020, 0)                \
+  X(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync", 7000, 1)           \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", 2000, 0)                   \
+  X(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync", 3020, 0)                \
+  X(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync", 7000, 1)           \
+  X(cuMemcpy, "cuMemcpy", 4000, 0)                                     \
+  X(cuMemcpy_ptds, "cuMemcpy", 7000, 1)                                \
+  X(cuMemcpyAsync, "cuMemcpyAsync", 4000, 0)                           \
+  X(cuMemcpyAsync_ptsz, "cuMemcpyAsync", 7000, 1)                      \
   X(cuGetProcAddress, "cuGetProcAddress", 11030, 0)                    \
   X(cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0)
 

@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -12,6 +14,7 @@
 #include <unordered_map>
 
 #include "slice/inject/compute_cap.hpp"
+#include "slice/inject/driver_api.hpp"
 #include "slice/inject/shared_state.hpp"
 
 namespace gpudoc::slice::inject {
@@ -219,6 +222,37 @@ void before_launch() {
   if (percent == 0 || percent >= 100) return;
   start_compute_cap(percent);
   compute_gate(current_duty());
+}
+
+bool copy_cap_on() {
+  Process& p = process();
+  return p.state && p.state->limits().pcie_bytes_per_second > 0;
+}
+
+void before_copy(std::uint64_t bytes) {
+  Process& p = process();
+  if (!p.state || bytes == 0 || p.state->limits().pcie_bytes_per_second == 0) return;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  std::int64_t wait = p.state->admit_copy(bytes, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
+  timespec left{.tv_sec = static_cast<time_t>(wait / 1'000'000'000),
+                .tv_nsec = static_cast<long>(wait % 1'000'000'000)};
+  while (wait > 0 && nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+bool is_host_pointer(std::uint64_t ptr) {
+  static cu::cuPointerGetAttribute_t get = [] {
+    Process& p = process();
+    (void)real_function(Hook::cuInit);  // loads the driver
+    return p.driver == nullptr || p.dlsym == nullptr
+               ? nullptr
+               : reinterpret_cast<cu::cuPointerGetAttribute_t>(p.dlsym(p.driver, "cuPointerGetAttribute"));
+  }();
+  if (get == nullptr) return false;  // cannot tell: not counted
+  unsigned int type = 0;
+  if (get(&type, cu::kPointerAttributeMemoryType, ptr) != cu::kSuccess) return true;  // pageable host memory
+  return type == cu::kMemoryTypeHost;
 }
 
 bool slice_has_process(int pid) {

@@ -47,6 +47,15 @@ std::optional<std::uint64_t> untrack(Kind kind, std::uint64_t key);
 
 // Compute cap: waits, when the slice has one (and no MPS), until the launch gate opens.
 void before_launch();
+// Copy-rate cap (--pcie): counts a host<->device copy of `bytes` against the slice's rate and
+// sleeps this thread while the slice's copies run ahead of it. No-op without the cap.
+void before_copy(std::uint64_t bytes);
+// Whether the copy-rate cap is enforced: the unified copies ask the driver for their pointers'
+// memory types only then.
+bool copy_cap_on();
+// Whether the driver takes `ptr` for host memory: pinned or registered, or not a CUDA pointer at
+// all (pageable memory).
+bool is_host_pointer(std::uint64_t ptr);
 // Whether `pid` is one of the slice's processes.
 bool slice_has_process(int pid);
 

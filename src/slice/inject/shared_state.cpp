@@ -265,6 +265,28 @@ int SharedState::reap_dead() {
   return reaped;
 }
 
+std::int64_t copy_wait_ns(std::int64_t& next_ns, std::int64_t now_ns, std::uint64_t bytes, std::uint64_t rate,
+                          std::int64_t burst_ns) {
+  if (rate == 0) return 0;
+  const std::int64_t start = next_ns > now_ns ? next_ns : now_ns;
+  const long double cost = static_cast<long double>(bytes) * 1e9L / static_cast<long double>(rate);
+  constexpr long double kMaxCost = 1e15L;  // 11.6 days: no copy is charged more, and nothing overflows
+  next_ns = start + static_cast<std::int64_t>(cost < kMaxCost ? cost : kMaxCost);
+  const std::int64_t wait = start - now_ns - burst_ns;
+  return wait > 0 ? wait : 0;
+}
+
+std::int64_t SharedState::admit_copy(std::uint64_t bytes, std::int64_t now_ns) {
+  const std::uint64_t rate = layout_->limits.pcie_bytes_per_second;
+  if (rate == 0) return 0;
+  lock();
+  const std::int64_t wait = copy_wait_ns(layout_->copy_next_ns, now_ns, bytes, rate);
+  layout_->copy_bytes += bytes;
+  layout_->copy_waited_ns += static_cast<std::uint64_t>(wait);
+  unlock();
+  return wait;
+}
+
 Snapshot SharedState::snapshot() {
   Snapshot out;
   lock();
@@ -277,6 +299,8 @@ Snapshot SharedState::snapshot() {
   out.used_bytes = used_locked();
   out.reaped_bytes = layout_->reaped_bytes;
   out.recovered_locks = layout_->recovered_locks;
+  out.copy_bytes = layout_->copy_bytes;
+  out.copy_waited_ns = layout_->copy_waited_ns;
   for (const ProcessSlot& s : layout_->slots)
     if (s.pid > 0) out.processes.push_back(s);
   unlock();

@@ -30,7 +30,7 @@
 namespace gpudoc::slice {
 
 inline constexpr std::uint32_t kStateMagic = 0x43494c53;  // "SLIC"
-inline constexpr std::uint32_t kStateVersion = 1;
+inline constexpr std::uint32_t kStateVersion = 2;         // 2: the copy-rate gate
 inline constexpr int kMaxProcesses = 256;
 inline constexpr std::size_t kNameBytes = 64;
 inline constexpr std::size_t kCommandBytes = 256;
@@ -63,6 +63,9 @@ struct StateLayout {
   std::uint64_t reaped_bytes;  // given back on behalf of processes that died holding them
   std::uint32_t reaped_processes;
   std::uint32_t recovered_locks;  // times the lock's owner died holding it
+  std::int64_t copy_next_ns;      // the copy-rate gate: when the slice's copies so far end at the cap
+  std::uint64_t copy_bytes;       // host<->device bytes counted against --pcie
+  std::uint64_t copy_waited_ns;   // time the slice's threads waited at the gate
   ProcessSlot slots[kMaxProcesses];
 };
 
@@ -77,6 +80,8 @@ struct Snapshot {
   std::uint64_t used_bytes = 0;
   std::uint64_t reaped_bytes = 0;
   std::uint32_t recovered_locks = 0;
+  std::uint64_t copy_bytes = 0;
+  std::uint64_t copy_waited_ns = 0;
   std::vector<ProcessSlot> processes;  // live slots only
 };
 
@@ -118,6 +123,9 @@ class SharedState {
   // Gives back the bytes of every process that no longer runs. Returns how many were reaped.
   int reap_dead();
   [[nodiscard]] Snapshot snapshot();
+  // The copy-rate cap: counts a host<->device copy of `bytes` at `now_ns` (CLOCK_MONOTONIC, the same
+  // in every process) and returns how long the caller must wait before issuing it; 0 without a cap.
+  [[nodiscard]] std::int64_t admit_copy(std::uint64_t bytes, std::int64_t now_ns);
 
   // Takes the lock, making it consistent (and reaping) when its previous owner died holding it.
   // Public for the owner-death tests; everything else locks internally.
@@ -131,6 +139,17 @@ class SharedState {
   int find_or_take_locked(pid_t pid, std::uint64_t start_ticks);
   StateLayout* layout_ = nullptr;
 };
+
+// How far ahead of the cap the slice's copies may run: a copy starts at once while the copies
+// before it would finish, at the cap's rate, within this much time from now.
+inline constexpr std::int64_t kCopyBurstNs = 50'000'000;
+
+// The copy-rate gate (the generic cell rate algorithm on bytes): `next_ns` is when the copies counted
+// so far would end if each went at `rate` bytes a second. A copy of `bytes` at `now_ns` may start
+// once that is no more than `burst_ns` ahead; returns how long to wait for it (0: at once) and counts
+// the copy. Over any window the bytes admitted are at most rate x (window + burst) plus one copy.
+std::int64_t copy_wait_ns(std::int64_t& next_ns, std::int64_t now_ns, std::uint64_t bytes, std::uint64_t rate,
+                          std::int64_t burst_ns = kCopyBurstNs);
 
 // The start time of `pid` in clock ticks since boot (/proc/PID/stat field 22); 0 when it does not
 // run (or /proc cannot be read).

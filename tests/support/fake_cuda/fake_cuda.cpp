@@ -4,7 +4,9 @@
 // CUDA 3.2, _ptsz for the per-thread-stream flag), as the real driver does; linked with
 // -Bsymbolic-functions so those are never the preloaded hooks. GPUDOC_FAKE_CUDA_TOTAL_BYTES sets
 // the GPU's memory (default 80 GiB). gpudoc_fake_cuda_used_bytes() and
-// gpudoc_fake_cuda_launches() let a test see what reached the "driver".
+// gpudoc_fake_cuda_launches() and gpudoc_fake_cuda_copied_bytes() let a test see what reached the
+// "driver". Copies copy nothing; cuPointerGetAttribute calls this library's allocations device
+// memory and anything else not a CUDA pointer (pageable host memory), as the driver does.
 #include <pthread.h>
 
 #include <cstdint>
@@ -26,6 +28,7 @@ std::unordered_map<std::uint64_t, std::uint64_t> g_allocations;  // pointer or h
 std::uint64_t g_used = 0;
 std::uint64_t g_next = 0x10000000ULL;  // low enough for the 32-bit (v1) entry points in tests
 std::uint64_t g_launches = 0;
+std::uint64_t g_copied = 0;
 bool g_initialised = false;
 
 std::uint64_t total_bytes() {
@@ -184,6 +187,50 @@ FAKE_EXPORT cu::Result cuLaunchKernelEx_ptsz(const cu::LaunchConfig*, cu::Functi
 FAKE_EXPORT cu::Result cuGraphLaunch(cu::GraphExec, cu::Stream) { return count_launch(); }
 FAKE_EXPORT cu::Result cuGraphLaunch_ptsz(cu::GraphExec, cu::Stream) { return count_launch(); }
 
+namespace {
+cu::Result count_copy(std::uint64_t bytes) {
+  __atomic_add_fetch(&g_copied, bytes, __ATOMIC_RELAXED);
+  return cu::kSuccess;
+}
+}  // namespace
+
+FAKE_EXPORT cu::Result cuMemcpyHtoD(cu::DevicePtrV1, const void*, unsigned int n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyHtoD_v2(cu::DevicePtr, const void*, std::size_t n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyHtoD_v2_ptds(cu::DevicePtr, const void*, std::size_t n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyDtoH(void*, cu::DevicePtrV1, unsigned int n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyDtoH_v2(void*, cu::DevicePtr, std::size_t n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyDtoH_v2_ptds(void*, cu::DevicePtr, std::size_t n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyHtoDAsync(cu::DevicePtrV1, const void*, unsigned int n, cu::Stream) {
+  return count_copy(n);
+}
+FAKE_EXPORT cu::Result cuMemcpyHtoDAsync_v2(cu::DevicePtr, const void*, std::size_t n, cu::Stream) {
+  return count_copy(n);
+}
+FAKE_EXPORT cu::Result cuMemcpyHtoDAsync_v2_ptsz(cu::DevicePtr, const void*, std::size_t n, cu::Stream) {
+  return count_copy(n);
+}
+FAKE_EXPORT cu::Result cuMemcpyDtoHAsync(void*, cu::DevicePtrV1, unsigned int n, cu::Stream) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyDtoHAsync_v2(void*, cu::DevicePtr, std::size_t n, cu::Stream) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyDtoHAsync_v2_ptsz(void*, cu::DevicePtr, std::size_t n, cu::Stream) {
+  return count_copy(n);
+}
+FAKE_EXPORT cu::Result cuMemcpy(cu::DevicePtr, cu::DevicePtr, std::size_t n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpy_ptds(cu::DevicePtr, cu::DevicePtr, std::size_t n) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyAsync(cu::DevicePtr, cu::DevicePtr, std::size_t n, cu::Stream) { return count_copy(n); }
+FAKE_EXPORT cu::Result cuMemcpyAsync_ptsz(cu::DevicePtr, cu::DevicePtr, std::size_t n, cu::Stream) {
+  return count_copy(n);
+}
+FAKE_EXPORT cu::Result cuPointerGetAttribute(void* data, int attribute, cu::DevicePtr ptr) {
+  if (data == nullptr || attribute != cu::kPointerAttributeMemoryType) return cu::kErrorInvalidValue;
+  pthread_mutex_lock(&g_mutex);
+  const bool device = ptr >= 0x10000000ULL && ptr < g_next;
+  pthread_mutex_unlock(&g_mutex);
+  if (!device) return cu::kErrorInvalidValue;  // not a CUDA pointer: pageable host memory
+  *static_cast<unsigned int*>(data) = 2;       // CU_MEMORYTYPE_DEVICE
+  return cu::kSuccess;
+}
+FAKE_EXPORT std::uint64_t gpudoc_fake_cuda_copied_bytes() { return __atomic_load_n(&g_copied, __ATOMIC_RELAXED); }
+
 FAKE_EXPORT std::uint64_t gpudoc_fake_cuda_used_bytes() {
   pthread_mutex_lock(&g_mutex);
   const std::uint64_t used = g_used;
@@ -235,6 +282,23 @@ const Exported kExported[] = {
     FAKE_FN(cuLaunchKernelEx_ptsz),
     FAKE_FN(cuGraphLaunch),
     FAKE_FN(cuGraphLaunch_ptsz),
+    FAKE_FN(cuMemcpyHtoD),
+    FAKE_FN(cuMemcpyHtoD_v2),
+    FAKE_FN(cuMemcpyHtoD_v2_ptds),
+    FAKE_FN(cuMemcpyDtoH),
+    FAKE_FN(cuMemcpyDtoH_v2),
+    FAKE_FN(cuMemcpyDtoH_v2_ptds),
+    FAKE_FN(cuMemcpyHtoDAsync),
+    FAKE_FN(cuMemcpyHtoDAsync_v2),
+    FAKE_FN(cuMemcpyHtoDAsync_v2_ptsz),
+    FAKE_FN(cuMemcpyDtoHAsync),
+    FAKE_FN(cuMemcpyDtoHAsync_v2),
+    FAKE_FN(cuMemcpyDtoHAsync_v2_ptsz),
+    FAKE_FN(cuMemcpy),
+    FAKE_FN(cuMemcpy_ptds),
+    FAKE_FN(cuMemcpyAsync),
+    FAKE_FN(cuMemcpyAsync_ptsz),
+    FAKE_FN(cuPointerGetAttribute),
     FAKE_FN(cuGetProcAddress),
     FAKE_FN(cuGetProcAddress_v2),
 };
@@ -247,12 +311,18 @@ void* find(const std::string& name) {
 }
 
 // CUDA's rules: a _v2 variant replaces the plain name from CUDA 3.2 (cuGetProcAddress_v2 from
-// 12.0); the per-thread-stream flag selects the _ptsz variant where there is one.
+// 12.0); the per-thread-stream flag selects the _ptsz variant (asynchronous calls) or the _ptds one
+// (synchronous calls) where there is one.
 void* lookup(const char* symbol, int version, unsigned long long flags) {
   std::string name = symbol;
   const bool proc = name == "cuGetProcAddress";
   if ((proc && version >= 12000) || (!proc && version >= 3020 && find(name + "_v2") != nullptr)) name += "_v2";
-  if ((flags & cu::kProcAddressPerThreadDefaultStream) != 0 && find(name + "_ptsz") != nullptr) name += "_ptsz";
+  if ((flags & cu::kProcAddressPerThreadDefaultStream) != 0) {
+    if (find(name + "_ptsz") != nullptr)
+      name += "_ptsz";
+    else if (find(name + "_ptds") != nullptr)
+      name += "_ptds";
+  }
   return find(name);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -237,6 +238,46 @@ int run_launch(std::uint64_t count) {
   return 0;
 }
 
+// Copies `bytes` ten times through each copy entry point (found with cuGetProcAddress, plain and
+// per-thread) and says how long each ten took: host<->device ones are held to the slice's rate,
+// device-to-device ones are not.
+int run_copy(std::uint64_t bytes) {
+  auto get = reinterpret_cast<cu::cuGetProcAddress_v2_t>(dlsym(g_driver, "cuGetProcAddress_v2"));
+  auto copied = reinterpret_cast<std::uint64_t (*)()>(dlsym(g_driver, "gpudoc_fake_cuda_copied_bytes"));
+  cu::DevicePtr dev = 0, dev2 = 0;
+  if (cuMemAlloc_v2(&dev, 1 << 20) != cu::kSuccess || cuMemAlloc_v2(&dev2, 1 << 20) != cu::kSuccess) return 1;
+  static char host[64];
+  const auto host_ptr = reinterpret_cast<cu::DevicePtr>(&host[0]);
+  const char* const names[] = {"cuMemcpyHtoD", "cuMemcpyDtoH",  "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+                               "cuMemcpy",     "cuMemcpyAsync", "cuMemcpy d2d"};
+  for (const char* name : names) {
+    for (const unsigned long long flags : {0ULL, cu::kProcAddressPerThreadDefaultStream}) {
+      const std::string base = std::string(name).substr(0, std::string(name).find(' '));
+      const bool d2d = std::string(name).find("d2d") != std::string::npos;
+      void* fn = nullptr;
+      int status = 0;
+      if (get(base.c_str(), &fn, 12000, flags, &status) != cu::kSuccess) return 1;
+      const std::uint64_t before = copied();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 10; ++i) {
+        if (base == "cuMemcpyHtoD") (void)reinterpret_cast<cu::cuMemcpyHtoD_v2_t>(fn)(dev, host, bytes);
+        if (base == "cuMemcpyDtoH") (void)reinterpret_cast<cu::cuMemcpyDtoH_v2_t>(fn)(host, dev, bytes);
+        if (base == "cuMemcpyHtoDAsync")
+          (void)reinterpret_cast<cu::cuMemcpyHtoDAsync_v2_t>(fn)(dev, host, bytes, nullptr);
+        if (base == "cuMemcpyDtoHAsync")
+          (void)reinterpret_cast<cu::cuMemcpyDtoHAsync_v2_t>(fn)(host, dev, bytes, nullptr);
+        if (base == "cuMemcpy") (void)reinterpret_cast<cu::cuMemcpy_t>(fn)(dev, d2d ? dev2 : host_ptr, bytes);
+        if (base == "cuMemcpyAsync")
+          (void)reinterpret_cast<cu::cuMemcpyAsync_t>(fn)(dev, d2d ? dev2 : host_ptr, bytes, nullptr);
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("copy name=%s%s flags=%llu seconds=%.3f driver_bytes=%llu\n", base.c_str(), d2d ? "_d2d" : "", flags,
+                  s, static_cast<unsigned long long>(copied() - before));
+    }
+  }
+  return 0;
+}
+
 int run_hold(std::uint64_t bytes) {
   cu::DevicePtr p = 0;
   const cu::Result r = cuMemAlloc_v2(&p, bytes);
@@ -285,6 +326,7 @@ int main(int argc, char** argv) {
   if (what == "hold") return run_hold(bytes);
   if (what == "launch") return run_launch(bytes);
   if (what == "fork") return run_fork(bytes);
+  if (what == "copy") return run_copy(bytes);
   std::fprintf(stderr, "slice_probe: unknown scenario %s\n", what.c_str());
   return 2;
 }

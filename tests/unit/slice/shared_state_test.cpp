@@ -115,5 +115,56 @@ TEST(SliceSharedState, AForkedChildHasItsOwnSlotAndAReusedPidIsNotMistakenForIt)
   EXPECT_EQ(process_start_ticks(child_pid), 0U);
 }
 
+TEST(CopyGate, CopiesStartAtOnceWithinTheBurstThenAtTheRate) {
+  // 100 MB/s, copies of 5 MB (50 ms each at the rate), all asked for at t = 0: the first two start at
+  // once (the second ends 100 ms ahead, but starts only 50 ms ahead: within the burst), then each
+  // waits 50 ms more than the one before.
+  std::int64_t next = 0;
+  const std::uint64_t rate = 100'000'000;
+  EXPECT_EQ(copy_wait_ns(next, 0, 5'000'000, rate), 0);
+  EXPECT_EQ(copy_wait_ns(next, 0, 5'000'000, rate), 0);
+  EXPECT_EQ(copy_wait_ns(next, 0, 5'000'000, rate), 50'000'000);
+  EXPECT_EQ(copy_wait_ns(next, 0, 5'000'000, rate), 100'000'000);
+  EXPECT_EQ(next, 200'000'000);
+  // A caller that waits as told keeps the rate: the 20th copy starts at 19 x 50 ms less one burst.
+  std::int64_t now = 0, gate = 0;
+  for (int i = 0; i < 20; ++i) now += copy_wait_ns(gate, now, 5'000'000, rate);
+  EXPECT_EQ(now, 19 * 50'000'000 - 50'000'000);
+}
+
+TEST(CopyGate, IdleTimeIsNotSavedUpAndNoCapMeansNoWait) {
+  std::int64_t next = 0;
+  const std::uint64_t rate = 100'000'000;
+  (void)copy_wait_ns(next, 0, 50'000'000, rate);                      // 500 ms of copies at t = 0
+  EXPECT_EQ(copy_wait_ns(next, 10'000'000'000, 5'000'000, rate), 0);  // 10 s later: at once
+  EXPECT_EQ(next, 10'050'000'000);                                    // counted from now, not from the past
+  std::int64_t untouched = 7;
+  EXPECT_EQ(copy_wait_ns(untouched, 0, 1ULL << 40, 0), 0);  // rate 0: no cap
+  EXPECT_EQ(untouched, 7);
+  std::int64_t big = 0;  // an absurd copy does not overflow: charged at most 1e15 ns
+  (void)copy_wait_ns(big, 0, ~0ULL, 1);
+  EXPECT_EQ(big, 1'000'000'000'000'000LL);
+}
+
+TEST(CopyGate, SharedStateCountsCopiesAndWaits) {
+  gpudoc::testing::TempDir dir("gpudoc-copygate");
+  std::string error;
+  Limits limits;
+  limits.pcie_bytes_per_second = 100'000'000;
+  auto state = SharedState::create(dir.file("state"), limits, "t", "cmd", &error);
+  ASSERT_TRUE(state.has_value()) << error;
+  EXPECT_EQ(state->admit_copy(5'000'000, 1'000), 0);
+  EXPECT_EQ(state->admit_copy(5'000'000, 1'000), 0);
+  EXPECT_EQ(state->admit_copy(5'000'000, 1'000), 50'000'000);
+  const Snapshot s = state->snapshot();
+  EXPECT_EQ(s.copy_bytes, 15'000'000U);
+  EXPECT_EQ(s.copy_waited_ns, 50'000'000U);
+  Limits none;
+  auto uncapped = SharedState::create(dir.file("state2"), none, "t", "cmd", &error);
+  ASSERT_TRUE(uncapped.has_value()) << error;
+  EXPECT_EQ(uncapped->admit_copy(1ULL << 40, 0), 0);
+  EXPECT_EQ(uncapped->snapshot().copy_bytes, 0U);
+}
+
 }  // namespace
 }  // namespace gpudoc::slice
