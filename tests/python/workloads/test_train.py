@@ -27,6 +27,14 @@ def read_jsonl(path):
         return [json.loads(line) for line in f]
 
 
+def has_checkpoint_digest(path, step):
+    """Whether the job's digest file holds the checkpoint of `step` (a line being written: not yet)."""
+    try:
+        return any(r["event"] == "checkpoint" and r["step"] == step for r in read_jsonl(path))
+    except (OSError, ValueError):
+        return False
+
+
 def gpudoc_lines(text):
     return [json.loads(line[len("::gpudoc "):]) for line in text.splitlines() if line.startswith("::gpudoc ")]
 
@@ -101,6 +109,9 @@ class AdviceTest(unittest.TestCase):
                 ack = advise(5, "checkpoint_now")
                 self.assertEqual(ack["status"], "done")
                 self.assertTrue(os.path.isfile(ack["checkpoint_path"]))
+                # The job hashes the checkpoint after it acked (write_digest: the ack is not held up
+                # by the hash), so its digest line comes a moment later.
+                self.assertTrue(wait_until(lambda: has_checkpoint_digest(digest, ack["step"]), 30))
                 saved = read_jsonl(digest)
                 self.assertEqual((saved[-1]["event"], saved[-1]["step"]), ("checkpoint", ack["step"]))
 
