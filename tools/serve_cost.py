@@ -31,33 +31,7 @@ import tempfile
 import threading
 import time
 
-TICK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / TICK
-
-
-def thread_cpu_seconds(pid):
-    """CPU seconds per thread name (gpudoc names its threads: gpudoc-gpuN, serve-http, ...)."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                head, tail = f.read().rsplit(")", 1)
-        except OSError:
-            continue  # the thread ended
-        name = re.sub(r"\d+$", "N", head.split("(", 1)[1])  # gpudoc-gpu0..7 add up as gpudoc-gpuN
-        out[name] = out.get(name, 0) + sum(int(x) for x in tail.split()[11:13]) / TICK
-    return out
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * PAGE
+from proc_cpu import cpu_seconds, rss_bytes, thread_cpu_seconds  # tools/proc_cpu.py
 
 
 def start_serve(gpudoc, env):

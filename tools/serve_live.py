@@ -29,30 +29,12 @@ import sys
 import threading
 import time
 
-TICK = os.sysconf("SC_CLK_TCK")
+from proc_cpu import cpu_seconds, thread_cpu_seconds  # tools/proc_cpu.py
+
 SMI11 = ("timestamp,index,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,"
          "temperature.gpu,clocks.sm,clocks.max.sm,clocks_event_reasons.active")
 SMI5 = "timestamp,index,utilization.gpu,power.draw,temperature.gpu"
 WARMUP_S = 30
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / TICK
-
-
-def thread_cpu_seconds(pid):
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                head, tail = f.read().rsplit(")", 1)
-        except OSError:
-            continue
-        name = re.sub(r"\d+$", "N", head.split("(", 1)[1])
-        out[name] = out.get(name, 0) + sum(int(x) for x in tail.split()[11:13]) / TICK
-    return out
 
 
 def get(port, path, timeout=10):
