@@ -1,5 +1,5 @@
 """What a process costs, read from /proc: CPU seconds (whole and by thread name) and resident memory.
-Imported by tools/serve_cost.py and tools/serve_live.py (they run from tools/, so `import proc_cpu`)."""
+Imported by tools/sampler_cost.py, serve_cost.py and serve_live.py (they run from tools/, so `import proc_cpu`)."""
 import os
 import re
 

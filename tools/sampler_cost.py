@@ -22,20 +22,7 @@ import subprocess
 import sys
 import time
 
-TICK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # fields[11..14] = utime stime cutime cstime (stat fields 14..17)
-    return sum(int(x) for x in fields[11:15]) / TICK
-
-
-def rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * PAGE
+from proc_cpu import cpu_seconds, rss_bytes  # tools/proc_cpu.py
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

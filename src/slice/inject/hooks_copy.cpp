@@ -3,14 +3,8 @@
 // Best effort by construction: an asynchronous copy is held back when it is issued, not while it
 // runs, so the rate holds on average over a window longer than the gate's burst (50 ms), not
 // within one large copy. 2D/3D and peer copies are not counted (docs/slice.md).
-#include "slice/inject/driver_api.hpp"
-#include "slice/inject/runtime.hpp"
 
-#define GPUDOC_SLICE_EXPORT extern "C" __attribute__((visibility("default")))
-
-namespace cu = gpudoc::slice::cu;
-namespace inject = gpudoc::slice::inject;
-using inject::Hook;
+#include "slice/inject/hook_export.hpp"
 
 namespace {
 

@@ -6,15 +6,7 @@
 
 #include <cstring>
 
-#include "slice/inject/driver_api.hpp"
-#include "slice/inject/hook_table.hpp"
-#include "slice/inject/runtime.hpp"
-
-#define GPUDOC_SLICE_EXPORT extern "C" __attribute__((visibility("default")))
-
-namespace cu = gpudoc::slice::cu;
-namespace inject = gpudoc::slice::inject;
-using inject::Hook;
+#include "slice/inject/hook_export.hpp"
 
 namespace {
 
