@@ -94,11 +94,16 @@ double measure(NvmlProcessUtil util, NvmlDevice device, unsigned long long* last
 
 void* control_loop(void*) {
   Controller& c = controller();
-  DutyController duty;
+  DutyController duty(static_cast<double>(c.percent));
   unsigned long long last = 0;
+  const double d0 = duty.duty();
+  __atomic_store(&c.duty, &d0, __ATOMIC_RELEASE);
+  std::int64_t before = now_ns();
   for (;;) {
     usleep(500'000);
-    duty.update(measure(c.util, c.device, &last), static_cast<double>(c.percent));
+    const std::int64_t now = now_ns();
+    duty.update(measure(c.util, c.device, &last), static_cast<double>(now - before) * 1e-9);
+    before = now;
     const double d = duty.duty();
     __atomic_store(&c.duty, &d, __ATOMIC_RELEASE);
   }
@@ -128,12 +133,9 @@ void start_thread() {
 
 }  // namespace
 
-void compute_gate(double duty) {
-  if (duty >= 1.0) return;
-  const std::int64_t now = now_ns();
-  const std::int64_t phase = now % kGatePeriodNs;
-  if (phase < static_cast<std::int64_t>(duty * static_cast<double>(kGatePeriodNs))) return;
-  const std::int64_t wait = kGatePeriodNs - phase;
+void compute_gate(double duty, std::int64_t slice_id) {
+  const std::int64_t wait = gate_wait_ns(now_ns(), duty, slice_id);
+  if (wait <= 0) return;
   timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
   while (nanosleep(&ts, &ts) != 0) {
   }

@@ -221,7 +221,7 @@ void before_launch() {
   const std::uint32_t percent = p.state->limits().sm_percent;
   if (percent == 0 || percent >= 100) return;
   start_compute_cap(percent);
-  compute_gate(current_duty());
+  compute_gate(current_duty(), p.state->owner_pid());
 }
 
 bool copy_cap_on() {

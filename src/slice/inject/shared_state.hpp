@@ -104,6 +104,8 @@ class SharedState {
   ~SharedState();
 
   [[nodiscard]] const Limits& limits() const { return layout_->limits; }
+  // The process that created the state (`gpudoc slice`): one number for the whole slice.
+  [[nodiscard]] std::int32_t owner_pid() const { return layout_->owner_pid; }
 
   // The slot of `pid` (registering it, and reaping dead processes when the table is full); -1
   // when all kMaxProcesses slots are held by live processes.
