@@ -31,8 +31,9 @@ core::Error usage(const std::string& message) { return core::Error(core::ErrorKi
 
 core::Result<slice::Limits> parse_limits(const SliceFlags& f) {
   slice::Limits limits;
-  if (f.mem.empty() && f.sm.empty())
-    return usage("give a limit: --mem SIZE (e.g. --mem 40G) and/or --sm PERCENT (e.g. --sm 30)");
+  if (f.mem.empty() && f.sm.empty() && f.pcie.empty())
+    return usage(
+        "give a limit: --mem SIZE (e.g. --mem 40G), --sm PERCENT (e.g. --sm 30) and/or --pcie RATE (e.g. --pcie 12G)");
   if (!f.mem.empty()) {
     auto mem = slice::parse_size(f.mem, "--mem");
     if (!mem) return mem.error();
@@ -180,7 +181,11 @@ void register_slice(CLI::App& app, Action& action) {
       "the slice, shared by all the job's processes; one that would go over --mem fails with\n"
       "CUDA's out-of-memory error, which PyTorch reports as torch.OutOfMemoryError; and\n"
       "cuMemGetInfo shows the slice, so frameworks size their caches to it. --sm then holds kernel\n"
-      "and graph launches back until the slice's measured share of the GPU's time (NVML) meets it.\n"
+      "and graph launches back until the slice's measured share of the GPU's time (NVML) meets it,\n"
+      "and --pcie holds host<->device copies to a rate (best effort). Without MPS kernels of\n"
+      "different processes take turns, so no launch throttling bounds a neighbour's tail latency:\n"
+      "for an inference service beside a training job, start an MPS control daemon.\n"
+      "At least one of --mem, --sm and --pcie is needed.\n"
       "With MIG instances in CUDA_VISIBLE_DEVICES the job is placed on the first (the MIG layout is\n"
       "never changed).\n"
       "docs/slice.md says what each mechanism can and cannot enforce.");

@@ -66,6 +66,19 @@ TEST(CliSlice, TheJobsExitStatusPassesThrough) {
   EXPECT_EQ(run_shell(gpudoc(tmp, "slice -q --mem 1G -- sh -c 'kill -TERM $$'")).exit_code, 128 + SIGTERM);
 }
 
+TEST(CliSlice, ACopyRateAloneIsALimit) {
+  // --pcie without --mem or --sm: the job runs with its host<->device copies held to the rate (ten
+  // copies of 100 kB at 4 MiB/s: ~0.19 s after the 50 ms burst), device-to-device copies free.
+  TempDir tmp("gpudoc-clislice");
+  const auto r = run_shell(gpudoc(tmp, "slice -q --pcie 4M -- " + std::string(GPUDOC_SLICE_PROBE) + " copy 100000"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto at = r.output.find("copy name=cuMemcpyHtoD flags=0 seconds=");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double seconds = std::stod(r.output.substr(at + std::string("copy name=cuMemcpyHtoD flags=0 seconds=").size()));
+  EXPECT_GT(seconds, 0.12) << r.output;
+  EXPECT_LT(seconds, 1.0) << r.output;
+}
+
 TEST(CliSlice, TheJobsAllocationsMeetTheCapAndItsMemoryQueriesShowIt) {
   TempDir tmp("gpudoc-clislice");
   const std::string probe = GPUDOC_SLICE_PROBE;
