@@ -28,6 +28,9 @@
 namespace gpudoc::cli {
 namespace {
 
+// serve reads GPM every second (the recorder: every 200 ms); --period gpm=200 restores it.
+constexpr std::chrono::milliseconds kServeGpmPeriod{1000};
+
 struct ServeFlags {
   std::string listen;
   std::string config;
@@ -88,12 +91,16 @@ core::Result<Settings> settings_of(const ServeFlags& f) {
     if (!path) return path.error();
     s.store = *path;
   }
-  // The recorder's periods. Utilization is drained every 10 s as in a recording, not every second:
-  // each drain costs ~5 ms of CPU whatever it returns, and on the H200 under a training job serve
-  // cost 0.618 % of a core draining every second against 0.282 % every 10 s (docs/results/serve.md);
-  // every sample still arrives, with the driver's timestamp, at most ~10 s late. The config's periods
-  // first, the flags' after them (the later wins).
-  const auto defaults = telemetry::SamplerConfig::default_periods();
+  // The recorder's periods but GPM. Utilization is drained every 10 s as in a recording, not every
+  // second: each drain costs ~5 ms of CPU whatever it returns, and on the H200 under a training job
+  // serve cost 0.618 % of a core draining every second against 0.282 % every 10 s; every sample still
+  // arrives, with the driver's timestamp, at most ~10 s late. GPM is read every second, not every
+  // 200 ms: its metrics are differences of two counter snapshots, whose interval is ours to choose
+  // (no sensor ticks under it), and serve alone under the same job then cost 0.200 % (twice)
+  // against 0.292-0.300 % (docs/results/serve.md). The config's periods over these, the flags' last
+  // (the later wins).
+  auto defaults = telemetry::SamplerConfig::default_periods();
+  defaults[gpu::index(gpu::MetricGroup::kGpm)] = kServeGpmPeriod;
   SamplerFlags sampler = f.sampler;
   std::vector<std::string> periods;
   for (const auto& [group, ms] : file.periods) periods.push_back(fmt::format("{}={}", group, ms));
@@ -234,7 +241,9 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
       "  /api/v1/snapshot  the same as JSON; /api/v1/history?seconds=S the waveforms; /api/v1/events\n"
       "                    a server-sent event per update; /healthz\n"
       "Read-only, no authentication: it listens beyond loopback only on an address given explicitly.\n"
-      "GPUDOC_BACKEND=replay:FILE serves a recorded trace, fake:N scripted GPUs (docs/serve.md).");
+      "GPUDOC_BACKEND=replay:FILE serves a recorded trace, fake:N scripted GPUs (docs/serve.md).\n"
+      "The sampler runs at the recorder's periods (gpudoc record --help) except GPM, read every second\n"
+      "(--period gpm=200 for the recorder's rate, at about 0.1 % of a core more per GPU).");
   cmd->add_option("--listen", f->listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
   cmd->add_option("--config", f->config, "a JSON file of settings (docs/serve.md); flags override it");
   cmd->add_flag("--dcgm-compatible", f->dcgm_compatible,
@@ -246,7 +255,7 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
                   "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");
   cmd->add_flag("--no-store", f->no_store, "read no store: no health or baseline series");
   cmd->add_option("-d,--duration", f->duration_s, "stop after this many seconds (default: until SIGINT/SIGTERM)");
-  f->sampler.add_to(*cmd);
+  f->sampler.add_to(*cmd, "serve reads gpm every 1000 ms, not 200 (docs/serve.md)");
   cmd->footer(
       "Examples:\n"
       "  gpudoc serve\n"

@@ -17,13 +17,13 @@
 
 namespace gpudoc::cli {
 
-void SamplerFlags::add_to(CLI::App& cmd) {
+void SamplerFlags::add_to(CLI::App& cmd, std::string_view defaults_note) {
   cmd.add_option("--gpus", gpus, "GPU indices to sample (default: all), e.g. --gpus 0,2")
       ->delimiter(',')
       ->allow_extra_args(false);
   cmd.add_option("--period", periods,
                  "GROUP=MS: read a metric group every MS milliseconds (0 turns it off). Groups and defaults:\n" +
-                     gpu::describe_groups())
+                     gpu::describe_groups() + (defaults_note.empty() ? "" : "\n" + std::string(defaults_note)))
       ->delimiter(',')
       ->allow_extra_args(false);
   cmd.add_flag("--no-xid", no_xid, "do not listen for XID error events");

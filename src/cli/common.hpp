@@ -41,7 +41,8 @@ struct SamplerFlags {
   std::vector<int> gpus;
   std::vector<std::string> periods;  // "fast=100"
   bool no_xid = false;
-  void add_to(CLI::App& cmd);
+  // `defaults_note`: a line after the catalog's defaults, for a command whose own differ.
+  void add_to(CLI::App& cmd, std::string_view defaults_note = {});
   // The flags applied over `defaults` (a command's own periods; the catalog's by default).
   // Errors: kUsage for an unknown group, a malformed value, or a period below the sensor's
   // minimum (the message says why the minimum exists).

@@ -351,6 +351,15 @@ void render_self(Writer& w, const Snapshot& s) {
   const auto& self = s.self;
   w.family({"sampler_up", Type::kGauge, "1 while the sampler runs"});
   w.sample({}, self.sampler_running ? 1 : 0);
+  if (self.group_periods_s) {
+    w.family({"sampler_period_seconds", Type::kGauge, "how often the sampler reads each metric group"});
+    for (std::size_t i = 0; i < gpu::kMetricGroupCount; ++i) {
+      if ((*self.group_periods_s)[i] <= 0) continue;
+      std::string l;
+      append_label(l, "group", gpu::info(static_cast<gpu::MetricGroup>(i)).name, true);
+      w.sample(l, (*self.group_periods_s)[i]);
+    }
+  }
   std::vector<std::string> labels;
   for (const auto& g : self.gpus) {
     std::string l;

@@ -87,6 +87,9 @@ struct SamplerGpuSelf {
 
 struct SelfSnapshot {
   bool sampler_running = false;
+  // Each metric group's read period (gpudoc_sampler_period_seconds{group}); 0: the group is off,
+  // not exposed. Absent when not known.
+  std::optional<std::array<double, gpu::kMetricGroupCount>> group_periods_s;
   std::vector<SamplerGpuSelf> gpus;
   std::uint64_t dropped_records = 0;
   std::uint64_t scrapes = 0;                     // scrapes served, this one included

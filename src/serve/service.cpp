@@ -205,6 +205,10 @@ Snapshot Service::metrics_snapshot() const {
   const auto stats = sampler_.stats();
   s.self.sampler_running = running_.load();
   s.self.dropped_records = stats.dropped_records;
+  std::array<double, gpu::kMetricGroupCount> periods{};
+  for (std::size_t i = 0; i < periods.size(); ++i)
+    periods[i] = std::chrono::duration<double>(options_.sampler.periods[i]).count();
+  s.self.group_periods_s = periods;
   for (std::size_t i = 0; i < stats.gpus.size() && i < gpu_indices_.size(); ++i) {
     const auto& g = stats.gpus[i];
     s.self.gpus.push_back({.gpu = gpu_indices_[i],

@@ -23,6 +23,7 @@ EXTRA = {
     "gpudoc_baseline_last_run_timestamp_seconds",
     "gpudoc_xid_errors_total",
     "gpudoc_sampler_up",
+    "gpudoc_sampler_period_seconds",
     "gpudoc_sampler_reads_total",
     "gpudoc_sampler_samples_total",
     "gpudoc_sampler_errors_total",

@@ -76,6 +76,42 @@ TEST(CliServe, ConfigFileErrorsNameTheFileAndKey) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+// A loopback port nobody listens on (bound, read, closed).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return 0;
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The sampler_period_seconds lines of one scrape of serve on a fake GPU started with `flags`.
+std::string served_periods(const std::string& flags) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(free_port()) + "/metrics";
+  const std::string listen = url.substr(7, url.size() - 7 - 8);
+  const CliRun r = gpudoc::testing::run_shell(
+      "sh -c '" + gpudoc::testing::gpudoc_binary() + " --backend fake:1 serve --no-store --duration 20 --listen " +
+      listen + " " + flags + " 2>/dev/null & pid=$!; for i in $(seq 50); do python3 -c \"import sys, urllib.request; " +
+      "sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())\" " + url +
+      " 2>/dev/null | grep ^gpudoc_sampler_period && break; sleep 0.2; done; kill $pid; wait $pid'");
+  return r.output;
+}
+
+TEST(CliServe, GpmIsReadEverySecondUnlessToldAndThePeriodsAreServed) {
+  // serve's own default (docs/serve.md: it halves serve's CPU on an H200), the recorder's elsewhere
+  const std::string dflt = served_periods("");
+  EXPECT_NE(dflt.find("gpudoc_sampler_period_seconds{group=\"gpm\"} 1\n"), std::string::npos) << dflt;
+  EXPECT_NE(dflt.find("gpudoc_sampler_period_seconds{group=\"fast\"} 0.1\n"), std::string::npos) << dflt;
+  const std::string asked = served_periods("--period gpm=200,energy=0");
+  EXPECT_NE(asked.find("gpudoc_sampler_period_seconds{group=\"gpm\"} 0.2\n"), std::string::npos) << asked;
+  EXPECT_EQ(asked.find("group=\"energy\""), std::string::npos) << asked;  // off: not served
+}
+
 TEST(CliServe, AnAddressInUseIsAnEnvironmentError) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);

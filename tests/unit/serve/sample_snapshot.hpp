@@ -48,7 +48,11 @@ inline Snapshot small_snapshot() {
                                        {.check = "driver_version", .status = "pass", .gpu = std::nullopt}}};
   s.baselines.push_back({.name = "resnet \"nightly\"", .verdict = "regression", .time_unix_ns = 1764547260000000000});
   s.xids.push_back({.gpu = 0, .xid = 79, .count = 2});
+  std::array<double, gpu::kMetricGroupCount> periods{};  // energy and the rest: off
+  periods[gpu::index(gpu::MetricGroup::kFast)] = 0.1;
+  periods[gpu::index(gpu::MetricGroup::kGpm)] = 1;
   s.self = {.sampler_running = true,
+            .group_periods_s = periods,
             .gpus = {{.gpu = 0, .reads = 10, .samples = 50, .errors = 1, .lost = false, .unresponsive = false}},
             .dropped_records = 0,
             .scrapes = 3,
