@@ -388,6 +388,7 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
   Profile p;
   p.device = c.device;
   p.dropped = set.dropped;
+  p.over_file_limit = set.over_file_limit;
   p.complete = set.complete;
   p.warnings = set.warnings;
   p.api_calls = set.api_calls.size();

@@ -94,7 +94,8 @@ struct Profile {
   std::vector<CopyVolume> copies;
   std::size_t api_calls = 0, graph_launches = 0;
   GraphAdvice advice;
-  std::uint64_t dropped = 0;
+  std::uint64_t dropped = 0;          // by CUPTI (its buffers full)
+  std::uint64_t over_file_limit = 0;  // counted, not written (the records file at its bound)
   bool complete = false;
   std::vector<std::string> warnings;
 };

@@ -104,7 +104,7 @@ struct Reader {
                                       l.num<std::uint32_t>(4), l.num<std::uint32_t>(5), l.num<std::uint32_t>(6)});
         break;
       case 'N': marker(l); break;
-      case 'X': set.dropped += l.num<std::uint64_t>(2); break;
+      case 'X': (l.text(1) == "LIMIT" ? set.over_file_limit : set.dropped) += l.num<std::uint64_t>(2); break;
       case 'W': set.warnings.push_back(l.text(1)); break;
       case 'E': set.complete = true; break;
       default: return fmt::format("unknown record kind '{}'", kind);

@@ -80,6 +80,7 @@ struct RecordSet {
   std::vector<GraphLaunchRecord> graph_launches;
   std::vector<RangeRecord> ranges;
   std::uint64_t dropped = 0;          // records CUPTI dropped for want of buffer space
+  std::uint64_t over_file_limit = 0;  // records counted, not written: the file had reached its bound
   std::vector<std::string> warnings;  // the W lines, in order
   bool complete = false;              // the E line was seen: the process exited cleanly
   std::uint64_t truncated_lines = 0;  // a last line cut short (the process was killed mid-write)

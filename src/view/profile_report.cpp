@@ -141,6 +141,11 @@ std::string profile_text(const profile::Profile& p, const std::vector<std::strin
     s += fmt::format("  {:<14} {:>7}x  {:>10.1f} MiB  {}\n", c.kind, c.count, static_cast<double>(c.bytes) / 1048576.0,
                      ms(c.total_ns));
   if (p.dropped > 0) s += fmt::format("WARNING: CUPTI dropped {} records (its buffers were full)\n", p.dropped);
+  if (p.over_file_limit > 0)
+    s += fmt::format(
+        "WARNING: the records file reached its bound (GPUDOC_PROFILE_MAX_MIB, default 512 MiB); {} records after it "
+        "were counted, not written: this profile covers the run up to that point\n",
+        p.over_file_limit);
   if (!p.complete) s += "Note: the program did not exit cleanly; the profile holds what was flushed before it ended\n";
   for (const auto& w : p.warnings) s += "CUPTI: " + w + "\n";
   return s;
@@ -190,7 +195,8 @@ nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector
   }
   j["api_calls"] = p.api_calls;
   j["graph_launches"] = p.graph_launches;
-  j["dropped_records"] = p.dropped;
+  j["dropped_records"] = p.dropped + p.over_file_limit;  // everything not in the analysis
+  j["records_over_file_limit"] = p.over_file_limit;
   j["complete"] = p.complete;
   j["warnings"] = p.warnings;
   return j;

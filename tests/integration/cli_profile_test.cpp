@@ -119,6 +119,23 @@ TEST(CliProfile, SavedRecordsAreAnalysedAsTextJsonTraceAndHtml) {
   EXPECT_NE(html.str().find("CUDA Graphs: RECOMMENDED"), std::string::npos);
 }
 
+TEST(CliProfile, RecordsLeftOutAtTheFilesBoundAreReportedAsSuch) {
+  TempDir dir("gpudoc-profile-cli");
+  const std::string records = dir.file("records.txt");
+  std::ofstream(records) << launch_bound_records() << "X\tLIMIT\t5000\nX\tLIMIT\t700\n";
+  auto text = run_gpudoc("profile --input " + records);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("the records file reached its bound (GPUDOC_PROFILE_MAX_MIB, default 512 MiB); 5700 "
+                             "records after it were counted, not written"),
+            std::string::npos)
+      << text.output;
+  EXPECT_EQ(text.output.find("CUPTI dropped"), std::string::npos) << text.output;
+  auto json = run_gpudoc_stdout("profile --json --input " + records);
+  auto j = nlohmann::json::parse(json.output);
+  EXPECT_EQ(j["records_over_file_limit"], 5700);
+  EXPECT_EQ(j["dropped_records"], 5700);
+}
+
 TEST(CliProfile, BadRecordsAreBadInputNamingTheLine) {
   TempDir dir("gpudoc-profile-cli");
   const std::string records = dir.file("records.txt");

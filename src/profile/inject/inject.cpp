@@ -50,8 +50,9 @@ struct State {
   // job cannot fill the disk nor the analysis's memory.
   std::uint64_t max_file_bytes = kDefaultFileMiB << 20;
   std::uint64_t written = 0;
-  unsigned long long over_limit = 0;
-  std::atomic<bool> disabled{false};  // after fork() in the child, or after a failure
+  unsigned long long over_limit = 0;           // records counted, not written: the file is at its bound
+  unsigned long long over_limit_reported = 0;  // of which already written as X LIMIT lines
+  std::atomic<bool> disabled{false};           // after fork() in the child, or after a failure
   pid_t pid = 0;
 };
 
@@ -196,6 +197,18 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = kBufferBytes;
 }
 
+// The records counted over the file's bound since the last X LIMIT line, as one more X LIMIT line (the
+// reader sums them). Written with every buffer, not only at exit: a Python program stopped by SIGINT
+// dies by re-raising the signal after its own finalisation, and C exit handlers never run (on the
+// H200, a 10-minute run reached the bound after 23 s and reported 0 records left out).
+void report_over_limit_locked(State& s) {
+  if (s.over_limit == s.over_limit_reported) return;
+  s.out += "X\tLIMIT";
+  field(s.out, s.over_limit - s.over_limit_reported);
+  s.out += '\n';
+  s.over_limit_reported = s.over_limit;
+}
+
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t /*size*/, size_t valid) {
   State& s = state();
   if (!s.disabled.load()) {
@@ -209,6 +222,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
       append_record(s, record);
       if (s.out.size() > kFlushBytes) write_out_locked(s);
     }
+    report_over_limit_locked(s);
     size_t dropped = 0;
     if (s.api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
       s.dropped += dropped;
@@ -229,11 +243,7 @@ void at_exit() {
   uint64_t now = 0;
   s.api.cuptiGetTimestamp(&now);
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.over_limit > 0) {
-    s.out += "X\tLIMIT";
-    field(s.out, s.over_limit);
-    s.out += '\n';
-  }
+  report_over_limit_locked(s);
   s.out += 'E';
   field(s.out, now);
   field(s.out, s.dropped + s.over_limit);

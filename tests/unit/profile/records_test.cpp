@@ -55,6 +55,18 @@ TEST(Records, ReadsEveryKindAndNamesApiCalls) {
   EXPECT_TRUE(set->complete);
 }
 
+TEST(Records, RecordsOverTheFilesBoundAreCountedApartFromCuptisDrops) {
+  // The library writes an X LIMIT line with each buffer after the bound (not only at exit, which a
+  // program killed by a signal never reaches): the counts add up, and no E line is needed.
+  auto set = read(kHeader +
+                  "K\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\tk\n"
+                  "X\tLIMIT\t1000\nX\tDROPPED\t5\nX\tLIMIT\t234\n");
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->over_file_limit, 1234u);
+  EXPECT_EQ(set->dropped, 5u);
+  EXPECT_FALSE(set->complete);
+}
+
 TEST(Records, AJobKilledMidLineLeavesTheLinesBeforeIt) {
   auto set = read(kHeader + "K\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\tk\nK\t300\t4");
   ASSERT_TRUE(set.ok()) << set.error().message();
