@@ -46,11 +46,14 @@ if on attribution; then
   prof launch 200
   prof sync 200
 fi
-# the overhead on a real training step: the same program with and without the profiler, twice each
+# the overhead on a real training step, host-bound (train) and GPU-bound (train-gpu): the same program
+# with and without the profiler, twice each
 if on overhead; then
   for i in 1 2; do
-    plain train 60 && mv "$out/train.plain.txt" "$out/train.plain.$i.txt"
-    prof train 60 && mv "$out/train.json" "$out/train.$i.json" && mv "$out/train.log" "$out/train.$i.log"
+    for step in train train-gpu; do
+      plain $step 60 && mv "$out/$step.plain.txt" "$out/$step.plain.$i.txt"
+      prof $step 60 && mv "$out/$step.json" "$out/$step.$i.json" && mv "$out/$step.log" "$out/$step.$i.log"
+    done
   done
 fi
 # kernel count and time against torch.profiler: the same deterministic program, once under each

@@ -3,6 +3,7 @@
 
     tools/serve_live.py OUTDIR [--gpudoc BIN] [--seconds 600] [--candidate FLAGS ...]
                                [--job "workloads/jobs/image_classify.py --arch resnet50 --workers 2"]
+                               [--alone] [--serve-flags FLAGS]
 
 Starts, all at once and on every GPU: the job; `gpudoc serve` with its defaults (the product, on
 127.0.0.1:9401, the store in OUTDIR/store.db after one `gpudoc health --gate`); one more `gpudoc
@@ -10,7 +11,9 @@ serve` per candidate (its flags; an A/B of sampler settings; ports 9402...; no s
 same GPUs (the sampler alone: the budget, and a trace to replay the dashboard from); nvidia-smi
 polling 11 fields and 5 fields every 100 ms. Scrapes both serves' /metrics every 15 s as
 Prometheus would, keeps serve's JSON snapshot every minute, and at the end its history, the
-dashboard's files and a few server-sent events. CPU (utime + stime, /proc/PID/stat) of every
+dashboard's files and a few server-sent events. With --alone only the job, serve (its flags from
+--serve-flags) and the two nvidia-smi run: an A/B of serve's settings is then one run per setting,
+so that no other sampler shares the driver with the one measured. CPU (utime + stime, /proc/PID/stat) of every
 sampler over the window after a 30 s warm-up, in % of one core and per GPU, and serve's by thread.
 
 Writes into OUTDIR: serve_live.json (every figure), serve_live.md (the table, also printed),
@@ -75,8 +78,13 @@ def main():
                     help="flags of one more serve (repeatable; default: utilization drained every 10 s, "
                          "with and without GPM every 1 s)")
     ap.add_argument("--job", default="workloads/jobs/image_classify.py --arch resnet50 --workers 2")
+    ap.add_argument("--alone", action="store_true",
+                    help="no record and no candidates: serve alone beside nvidia-smi and the job")
+    ap.add_argument("--serve-flags", default="", help="flags of the measured serve (default: its defaults)")
     args = ap.parse_args()
-    if not args.candidate:
+    if args.alone:
+        args.candidate = []
+    elif not args.candidate:
         args.candidate = ["--period utilization=10000", "--period utilization=10000,gpm=1000"]
     out = args.outdir
     os.makedirs(out, exist_ok=True)
@@ -87,13 +95,15 @@ def main():
     gate = subprocess.run([args.gpudoc, "health", "--gate"], env=env, capture_output=True, text=True)
     job = subprocess.Popen([sys.executable] + shlex.split(args.job) + ["--duration", str(args.seconds + 60)],
                            stdout=open(p("job.log"), "w"), stderr=subprocess.STDOUT, env=env)
-    serve = subprocess.Popen([args.gpudoc, "serve", "--listen", "127.0.0.1:9401"], env=env,
+    serve = subprocess.Popen([args.gpudoc, "serve", "--listen", "127.0.0.1:9401"] + shlex.split(args.serve_flags),
+                             env=env,
                              stderr=open(p("serve.err"), "w"))
     cands = [subprocess.Popen([args.gpudoc, "serve", "--listen", f"127.0.0.1:{9402 + i}", "--no-store"]
                               + shlex.split(flags), env=env, stderr=open(p(f"candidate{i + 1}.err"), "w"))
              for i, flags in enumerate(args.candidate)]
-    rec = subprocess.Popen([args.gpudoc, "record", "-o", p("live.jsonl"), "--duration", str(args.seconds + 5)],
-                           env=env, stdout=subprocess.DEVNULL, stderr=open(p("record.err"), "w"))
+    rec = None if args.alone else subprocess.Popen(
+        [args.gpudoc, "record", "-o", p("live.jsonl"), "--duration", str(args.seconds + 5)],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(p("record.err"), "w"))
     smi11 = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI11}", "--format=csv", "-lms", "100"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     smi5 = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI5}", "--format=csv", "-lms", "100"],
@@ -102,7 +112,9 @@ def main():
     cports = [wait_listening(c, p(f"candidate{i + 1}.err")) for i, c in enumerate(cands)]
     procs = {"serve": serve}
     procs.update({f"serve {flags}": c for flags, c in zip(args.candidate, cands)})
-    procs.update({"record": rec, "nvidia_smi_11": smi11, "nvidia_smi_5": smi5})
+    if rec is not None:
+        procs["record"] = rec
+    procs.update({"nvidia_smi_11": smi11, "nvidia_smi_5": smi5})
 
     t_start = time.monotonic()
     time.sleep(WARMUP_S)
@@ -189,7 +201,8 @@ def main():
     with open(p("job.log")) as f:
         ends = [json.loads(x.split("::gpudoc", 1)[1]) for x in f if '"event": "end"' in x]
     result.update({"health_gate": {"exit": gate.returncode, "line": gate.stdout.strip() or gate.stderr.strip()},
-                   "candidates": args.candidate, "job": args.job, "job_end": ends[-1] if ends else None,
+                   "serve_flags": args.serve_flags, "candidates": args.candidate, "job": args.job,
+                   "job_end": ends[-1] if ends else None,
                    "pages": pages, "event_seconds": events, "timeline": timeline,
                    "final_findings": [f.decode() for f in re.findall(rb'\ngpudoc_finding\{([^}]*)\} 1', last_body)],
                    "lost_seconds": [x.decode() for x in re.findall(
@@ -197,7 +210,8 @@ def main():
     with open(p("serve_live.json"), "w") as f:
         json.dump(result, f, indent=1)
     pg = result["cpu_percent_per_gpu"]
-    md = [f"{ngpu} GPU(s), {result['window_s']} s after a {WARMUP_S} s warm-up; job: {args.job}", "",
+    md = [f"{ngpu} GPU(s), {result['window_s']} s after a {WARMUP_S} s warm-up; job: {args.job}; "
+          f"serve flags: {args.serve_flags or '(defaults)'}{'; alone' if args.alone else ''}", "",
           "| sampler | % of a core per GPU |", "|---|---:|"]
     md += [f"| {k} | {v:.3f} |" for k, v in pg.items()]
     md += ["", f"serve by thread (% of a core): {result['serve_threads_cpu_percent']}",

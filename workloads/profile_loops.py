@@ -16,14 +16,17 @@ LOOP is one of:
   dynamic     an MLP whose batch size changes every step (dynamic shapes)
   starved     a small CNN training step fed by a DataLoader whose samples cost CPU time
   launch      a deep, narrow MLP trained at batch 8 (launch-bound real training)
-  train       a small transformer training step (the overhead check's real step)
+  train       a small transformer training step at batch 32 x 256 tokens (host-bound on an H200:
+              the GPU is busy ~40 % of the step; the overhead check's first real step)
+  train-gpu   the same transformer at batch 256 x 256 tokens (GPU-bound: the overhead check's
+              second real step, the size people train at on a GPU this large)
   mixed       a deterministic mix (tiny kernels, GEMMs, copies) for the torch.profiler comparison
 
 Each step is an NVTX range named "step". At the end one line on stdout:
   ::gpudoc {"loop": ..., "steps": N, "step_ms_median": ..., "step_ms_mean": ...}
 where step_ms_mean is the wall time of all timed steps divided by their number (one
 synchronization at the end), and step_ms_median the median of per-step times for the loops that
-synchronize each step anyway (item, starved, train), else equal to the mean.
+synchronize each step anyway (item, starved, train, train-gpu), else equal to the mean.
 With --torch-profiler the whole program runs under torch.profiler and the line also has the
 kernel count and total kernel time of its trace (the comparison with gpudoc's CUPTI records).
 """
@@ -174,12 +177,12 @@ def launch(steps):
     return timed(steps, step, sync_each=False)
 
 
-def train(steps):
+def train(steps, batch=32):
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
     model = nn.TransformerEncoder(layer, 6).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(32, 256, 512, device="cuda")
+    x = torch.randn(batch, 256, 512, device="cuda")
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -228,7 +231,8 @@ def timed(steps, fn, sync_each, warmup=3):
 LOOPS = {"tiny": tiny, "tiny-graph": lambda n: tiny(n, graph=True), "gemm": gemm, "item": item, "dynamic": dynamic,
          "small": lambda n: tiny(n, kernels=100, numel=1 << 21),
          "small-graph": lambda n: tiny(n, graph=True, kernels=100, numel=1 << 21), "sync": sync, "held": held,
-         "starved": starved, "launch": launch, "train": train, "mixed": mixed}
+         "starved": starved, "launch": launch, "train": train, "train-gpu": lambda n: train(n, batch=256),
+         "mixed": mixed}
 
 
 def kernel_totals(trace_path):
