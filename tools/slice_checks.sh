@@ -37,40 +37,40 @@ echo "$MEM" >"$out/mem.txt"
 echo "$groups" >"$out/groups.txt"
 
 if on memory; then
-log "default caching allocator at --mem $MEM"
-timeout 120 "$G" slice --mem "$MEM" --name native -- python3 "$W/slice_memory.py" >"$out/native.jsonl" 2>"$out/native.err"
-echo $? >"$out/native.rc"
-log "backend:cudaMallocAsync at --mem $MEM"
-PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync timeout 120 "$G" slice --mem "$MEM" --name async -- \
-  python3 "$W/slice_memory.py" >"$out/async.jsonl" 2>"$out/async.err"
-echo $? >"$out/async.rc"
-log "two processes, one budget"
-timeout 120 "$G" slice --mem "$MEM" --name shared -- python3 "$W/slice_memory.py" --shared \
-  >"$out/shared.jsonl" 2>"$out/shared.err"
-echo $? >"$out/shared.rc"
+  log "default caching allocator at --mem $MEM"
+  timeout 120 "$G" slice --mem "$MEM" --name native -- python3 "$W/slice_memory.py" >"$out/native.jsonl" 2>"$out/native.err"
+  echo $? >"$out/native.rc"
+  log "backend:cudaMallocAsync at --mem $MEM"
+  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync timeout 120 "$G" slice --mem "$MEM" --name async -- \
+    python3 "$W/slice_memory.py" >"$out/async.jsonl" 2>"$out/async.err"
+  echo $? >"$out/async.rc"
+  log "two processes, one budget"
+  timeout 120 "$G" slice --mem "$MEM" --name shared -- python3 "$W/slice_memory.py" --shared \
+    >"$out/shared.jsonl" 2>"$out/shared.err"
+  echo $? >"$out/shared.rc"
 
-log "slice list while a job runs"
-"$G" slice -q --mem 4G --name listed -- python3 -c "import torch,time; x=torch.empty(1<<30,dtype=torch.uint8,device='cuda'); time.sleep(10)" &
-job=$!
-for _ in $(seq 1 30); do
-  sleep 1
-  "$G" slice list --json >"$out/list.json" 2>&1
-  grep -q '"used_bytes": [1-9]' "$out/list.json" && break
-done
-wait $job
-echo $? >"$out/listed.rc"
+  log "slice list while a job runs"
+  "$G" slice -q --mem 4G --name listed -- python3 -c "import torch,time; x=torch.empty(1<<30,dtype=torch.uint8,device='cuda'); time.sleep(10)" &
+  job=$!
+  for _ in $(seq 1 30); do
+    sleep 1
+    "$G" slice list --json >"$out/list.json" 2>&1
+    grep -q '"used_bytes": [1-9]' "$out/list.json" && break
+  done
+  wait $job
+  echo $? >"$out/listed.rc"
 
-log "bad input"
-"$G" slice --mem 100T -- true >"$out/too_big.err" 2>&1
-echo $? >"$out/too_big.rc"
+  log "bad input"
+  "$G" slice --mem 100T -- true >"$out/too_big.err" 2>&1
+  echo $? >"$out/too_big.rc"
 fi
 
 if on launch; then
-log "launch cost without and with the slice"
-for i in 1 2; do
-  timeout 60 "$G" bench --only launch --json >"$out/launch_plain_$i.json" 2>"$out/launch_plain_$i.err"
-  timeout 60 "$G" slice -q --mem 100G -- "$G" bench --only launch --json >"$out/launch_slice_$i.json" 2>"$out/launch_slice_$i.err"
-done
+  log "launch cost without and with the slice"
+  for i in 1 2; do
+    timeout 60 "$G" bench --only launch --json >"$out/launch_plain_$i.json" 2>"$out/launch_plain_$i.err"
+    timeout 60 "$G" slice -q --mem 100G -- "$G" bench --only launch --json >"$out/launch_slice_$i.json" 2>"$out/launch_slice_$i.err"
+  done
 fi
 
 # side_by_side PREFIX [slice flags for both]: --sm 30 and --sm 60 for CAP_S seconds, pmon beside
@@ -126,32 +126,32 @@ if on copy; then
 fi
 
 if on mps; then
-log "MPS"
-mps_pipe=$(mktemp -d) && mps_log=$(mktemp -d)
-if command -v nvidia-cuda-mps-control >/dev/null; then
-  CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_log timeout 20 nvidia-cuda-mps-control -d >"$out/mps_start.txt" 2>&1
-  echo "start rc=$?" >>"$out/mps_start.txt"
-  sleep 1
-  # The control endpoint is a FIFO before CUDA 13 and a Unix socket from CUDA 13.
-  if [ -p "$mps_pipe/control" ] || [ -S "$mps_pipe/control" ]; then
-    export CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_log
-    timeout 120 "$G" slice --mem 8G --sm 30 --name mps -- python3 "$W/slice_memory.py" >"$out/mps.jsonl" 2>"$out/mps.err"
-    echo $? >"$out/mps.rc"
-    log "MPS: compute caps side by side, and the inference p99 (every job an MPS client)"
-    timeout 60 python3 "$W/slice_compute.py" --duration 10 --label alone >"$out/mps_train_alone.jsonl" 2>&1
-    side_by_side mps_
-    p99 mps_
-    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  log "MPS"
+  mps_pipe=$(mktemp -d) && mps_log=$(mktemp -d)
+  if command -v nvidia-cuda-mps-control >/dev/null; then
+    CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_log timeout 20 nvidia-cuda-mps-control -d >"$out/mps_start.txt" 2>&1
+    echo "start rc=$?" >>"$out/mps_start.txt"
+    sleep 1
+    # The control endpoint is a FIFO before CUDA 13 and a Unix socket from CUDA 13.
+    if [ -p "$mps_pipe/control" ] || [ -S "$mps_pipe/control" ]; then
+      export CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_log
+      timeout 120 "$G" slice --mem 8G --sm 30 --name mps -- python3 "$W/slice_memory.py" >"$out/mps.jsonl" 2>"$out/mps.err"
+      echo $? >"$out/mps.rc"
+      log "MPS: compute caps side by side, and the inference p99 (every job an MPS client)"
+      timeout 60 python3 "$W/slice_compute.py" --duration 10 --label alone >"$out/mps_train_alone.jsonl" 2>&1
+      side_by_side mps_
+      p99 mps_
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    fi
+    # Stopped whatever happened above; its pid file names the daemon this script started.
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_pipe timeout 20 nvidia-cuda-mps-control >>"$out/mps_start.txt" 2>&1
+    sleep 1
+    daemon=$(cat "$mps_pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
+    if [ -n "$daemon" ] && kill -0 "$daemon" 2>/dev/null; then kill "$daemon"; echo "daemon $daemon killed" >>"$out/mps_start.txt"; fi
+    cp "$mps_log"/*.log "$out/" 2>/dev/null
+  else
+    echo "nvidia-cuda-mps-control not installed" >"$out/mps_start.txt"
   fi
-  # Stopped whatever happened above; its pid file names the daemon this script started.
-  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_pipe timeout 20 nvidia-cuda-mps-control >>"$out/mps_start.txt" 2>&1
-  sleep 1
-  daemon=$(cat "$mps_pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
-  if [ -n "$daemon" ] && kill -0 "$daemon" 2>/dev/null; then kill "$daemon"; echo "daemon $daemon killed" >>"$out/mps_start.txt"; fi
-  cp "$mps_log"/*.log "$out/" 2>/dev/null
-else
-  echo "nvidia-cuda-mps-control not installed" >"$out/mps_start.txt"
-fi
-rm -rf "$mps_pipe" "$mps_log"
+  rm -rf "$mps_pipe" "$mps_log"
 fi
 log "done"
