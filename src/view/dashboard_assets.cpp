@@ -12,8 +12,9 @@ constexpr std::string_view kAssets = "/assets/";
 constexpr std::string_view kUplotJs = "uPlot.iife.min.js";
 constexpr std::string_view kUplotCss = "uPlot.min.css";
 
-constexpr std::array<std::string_view, 6> kPaths = {"/",
+constexpr std::array<std::string_view, 7> kPaths = {"/",
                                                     "/assets/dashboard.js",
+                                                    "/assets/findings_shading.js",
                                                     "/assets/dashboard.css",
                                                     "/assets/errors.js",
                                                     "/assets/uPlot.iife.min.js",

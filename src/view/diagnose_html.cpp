@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/version.hpp"
+#include "view/dashboard_assets.hpp"
 #include "view/diagnose_render.hpp"
 
 namespace gpudoc::view {
@@ -115,8 +116,6 @@ constexpr std::string_view kJs = R"JS(
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
-  var SHADE = { info: "rgba(47,111,208,0.10)", warning: "rgba(201,133,0,0.16)", critical: "rgba(198,40,40,0.18)" };
-  var EDGE = { info: "#2f6fd0", warning: "#c98500", critical: "#c62828" };
   var PLOTS = [
     { title: "activity (%)", scales: { "%": { range: [0, 100] } }, axes: [["%", 3]], series: [
       ["gpu_utilization_percent", "utilization", "#1f77b4", "%"],
@@ -131,23 +130,8 @@ constexpr std::string_view kJs = R"JS(
     { title: "memory used (GiB)", scales: { GiB: { range: function (u, mn, mx) { return [0, Math.max(mx, 1)]; } } }, axes: [["GiB", 3]], series: [
       ["memory_used_gib", "memory used", "#555555", "GiB"]] }
   ];
-  function windowsPlugin(wins) {
-    return { hooks: { drawClear: [function (u) {
-      var ctx = u.ctx, b = u.bbox, px = window.devicePixelRatio || 1;
-      ctx.save();
-      wins.forEach(function (w, i) {
-        var l = Math.max(u.valToPos(w.start, "x", true), b.left);
-        var r = Math.min(u.valToPos(w.end, "x", true), b.left + b.width);
-        if (!(r > l)) return;
-        ctx.fillStyle = SHADE[w.severity] || SHADE.info;
-        ctx.fillRect(l, b.top, r - l, b.height);
-        ctx.fillStyle = EDGE[w.severity] || EDGE.info;
-        ctx.fillRect(l, b.top, r - l, 3 * px);
-        ctx.font = Math.round(11 * px) + "px sans-serif";
-        ctx.fillText(w.id, l + 4 * px, b.top + (15 + 13 * (i % 4)) * px);   // staggered: windows overlap
-      });
-      ctx.restore();
-    }] } };
+  function windowsPlugin(wins) {  // web/dashboard/findings_shading.js, embedded before this script
+    return gpudocShading.plugin(function () { return wins; });
   }
   var groups = [];
   var plotCount = 0;
@@ -366,7 +350,10 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
     }
     page += "</section>\n";
   }
-  page += html_page_end(page_data(reports, o.buckets), kJs, assets);
+  // The findings' shading is serve's dashboard's own file (web/dashboard/findings_shading.js).
+  const auto shading = dashboard_asset("/assets/findings_shading.js");
+  page += html_page_end(page_data(reports, o.buckets),
+                        std::string(shading ? shading->body : std::string_view()) + std::string(kJs), assets);
   return page;
 }
 

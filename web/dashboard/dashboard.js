@@ -14,8 +14,6 @@ var WIDE_EVERY = 10;       // every 10th history request spans WIDE_S seconds, n
 var WIDE_S = 30;           // > the slowest group's read period (utilization: 10 s by default)
 var SLOWDOWN = { sw_power_cap: 1, hw_slowdown: 1, sw_thermal_slowdown: 1, hw_thermal_slowdown: 1,
                  hw_power_brake_slowdown: 1 };
-var SHADE = { info: "rgba(47,111,208,0.10)", warning: "rgba(201,133,0,0.16)", critical: "rgba(198,40,40,0.18)" };
-var EDGE = { info: "#2f6fd0", warning: "#c98500", critical: "#c62828" };
 var SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
 var GIB = 1024 * 1024 * 1024;
 
@@ -154,23 +152,8 @@ function mergeHistory(g, h) {
   });
 }
 // ---- plots ----
-function windowsPlugin(g) {
-  return { hooks: { drawClear: [function (u) {
-    var ctx = u.ctx, b = u.bbox, px = window.devicePixelRatio || 1;
-    ctx.save();
-    g.windows.forEach(function (w, i) {
-      var l = Math.max(u.valToPos(w.start, "x", true), b.left);
-      var r = Math.min(u.valToPos(w.end, "x", true), b.left + b.width);
-      if (!(r > l)) return;
-      ctx.fillStyle = SHADE[w.severity] || SHADE.info;
-      ctx.fillRect(l, b.top, r - l, b.height);
-      ctx.fillStyle = EDGE[w.severity] || EDGE.info;
-      ctx.fillRect(l, b.top, r - l, 3 * px);
-      ctx.font = Math.round(11 * px) + "px sans-serif";
-      ctx.fillText(w.id, l + 4 * px, b.top + (15 + 13 * (i % 4)) * px);  // staggered: windows overlap
-    });
-    ctx.restore();
-  }] } };
+function windowsPlugin(g) {  // findings_shading.js, loaded before this module
+  return gpudocShading.plugin(function () { return g.windows; });
 }
 function plotData(g, spec, shown) {
   var data = [g.store.t.slice()];

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/text.hpp"
+#include "view/dashboard_assets.hpp"
 #include "view/diagnose_html.hpp"
 #include "view/diagnose_render.hpp"
 
@@ -265,6 +266,20 @@ TEST(DiagnoseHtml, EveryFindingEvidenceNextStepAndTheData) {
   EXPECT_FALSE(contains(page, "href=\"http"));
   // An asset holding "</script>" cannot end its element early.
   EXPECT_TRUE(contains(page, "'<\\/script>'"));
+}
+
+TEST(DiagnoseHtml, TheFindingsShadingIsServesOwnScriptEmbeddedOnce) {
+  auto t = make_trace(1, 20);
+  auto d = make_diagnosis(t);
+  HtmlReport r{&t, &d};
+  const std::string page = render_diagnose_html({&r, 1}, {.title = "run.jsonl"}, fake_assets());
+  const auto shading = dashboard_asset("/assets/findings_shading.js");
+  ASSERT_TRUE(shading.has_value());
+  const auto at = page.find(std::string(shading->body));
+  ASSERT_NE(at, std::string::npos);  // the dashboard's file, byte for byte
+  EXPECT_EQ(page.find(std::string(shading->body), at + 1), std::string::npos);
+  EXPECT_EQ(page.find("var SHADE"), page.rfind("var SHADE"));  // drawn by that file only
+  EXPECT_TRUE(contains(page, "gpudocShading.plugin("));
 }
 
 TEST(DiagnoseHtml, HostileStringsAreEscapedEverywhere) {
