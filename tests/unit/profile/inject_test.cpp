@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +82,54 @@ TEST(ProfileInjection, NeverFollowsALinkPlantedAtItsFileName) {
                           }),
             1);
   EXPECT_EQ(slurp(target), "precious\n");
+}
+
+// A program whose records fill the file's bound and which then dies by a signal (as Python does on
+// SIGINT: C exit handlers never run): the file still says how many records were left out. Over the
+// fake CUPTI, 40 000 kernel records against a 1 MiB bound.
+TEST(ProfileInjection, RecordsOverTheFilesBoundAreCountedEvenWhenTheProgramDiesByASignal) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  constexpr int kKernels = 40'000;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("GPUDOC_PROFILE_DIR", dir.str().c_str(), 1);
+    setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
+    setenv("GPUDOC_PROFILE_MAX_MIB", "1", 1);
+    void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) _exit(100);
+    auto* init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+    if (init == nullptr || init() != 1) _exit(101);
+    void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    auto* emit =
+        cupti != nullptr ? reinterpret_cast<int (*)(int)>(dlsym(cupti, "gpudoc_fake_cupti_emit_kernels")) : nullptr;
+    if (emit == nullptr) _exit(102);
+    int sent = 0;
+    for (int i = 0; i < 8; ++i) sent += emit(kKernels / 8);
+    if (sent != kKernels) _exit(103);
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    _exit(104);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
+  const std::string text = slurp(found);
+  std::istringstream lines(text);
+  std::string line;
+  long long kernels = 0, over = 0;
+  bool end = false;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("K\t")) ++kernels;
+    if (line.starts_with("X\tLIMIT\t")) over += std::stoll(line.substr(8));
+    if (line.starts_with("E\t")) end = true;
+  }
+  EXPECT_FALSE(end);                                  // no exit handler ran
+  EXPECT_GT(kernels, 1000);                           // written up to the bound
+  EXPECT_LE(text.size(), (1u << 20) + (256u << 10));  // the bound, and what was in flight when it was reached
+  EXPECT_GT(over, 0);
+  EXPECT_EQ(kernels + over, kKernels);  // every record written or counted
 }
 
 }  // namespace

@@ -1,0 +1,97 @@
+// A stand-in libcupti for the profiler's injection library in CI (no GPU): the 13 functions
+// libgpudoc_profile.so resolves, answering success, and one of its own,
+// gpudoc_fake_cupti_emit_kernels(n), which hands the registered buffer callbacks n kernel records
+// the way CUPTI does (a buffer requested, filled, completed on the caller's thread). Records are
+// CUpti_ActivityKernel10 back to back; cuptiActivityGetNextRecord walks them.
+#include <cupti.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+CUpti_BuffersCallbackRequestFunc g_requested = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_completed = nullptr;
+std::uint64_t g_clock = 1'000'000;
+const char kName[] = "_Z11fake_kernelPfS_S_i_a_name_as_long_as_a_real_one_from_a_template_library";
+
+}  // namespace
+
+extern "C" {
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
+  *version = 999;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult, const char** str) {
+  *str = "fake CUPTI error";
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  *timestamp = g_clock;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc, void*) {
+  *subscriber = nullptr;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || cbid != 1) return CUPTI_ERROR_INVALID_PARAMETER;
+  *name = "cudaLaunchKernel_v7000";
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                                    CUpti_BuffersCallbackCompleteFunc completed) {
+  g_requested = requested;
+  g_completed = completed;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  *dropped = 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  uint8_t* next = *record == nullptr ? buffer : reinterpret_cast<uint8_t*>(*record) + sizeof(CUpti_ActivityKernel10);
+  if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+
+// Hands `n` kernel records (1 µs each, back to back) to the registered callbacks, in as many buffers
+// as they take. Returns how many were handed over (0 before any callback was registered).
+__attribute__((visibility("default"))) int gpudoc_fake_cupti_emit_kernels(int n) {
+  if (g_requested == nullptr || g_completed == nullptr) return 0;
+  int done = 0;
+  while (done < n) {
+    uint8_t* buffer = nullptr;
+    size_t size = 0, max_records = 0;
+    g_requested(&buffer, &size, &max_records);
+    if (buffer == nullptr) break;  // the library's budget is spent: CUPTI would drop (and count) them
+    size_t used = 0;
+    while (done < n && used + sizeof(CUpti_ActivityKernel10) <= size) {
+      CUpti_ActivityKernel10 k;
+      std::memset(&k, 0, sizeof k);
+      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k.start = g_clock;
+      k.end = g_clock + 1000;
+      g_clock += 1500;
+      k.gridX = k.gridY = k.gridZ = 1;
+      k.blockX = 128, k.blockY = k.blockZ = 1;
+      k.streamId = 7;
+      k.correlationId = static_cast<uint32_t>(done + 1);
+      k.name = kName;
+      std::memcpy(buffer + used, &k, sizeof k);
+      used += sizeof k;
+      ++done;
+    }
+    g_completed(nullptr, 0, buffer, size, used);
+  }
+  return done;
+}
+
+}  // extern "C"
