@@ -1,11 +1,13 @@
 // A stand-in libcupti for the profiler's injection library in CI (no GPU): the 13 functions
-// libgpudoc_profile.so resolves, answering success, and one of its own,
+// libgpudoc_profile.so resolves, answering success (cuptiSubscribe refuses with
+// GPUDOC_FAKE_CUPTI_HELD=1), and one of its own,
 // gpudoc_fake_cupti_emit_kernels(n), which hands the registered buffer callbacks n kernel records
 // the way CUPTI does (a buffer requested, filled, completed on the caller's thread). Records are
 // CUpti_ActivityKernel10 back to back; cuptiActivityGetNextRecord walks them.
 #include <cupti.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -31,7 +33,10 @@ CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
   *timestamp = g_clock;
   return CUPTI_SUCCESS;
 }
+// GPUDOC_FAKE_CUPTI_HELD=1: another client already subscribed, as torch.profiler or Nsight would have.
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc, void*) {
+  const char* held = std::getenv("GPUDOC_FAKE_CUPTI_HELD");
+  if (held != nullptr && held[0] == '1') return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   *subscriber = nullptr;
   return CUPTI_SUCCESS;
 }

@@ -84,6 +84,26 @@ TEST(ProfileInjection, NeverFollowsALinkPlantedAtItsFileName) {
   EXPECT_EQ(slurp(target), "precious\n");
 }
 
+// Another CUPTI client (torch.profiler, Nsight) subscribed first: the library says so, in the file and
+// once on stderr, and the program runs on unprofiled.
+TEST(ProfileInjection, AnotherCuptiClientIsNamedAndTheProgramGoesOn) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  ASSERT_EQ(run_injection(dir.str(),
+                          [](pid_t) {
+                            setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
+                            setenv("GPUDOC_FAKE_CUPTI_HELD", "1", 1);
+                          }),
+            1);
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
+  const std::string text = slurp(found);
+  EXPECT_NE(text.find("\nW\tanother CUPTI client (torch.profiler, Nsight Systems or Nsight Compute) already holds "
+                      "CUPTI in this process; profile without it\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("\nK\t"), std::string::npos) << text;
+}
+
 // A program whose records fill the file's bound and which then dies by a signal (as Python does on
 // SIGINT: C exit handlers never run): the file still says how many records were left out. Over the
 // fake CUPTI, 40 000 kernel records against a 1 MiB bound.
