@@ -17,6 +17,8 @@ import os
 import sys
 import time
 
+from _common import require_cuda, torch
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -24,12 +26,7 @@ def main():
     parser.add_argument("--infer", action="store_true")
     parser.add_argument("--label", default="")
     args = parser.parse_args()
-    try:
-        import torch
-    except ImportError:
-        return 3
-    if not torch.cuda.is_available():
-        return 3
+    require_cuda()  # exit 3, saying why, without torch or a GPU
     print(json.dumps({"event": "start", "pid": os.getpid(), "label": args.label}), flush=True)
     n = 2048 if args.infer else 8192
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)

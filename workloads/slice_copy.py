@@ -17,18 +17,15 @@ import json
 import sys
 import time
 
+from _common import require_cuda, torch
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--mib", type=int, default=64)
     args = parser.parse_args()
-    try:
-        import torch
-    except ImportError:
-        return 3
-    if not torch.cuda.is_available():
-        return 3
+    require_cuda()  # exit 3, saying why, without torch or a GPU
     n = args.mib << 20
     pinned = torch.empty(n, dtype=torch.uint8).pin_memory()
     pageable = torch.empty(n, dtype=torch.uint8)

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,12 +41,6 @@ Controller& controller() {
   alignas(Controller) static unsigned char storage[sizeof(Controller)];
   static Controller* c = new (storage) Controller();
   return *c;
-}
-
-std::int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The NVML device the job's CUDA device 0 is: CUDA_VISIBLE_DEVICES' first entry (index or UUID).
@@ -98,10 +91,10 @@ void* control_loop(void*) {
   unsigned long long last = 0;
   const double d0 = duty.duty();
   __atomic_store(&c.duty, &d0, __ATOMIC_RELEASE);
-  std::int64_t before = now_ns();
+  std::int64_t before = monotonic_ns();
   for (;;) {
     usleep(500'000);
-    const std::int64_t now = now_ns();
+    const std::int64_t now = monotonic_ns();
     duty.update(measure(c.util, c.device, &last), static_cast<double>(now - before) * 1e-9);
     before = now;
     const double d = duty.duty();
@@ -133,13 +126,7 @@ void start_thread() {
 
 }  // namespace
 
-void compute_gate(double duty, std::int64_t slice_id) {
-  const std::int64_t wait = gate_wait_ns(now_ns(), duty, slice_id);
-  if (wait <= 0) return;
-  timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
+void compute_gate(double duty, std::int64_t slice_id) { sleep_ns(gate_wait_ns(monotonic_ns(), duty, slice_id)); }
 
 void start_compute_cap(std::uint32_t percent) {
   Controller& c = controller();

@@ -55,7 +55,6 @@ class DutyController {
     duty_ = std::exp(std::clamp(integral_ + config_.proportional * error, lo, 0.0));
   }
   [[nodiscard]] double duty() const { return duty_; }
-  [[nodiscard]] double filtered_share() const { return filtered_; }
 
   static constexpr double kMinDuty = 0.01;
 

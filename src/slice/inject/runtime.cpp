@@ -232,12 +232,19 @@ bool copy_cap_on() {
 void before_copy(std::uint64_t bytes) {
   Process& p = process();
   if (!p.state || bytes == 0 || p.state->limits().pcie_bytes_per_second == 0) return;
+  sleep_ns(p.state->admit_copy(bytes, monotonic_ns()));
+}
+
+std::int64_t monotonic_ns() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
-  std::int64_t wait = p.state->admit_copy(bytes, static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec);
-  timespec left{.tv_sec = static_cast<time_t>(wait / 1'000'000'000),
-                .tv_nsec = static_cast<long>(wait % 1'000'000'000)};
-  while (wait > 0 && nanosleep(&left, &left) != 0 && errno == EINTR) {
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+void sleep_ns(std::int64_t ns) {
+  if (ns <= 0) return;
+  timespec left{.tv_sec = static_cast<time_t>(ns / 1'000'000'000), .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
   }
 }
 

@@ -56,6 +56,11 @@ bool copy_cap_on();
 // Whether the driver takes `ptr` for host memory: pinned or registered, or not a CUDA pointer at
 // all (pageable memory).
 bool is_host_pointer(std::uint64_t ptr);
+// CLOCK_MONOTONIC in nanoseconds: the same clock in every process of the slice.
+std::int64_t monotonic_ns();
+// Sleeps this thread for `ns` nanoseconds (whole, through signals); nothing when ns <= 0.
+void sleep_ns(std::int64_t ns);
+
 // Whether `pid` is one of the slice's processes.
 bool slice_has_process(int pid);
 
