@@ -25,9 +25,9 @@ plain() {  # plain NAME STEPS: the loop alone, for its own step time
   python3 "$loops" "$1" --steps "$2" >"$out/$1.plain.txt" 2>>"$out/plain.log"
 }
 
-# PROFILE_CHECKS: which groups to run (default all): graphs attribution overhead torch conflict
+# PROFILE_CHECKS: which groups to run (default all): graphs attribution overhead kinds torch conflict
 # reliability long
-groups=" ${PROFILE_CHECKS:-graphs attribution overhead torch conflict reliability long} "
+groups=" ${PROFILE_CHECKS:-graphs attribution overhead kinds torch conflict reliability long} "
 on() { [[ "$groups" == *" $1 "* ]]; }
 
 if on graphs; then
@@ -46,13 +46,32 @@ if on attribution; then
   prof launch 200
   prof sync 200
 fi
-# the overhead on a real training step, host-bound (train) and GPU-bound (train-gpu): the same program
-# with and without the profiler, twice each
+# the overhead on three real training steps, host-bound (train) and GPU-bound (train-gpu, train-resnet):
+# the same program alone, under gpudoc profile and under torch.profiler (CUDA activities only: the same
+# CUPTI records), OVERHEAD_ROUNDS rounds (default 3) of OVERHEAD_STEPS steps (default 150), interleaved
+# so that a slow spell of the host falls on every variant alike
 if on overhead; then
-  for i in 1 2; do
-    for step in train train-gpu; do
-      plain $step 60 && mv "$out/$step.plain.txt" "$out/$step.plain.$i.txt"
-      prof $step 60 && mv "$out/$step.json" "$out/$step.$i.json" && mv "$out/$step.log" "$out/$step.$i.log"
+  n=${OVERHEAD_STEPS:-150}
+  for i in $(seq "${OVERHEAD_ROUNDS:-3}"); do
+    for step in train train-resnet train-gpu; do
+      plain $step "$n" && mv "$out/$step.plain.txt" "$out/$step.plain.$i.txt"
+      prof $step "$n" && mv "$out/$step.json" "$out/$step.$i.json" && mv "$out/$step.log" "$out/$step.$i.log"
+      python3 "$loops" $step --steps "$n" --torch-profiler "$out/$step.torch.json" --torch-activities cuda \
+        >"$out/$step.torch.$i.txt" 2>>"$out/plain.log"
+      rm -f "$out/$step.torch.json"
+    done
+  done
+fi
+# what each CUPTI activity kind costs the host-bound step: kernels and API calls alone, then with one
+# more kind (GPUDOC_PROFILE_KINDS), KINDS_ROUNDS interleaved rounds (default 4) of 100 steps
+if on kinds; then
+  for i in $(seq "${KINDS_ROUNDS:-4}"); do
+    plain train 100 && mv "$out/train.plain.txt" "$out/kinds.plain.$i.txt"
+    for k in base sync graph marker memcpy,memset; do
+      list="runtime,driver"
+      [[ $k != base ]] && list="$list,$k"
+      GPUDOC_PROFILE_KINDS=$list prof train 100 && mv "$out/train.json" "$out/kinds.$k.$i.json" &&
+        mv "$out/train.log" "$out/kinds.$k.$i.log"
     done
   done
 fi

@@ -20,13 +20,16 @@ LOOP is one of:
               the GPU is busy ~40 % of the step; the overhead check's first real step)
   train-gpu   the same transformer at batch 256 x 256 tokens (GPU-bound: the overhead check's
               second real step, the size people train at on a GPU this large)
+  train-resnet  torchvision's ResNet-50 trained at batch 128 (224 x 224, bf16 autocast,
+              channels-last, SGD with momentum, loss.item() each step) on images already on the GPU:
+              the overhead check's third real step
   mixed       a deterministic mix (tiny kernels, GEMMs, copies) for the torch.profiler comparison
 
 Each step is an NVTX range named "step". At the end one line on stdout:
   ::gpudoc {"loop": ..., "steps": N, "step_ms_median": ..., "step_ms_mean": ...}
 where step_ms_mean is the wall time of all timed steps divided by their number (one
 synchronization at the end), and step_ms_median the median of per-step times for the loops that
-synchronize each step anyway (item, starved, train, train-gpu), else equal to the mean.
+synchronize each step anyway (item, starved, train, train-gpu, train-resnet), else equal to the mean.
 With --torch-profiler the whole program runs under torch.profiler and the line also has the
 kernel count and total kernel time of its trace (the comparison with gpudoc's CUPTI records).
 """
@@ -193,6 +196,24 @@ def train(steps, batch=32):
     return timed(steps, step, sync_each=True)
 
 
+def train_resnet(steps, batch=128):
+    import torchvision  # only this loop needs it
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(num_classes=1000).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (batch,), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+    return timed(steps, step, sync_each=True)
+
+
 def mixed(steps):
     torch.manual_seed(0)
     x = torch.zeros(4096, device="cuda")
@@ -232,6 +253,7 @@ LOOPS = {"tiny": tiny, "tiny-graph": lambda n: tiny(n, graph=True), "gemm": gemm
          "small": lambda n: tiny(n, kernels=100, numel=1 << 21),
          "small-graph": lambda n: tiny(n, graph=True, kernels=100, numel=1 << 21), "sync": sync, "held": held,
          "starved": starved, "launch": launch, "train": train, "train-gpu": lambda n: train(n, batch=256),
+         "train-resnet": train_resnet,
          "mixed": mixed}
 
 
@@ -247,6 +269,9 @@ def main():
     p.add_argument("loop", choices=sorted(LOOPS))
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--torch-profiler", metavar="TRACE", help="run under torch.profiler, export its trace here")
+    p.add_argument("--torch-activities", choices=("all", "cuda"), default="all",
+                   help="torch.profiler's activities: CPU and CUDA (default), or CUDA only (CUPTI's kernels and "
+                        "runtime calls, what gpudoc profile records: the overhead comparison)")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("profile_loops: no CUDA GPU", file=sys.stderr)
@@ -254,7 +279,9 @@ def main():
     ctx = contextlib.nullcontext()
     if args.torch_profiler:
         from torch.profiler import ProfilerActivity, profile
-        ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        activities = [ProfilerActivity.CUDA] if args.torch_activities == "cuda" else [ProfilerActivity.CPU,
+                                                                                       ProfilerActivity.CUDA]
+        ctx = profile(activities=activities)
     with ctx as prof:
         result = LOOPS[args.loop](args.steps)
         torch.cuda.synchronize()

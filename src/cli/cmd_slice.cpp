@@ -62,8 +62,10 @@ std::string exe_dir() {
 void warn_unenforced(const slice::Limits& limits, const slice::Placement& placement) {
   if (placement.mechanism == slice::Mechanism::kInterception && limits.sm_percent > 0)
     std::fputs(
-        "gpudoc slice: --sm without MPS: kernel and graph launches are held back against the slice's measured "
-        "share of the GPU's time (NVML per-process utilization); it settles within seconds\n",
+        "gpudoc slice: --sm without MPS: kernel and graph launches are held back against the slice's share of "
+        "the GPU's time as NVML reports it per process; beside another process that figure is not the work "
+        "done (on an H200 a 30 % slice did half the work of a job alone), so the share is not promised there: "
+        "for one that holds, start an MPS control daemon (docs/slice.md)\n",
         stderr);
   if (limits.pcie_bytes_per_second > 0 && placement.mechanism == slice::Mechanism::kInterception)
     std::fputs(
@@ -181,10 +183,12 @@ void register_slice(CLI::App& app, Action& action) {
       "the slice, shared by all the job's processes; one that would go over --mem fails with\n"
       "CUDA's out-of-memory error, which PyTorch reports as torch.OutOfMemoryError; and\n"
       "cuMemGetInfo shows the slice, so frameworks size their caches to it. --sm then holds kernel\n"
-      "and graph launches back until the slice's measured share of the GPU's time (NVML) meets it,\n"
-      "and --pcie holds host<->device copies to a rate (best effort). Without MPS kernels of\n"
-      "different processes take turns, so no launch throttling bounds a neighbour's tail latency:\n"
-      "for an inference service beside a training job, start an MPS control daemon.\n"
+      "and graph launches back until the slice's share of the GPU's time as NVML reports it per\n"
+      "process meets it — which, beside another process, is not the share of the work it does\n"
+      "(measured: docs/results/slice.md) — and --pcie holds host<->device copies to a rate (best\n"
+      "effort). Without MPS kernels of different processes take turns, so no launch throttling\n"
+      "bounds a neighbour's tail latency either: for a compute share that holds beside other jobs,\n"
+      "or an inference service beside a training job, start an MPS control daemon.\n"
       "At least one of --mem, --sm and --pcie is needed.\n"
       "With MIG instances in CUDA_VISIBLE_DEVICES the job is placed on the first (the MIG layout is\n"
       "never changed).\n"

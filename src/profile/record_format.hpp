@@ -35,6 +35,38 @@ inline constexpr const char* kEnvOutputDir = "GPUDOC_PROFILE_DIR";         // pr
 inline constexpr const char* kEnvCuptiPath = "GPUDOC_PROFILE_CUPTI";       // libcupti files, ':'-separated
 inline constexpr const char* kEnvBufferMiB = "GPUDOC_PROFILE_BUFFER_MIB";  // bound on CUPTI buffers
 inline constexpr const char* kEnvMaxFileMiB = "GPUDOC_PROFILE_MAX_MIB";    // bound on the records file
+inline constexpr const char* kEnvKinds = "GPUDOC_PROFILE_KINDS";           // what to record (RecordedKinds)
+
+// What the injection library asks CUPTI to record besides kernels (always recorded). The default
+// leaves out CUPTI's SYNCHRONIZATION records: the analysis finds syncs among the API calls, and on an
+// H200 those records cost a host-bound PyTorch training step about a quarter of its time
+// (docs/results/profile.md). GPUDOC_PROFILE_KINDS, a comma-separated list of the names below,
+// replaces the default — for measuring what each kind costs, or recording less.
+struct RecordedKinds {
+  bool memcpy = true, memset = true, graph = true, marker = true, runtime = true, driver = true, sync = false;
+
+  // `list` empty or null: the default. Unknown names are ignored.
+  static RecordedKinds parse(const char* list) {
+    if (list == nullptr || *list == '\0') return {};
+    RecordedKinds k{false, false, false, false, false, false, false};
+    std::string_view rest(list);
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view name = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      bool* flag = name == "memcpy"    ? &k.memcpy
+                   : name == "memset"  ? &k.memset
+                   : name == "graph"   ? &k.graph
+                   : name == "marker"  ? &k.marker
+                   : name == "runtime" ? &k.runtime
+                   : name == "driver"  ? &k.driver
+                   : name == "sync"    ? &k.sync
+                                       : nullptr;
+      if (flag != nullptr) *flag = true;
+    }
+    return k;
+  }
+};
 
 // Backslash, TAB, newline and carriage return become \\, \t, \n, \r.
 inline void append_escaped(std::string& out, std::string_view s) {

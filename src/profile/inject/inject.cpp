@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "profile/inject/cupti_api.hpp"
 #include "profile/record_format.hpp"
@@ -54,6 +55,7 @@ struct State {
   unsigned long long over_limit_reported = 0;  // of which already written as X LIMIT lines
   std::atomic<bool> disabled{false};           // after fork() in the child, or after a failure
   pid_t pid = 0;
+  RecordedKinds kinds;  // GPUDOC_PROFILE_KINDS
 };
 
 State& state() {
@@ -320,6 +322,7 @@ bool open_output(State& s) {
     s.max_buffers = std::max<std::size_t>(2, static_cast<std::size_t>(std::atoi(mib)) * (1u << 20) / kBufferBytes);
   if (const char* mib = std::getenv(kEnvMaxFileMiB); mib != nullptr && std::atoll(mib) > 0)
     s.max_file_bytes = static_cast<std::uint64_t>(std::atoll(mib)) << 20;
+  s.kinds = RecordedKinds::parse(std::getenv(kEnvKinds));
   return true;
 }
 
@@ -336,20 +339,22 @@ bool api_that_matters(const char* name) {
 }
 
 void enable_api_calls(State& s) {
+  if (!s.kinds.runtime && !s.kinds.driver) return;  // asked for: no API calls
   std::size_t enabled = 0;
-  for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+  for (uint32_t cbid = 1; s.kinds.runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
         api_that_matters(name) && s.api.cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS)
       ++enabled;
   }
-  for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+  for (uint32_t cbid = 1; s.kinds.driver && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
         api_that_matters(name) && s.api.cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS)
       ++enabled;
   }
-  if (enabled == 0) warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
+  if (enabled == 0 && (s.kinds.runtime || s.kinds.driver))
+    warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
 }
 
 bool start_activity(State& s) {
@@ -378,10 +383,13 @@ bool start_activity(State& s) {
     return false;
   }
   // Runtime and driver API calls: only those that matter (enable_api_calls), not the kinds as a whole.
-  const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,      CUPTI_ACTIVITY_KIND_MEMSET,
-      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_MARKER};
-  for (const CUpti_ActivityKind kind : kinds) {
+  const RecordedKinds& k = s.kinds;
+  const std::pair<CUpti_ActivityKind, bool> kinds[] = {
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true}, {CUPTI_ACTIVITY_KIND_MEMCPY, k.memcpy},
+      {CUPTI_ACTIVITY_KIND_MEMSET, k.memset},        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, k.sync},
+      {CUPTI_ACTIVITY_KIND_GRAPH_TRACE, k.graph},    {CUPTI_ACTIVITY_KIND_MARKER, k.marker}};
+  for (const auto& [kind, on] : kinds) {
+    if (!on) continue;
     if (const CUptiResult r = s.api.cuptiActivityEnable(kind); r != CUPTI_SUCCESS) {
       // A kind this CUPTI or GPU does not offer loses only its records; the rest goes on.
       warn(s, cupti_error(s, ("cuptiActivityEnable(kind " + std::to_string(static_cast<int>(kind)) + ")").c_str(), r));

@@ -2,9 +2,11 @@
 // pass only while the slice's gate is open, `duty` of each 20 ms period, at a place in the period
 // that moves from period to period (so that NVML's periodic samples do not alias with it; shifted by
 // a phase of the slice's own, so that two slices do not open together), and a controller thread sets
-// `duty` from the slice's measured share of the GPU — NVML's per-process SM utilization (the share of
-// time a kernel of the process ran), summed over the slice's processes — so the share settles at
-// the cap whatever the kernels' lengths (closed loop). Internal to libgpudoc_slice.so.
+// `duty` from the slice's share of the GPU as NVML reports it — per-process SM utilization, summed
+// over the slice's processes — so that figure settles at the cap whatever the kernels' lengths
+// (closed loop). Beside another process time-slicing with it, that figure is not the work the slice
+// does (on an H200 a 30 % slice held 30 % by NVML while doing 51 % of a job alone's work;
+// docs/slice.md): the cap is promised alone on a GPU, not beside others. Internal to libgpudoc_slice.so.
 //
 //   inject::DutyController c(/*target*/ 30);  // pure logic, tested without a GPU
 //   c.update(/*measured*/ 80, /*dt_s*/ 0.5);   // duty shrinks
@@ -82,8 +84,8 @@ inline constexpr std::int64_t kGatePeriodNs = 20'000'000;
 // slice, so every process of the slice agrees). A window at the same place every period would beat
 // against NVML's per-process samples, taken every 1/6 s (8.33 periods): they would see the same three
 // places of the period over and over, and the share the controller reads would be that of those
-// places, not the slice's (the fixed window measured 31.7 % and 61.5 % for slices whose throughput
-// was 51 % and 45 % of a job alone, on the H200).
+// places, not the slice's. (Moving the window did not make NVML's figure agree with the work beside
+// another process on the H200: 30.1 / 60.3 % by NVML, 50.6 / 42.8 % of the work.)
 [[nodiscard]] inline std::int64_t gate_wait_ns(std::int64_t now_ns, double duty, std::int64_t slice_id) {
   if (duty >= 1.0) return 0;
   const std::int64_t period = kGatePeriodNs;

@@ -1,8 +1,8 @@
 // A stand-in libcupti for the profiler's injection library in CI (no GPU): the 13 functions
 // libgpudoc_profile.so resolves, answering success (cuptiSubscribe refuses with
-// GPUDOC_FAKE_CUPTI_HELD=1), and one of its own,
-// gpudoc_fake_cupti_emit_kernels(n), which hands the registered buffer callbacks n kernel records
-// the way CUPTI does (a buffer requested, filled, completed on the caller's thread). Records are
+// GPUDOC_FAKE_CUPTI_HELD=1), and two of its own: gpudoc_fake_cupti_emit_kernels(n), which hands the
+// registered buffer callbacks n kernel records the way CUPTI does (a buffer requested, filled,
+// completed on the caller's thread), and gpudoc_fake_cupti_enabled(kind), what was enabled. Records are
 // CUpti_ActivityKernel10 back to back; cuptiActivityGetNextRecord walks them.
 #include <cupti.h>
 
@@ -15,6 +15,9 @@ namespace {
 CUpti_BuffersCallbackRequestFunc g_requested = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_completed = nullptr;
 std::uint64_t g_clock = 1'000'000;
+bool g_enabled[64] = {};  // activity kinds enabled
+int g_runtime_calls = 0;  // runtime API callback ids enabled
+int g_driver_calls = 0;   // driver API callback ids enabled
 const char kName[] = "_Z11fake_kernelPfS_S_i_a_name_as_long_as_a_real_one_from_a_template_library";
 
 }  // namespace
@@ -45,9 +48,18 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t 
   *name = "cudaLaunchKernel_v7000";
   return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (static_cast<unsigned>(kind) < 64) g_enabled[kind] = true;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t enable) {
+  g_runtime_calls += enable != 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t enable) {
+  g_driver_calls += enable != 0;
+  return CUPTI_SUCCESS;
+}
 CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) { return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
@@ -65,6 +77,13 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, C
   if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = reinterpret_cast<CUpti_Activity*>(next);
   return CUPTI_SUCCESS;
+}
+
+// Whether activity kind `kind` was enabled; -1: the number of runtime API calls enabled, -2: driver.
+__attribute__((visibility("default"))) int gpudoc_fake_cupti_enabled(int kind) {
+  if (kind == -1) return g_runtime_calls;
+  if (kind == -2) return g_driver_calls;
+  return kind >= 0 && kind < 64 && g_enabled[kind] ? 1 : 0;
 }
 
 // Hands `n` kernel records (1 µs each, back to back) to the registered callbacks, in as many buffers

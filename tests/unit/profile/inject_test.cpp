@@ -1,6 +1,7 @@
 // libgpudoc_profile.so loaded as the CUDA driver loads it (dlopen + InitializeInjection), each case
 // in a forked child because the library initializes once per process: it returns 1 and goes on
 // whatever it meets, writes only where the parent's folder says, and never follows a planted link.
+#include <cupti.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -102,6 +103,44 @@ TEST(ProfileInjection, AnotherCuptiClientIsNamedAndTheProgramGoesOn) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("\nK\t"), std::string::npos) << text;
+}
+
+// What the library asks CUPTI for: by default kernels, copies, memsets, graph launches, NVTX markers and
+// the API calls that matter, not CUPTI's SYNCHRONIZATION records (the analysis reads syncs from the API
+// calls; those records cost a host-bound step about a quarter of its time on an H200);
+// GPUDOC_PROFILE_KINDS replaces the list. The child exits with a bit per answer.
+int enabled_mask(const std::string& dir, const char* kinds) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("GPUDOC_PROFILE_DIR", dir.c_str(), 1);
+    setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
+    if (kinds != nullptr) setenv("GPUDOC_PROFILE_KINDS", kinds, 1);
+    void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
+    if (init == nullptr || init() != 1) _exit(255);
+    void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    auto* on = cupti != nullptr ? reinterpret_cast<int (*)(int)>(dlsym(cupti, "gpudoc_fake_cupti_enabled")) : nullptr;
+    if (on == nullptr) _exit(254);
+    int mask = 0;
+    const int kinds_in_order[] = {
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+        CUPTI_ACTIVITY_KIND_GRAPH_TRACE,       CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+    for (int i = 0; i < 6; ++i) mask |= on(kinds_in_order[i]) << i;
+    mask |= (on(-1) > 0) << 6;  // runtime API calls
+    _exit(mask);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(ProfileInjection, RecordsWhatTheAnalysisReadsAndNotCuptisSynchronizationRecords) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  // kernel, memcpy, memset, graph, marker, runtime API; no SYNCHRONIZATION (bit 5)
+  EXPECT_EQ(enabled_mask(dir.str(), nullptr), 0b1011111);
+  gpudoc::testing::TempDir only("gpudoc-inject");
+  // kernels always; then exactly what the list names
+  EXPECT_EQ(enabled_mask(only.str(), "sync,marker"), 0b0110001);
 }
 
 // A program whose records fill the file's bound and which then dies by a signal (as Python does on

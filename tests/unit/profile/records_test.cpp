@@ -101,5 +101,17 @@ TEST(Records, EscapingRoundTrips) {
   EXPECT_EQ(unescape_field(out), "a\tb\nc\\d\re");
 }
 
+TEST(RecordedKinds, TheDefaultLeavesOutSynchronizationRecordsAndAListReplacesIt) {
+  const auto d = RecordedKinds::parse(nullptr);
+  EXPECT_TRUE(d.memcpy && d.memset && d.graph && d.marker && d.runtime && d.driver);
+  EXPECT_FALSE(d.sync);
+  EXPECT_FALSE(RecordedKinds::parse("").sync);
+  const auto k = RecordedKinds::parse("sync,runtime,nonsense,");
+  EXPECT_TRUE(k.sync && k.runtime);
+  EXPECT_FALSE(k.memcpy || k.memset || k.graph || k.marker || k.driver);
+  const auto none = RecordedKinds::parse("none");  // a name of nothing: kernels only
+  EXPECT_FALSE(none.memcpy || none.runtime || none.driver || none.sync || none.marker);
+}
+
 }  // namespace
 }  // namespace gpudoc::profile
