@@ -118,6 +118,33 @@ def check_overhead(c, step, bound):
            f"rounds {plain} / {profiled} / {torch_side}")
 
 
+def check_sampled(c, step, what):
+    """--sample 1:9 over a whole run: the program's mean step (its wall time over its steps) against the
+    same program alone, best round against best round; and what gpudoc itself measured tracing to cost
+    (traced steps against the steps between its windows)."""
+    plain, sampled = [], []
+    selfs = []
+    for i in range(1, 10):
+        a = measured(os.path.join(c.out, f"sample.{step}.plain.{i}.txt"))
+        b = measured(os.path.join(c.out, f"sample.{step}.{i}.log"))
+        if a:
+            plain.append(a["step_ms_mean"])
+        if b:
+            sampled.append(b["step_ms_mean"])
+        p = load_json(os.path.join(c.out, f"sample.{step}.{i}.json"))
+        if p and p.get("sampling", {}).get("overhead") is not None:
+            selfs.append(p["sampling"]["overhead"])
+    name = f"sampled (--sample 1:9) whole run of {what}: <= 5 % added mean step time"
+    if not plain or not sampled:
+        c.item(name, None, f"plain {plain}, sampled {sampled}")
+        return
+    a, b = min(plain), min(sampled)
+    c.item(name, (b - a) / a <= 0.05,
+           f"best mean step {a:.3f} ms alone, {b:.3f} ms sampled ({100 * (b - a) / a:+.1f} %); rounds {plain} / "
+           f"{sampled}; gpudoc's own measure of what tracing cost a traced step: "
+           f"{', '.join(f'{100 * x:+.1f} %' for x in selfs) or 'none'}")
+
+
 def report_kinds(c):
     """What each CUPTI activity kind costs the host-bound step (the kinds group): figures, not items.
     Each round's profiled median over the same round's plain one, the median of those ratios."""
@@ -211,6 +238,8 @@ def main():
     check_overhead(c, "train", "host-bound")
     check_overhead(c, "train-gpu", "GPU-bound")
     check_overhead(c, "train-resnet", "ResNet-50 at batch 128")
+    check_sampled(c, "train", "the host-bound transformer")
+    check_sampled(c, "train-resnet", "ResNet-50 at batch 128")
     report_kinds(c)
     check_torch_profiler(c)
     check_reliability(c)

@@ -25,9 +25,9 @@ plain() {  # plain NAME STEPS: the loop alone, for its own step time
   python3 "$loops" "$1" --steps "$2" >"$out/$1.plain.txt" 2>>"$out/plain.log"
 }
 
-# PROFILE_CHECKS: which groups to run (default all): graphs attribution overhead kinds torch conflict
+# PROFILE_CHECKS: which groups to run (default all): graphs attribution overhead sample kinds torch conflict
 # reliability long
-groups=" ${PROFILE_CHECKS:-graphs attribution overhead kinds torch conflict reliability long} "
+groups=" ${PROFILE_CHECKS:-graphs attribution overhead sample kinds torch conflict reliability long} "
 on() { [[ "$groups" == *" $1 "* ]]; }
 
 if on graphs; then
@@ -59,6 +59,18 @@ if on overhead; then
       python3 "$loops" $step --steps "$n" --torch-profiler "$out/$step.torch.json" --torch-activities cuda \
         >"$out/$step.torch.$i.txt" 2>>"$out/plain.log"
       rm -f "$out/$step.torch.json"
+    done
+  done
+fi
+# sampling (--sample 1:9, a tenth of the run traced): the whole run's mean step against the program
+# alone, on the host-bound transformer and ResNet-50, about 40 s each, SAMPLE_ROUNDS rounds (default 2)
+if on sample; then
+  for i in $(seq "${SAMPLE_ROUNDS:-2}"); do
+    for spec in train:2500 train-resnet:1250; do
+      step=${spec%%:*} n=${spec##*:}
+      plain "$step" "$n" && mv "$out/$step.plain.txt" "$out/sample.$step.plain.$i.txt"
+      prof "$step" "$n" --sample 1:9 && mv "$out/$step.json" "$out/sample.$step.$i.json" &&
+        mv "$out/$step.log" "$out/sample.$step.$i.log"
     done
   done
 fi

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -35,8 +37,28 @@ struct ProfileFlags {
   double duration_s = 0;
   std::size_t steps = 0;
   bool json = false;
+  std::string sample;      // --sample ON:OFF seconds
+  std::string sample_env;  // the same as GPUDOC_PROFILE_SAMPLE wants it: "ON_MS:OFF_MS"
   std::vector<std::string> command;
 };
+
+// "2:18" or "0.5:9.5" (seconds traced : seconds not) -> "2000:18000"; empty on anything else.
+std::string sample_to_env(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return {};
+  auto millis = [](const std::string& v) -> long long {
+    if (v.empty() || v.size() > 12) return -1;
+    char* end = nullptr;
+    const double seconds = std::strtod(v.c_str(), &end);
+    if (end != v.c_str() + v.size() || !(seconds >= 0.001) || seconds > 86400) return -1;
+    return std::llround(seconds * 1000);
+  };
+  const long long on = millis(text.substr(0, colon)), off = millis(text.substr(colon + 1));
+  if (on < 1 || off < 1) return {};
+  const std::string env = fmt::format("{}:{}", on, off);
+  profile::SampleWindows check;
+  return profile::SampleWindows::parse(env.c_str(), check) ? env : std::string();
+}
 
 core::Error env_error(std::string message) { return core::Error(core::ErrorKind::kEnvironment, std::move(message)); }
 
@@ -106,6 +128,7 @@ core::Result<int> run_command(const ProfileFlags& f, const std::string& library,
   core::SpawnOptions o;
   o.extra_env = {"CUDA_INJECTION64_PATH=" + library, std::string(profile::kEnvOutputDir) + "=" + dir,
                  std::string(profile::kEnvCuptiPath) + "=" + cupti_list,
+                 std::string(profile::kEnvSample) + "=" + f.sample_env,
                  // NVTX ranges reach CUPTI only when NVTX loads CUPTI as its tool
                  "NVTX_INJECTION64_PATH=" + cupti.front()};
   o.stdout_to_stderr = f.json;
@@ -176,6 +199,12 @@ int run_profile(ProfileFlags& f) {
                                     "--input RECORDS to analyse saved records, not both"),
                         f.json);
   if (f.duration_s < 0) return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be >= 0"), f.json);
+  if (!f.sample.empty() && (f.sample_env = sample_to_env(f.sample)).empty())
+    return report_error(
+        core::Error(core::ErrorKind::kUsage, fmt::format("--sample {}: give seconds traced and seconds not, as ON:OFF "
+                                                         "(2:18 traces 2 s of every 20 s), each at least 0.001",
+                                                         f.sample)),
+        f.json);
   int exit_code = 0;
   core::Result<profile::RecordSet> set = core::Error(core::ErrorKind::kInternal, "no records");
   std::size_t files = 1;
@@ -252,6 +281,10 @@ void register_profile(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", f->trace_output, "write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   cmd->add_option("--html", f->html, "write a self-contained HTML page");
   cmd->add_option("-d,--duration", f->duration_s, "stop the program after this many seconds (SIGINT, then SIGTERM)");
+  cmd->add_option("--sample", f->sample,
+                  "ON:OFF seconds: trace kernels, copies and API calls ON seconds, then not for OFF, over and "
+                  "over (2:18 traces a tenth of the run); NVTX steps are timed throughout, so the report says "
+                  "what tracing cost the program's steps");
   cmd->add_option("--steps", f->steps, "analyse at most this many steps (after the warm-up step)");
   cmd->add_flag("--json", f->json, "print the analysis as JSON on stdout (the program's stdout goes to stderr)");
   cmd->add_option("--records", f->records_copy, "keep the raw records (docs/profile.md) in this file");

@@ -268,16 +268,24 @@ void fill_busy_and_gaps(const Context& c, Step& s) {
         s.end_ns - cursor;
 }
 
+// Whether [start, end] lies wholly inside one of the windows (no windows: always).
+bool inside_windows(const std::vector<TraceWindow>& windows, std::uint64_t start, std::uint64_t end) {
+  if (windows.empty()) return true;
+  return std::any_of(windows.begin(), windows.end(),
+                     [&](const TraceWindow& w) { return start >= w.start_ns && end <= w.end_ns; });
+}
+
 std::vector<Step> make_steps(const Context& c, const std::vector<std::size_t>& bounds, const AnalysisOptions& opt) {
   std::vector<Step> steps;
   std::size_t first = bounds.size() > 3 ? 1 : 0;  // the first step warms up (allocations, autotuning)
-  std::size_t last = bounds.size() - 1;
-  if (opt.max_steps > 0) last = std::min(last, first + opt.max_steps);
-  for (std::size_t i = first; i < last; ++i) {
+  for (std::size_t i = first; i + 1 < bounds.size(); ++i) {
+    if (opt.max_steps > 0 && steps.size() >= opt.max_steps) break;
     const std::size_t a = bounds[i], b = bounds[i + 1];
     Step s;
     s.start_ns = c.kernels[a]->start_ns;
     s.end_ns = b < c.kernels.size() ? c.kernels[b]->start_ns : c.kernels[b - 1]->end_ns;
+    // With sampling, a step that runs out of its window (the last of each) is not analysed.
+    if (!inside_windows(c.set.windows, s.start_ns, s.end_ns)) continue;
     std::uint64_t sig = 1469598103934665603ull;
     for (std::size_t k = a; k < b; ++k) {
       s.kernel_ns += c.kernels[k]->end_ns - c.kernels[k]->start_ns;
@@ -329,6 +337,37 @@ void kernel_tables(const Context& c, Profile& p) {
     v.total_ns += cp.end_ns - cp.start_ns;
   }
   for (auto& [kind, v] : volumes) p.copies.push_back(v);
+}
+
+std::uint64_t median(std::vector<std::uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// The step ranges named `name` inside the windows against those between them.
+Sampling sampling_of(const RecordSet& set, const std::string& name) {
+  Sampling sm;
+  sm.windows = set.windows.size();
+  std::uint64_t last = 0;
+  for (const auto& k : set.kernels) last = std::max(last, k.end_ns);
+  for (const auto& w : set.windows) sm.traced_ns += std::min(w.end_ns, std::max(last, w.start_ns)) - w.start_ns;
+  std::vector<std::uint64_t> traced, untraced;
+  for (const auto& r : set.ranges) {
+    if (r.name != name || r.end_ns <= r.start_ns) continue;
+    const bool overlaps = std::any_of(set.windows.begin(), set.windows.end(), [&](const TraceWindow& w) {
+      return r.start_ns < w.end_ns && r.end_ns > w.start_ns;
+    });
+    if (inside_windows(set.windows, r.start_ns, r.end_ns))
+      traced.push_back(r.end_ns - r.start_ns);
+    else if (!overlaps)
+      untraced.push_back(r.end_ns - r.start_ns);
+  }
+  sm.steps_traced = traced.size();
+  sm.steps_untraced = untraced.size();
+  sm.step_traced_ns = median(std::move(traced));
+  sm.step_untraced_ns = median(std::move(untraced));
+  return sm;
 }
 
 }  // namespace
@@ -408,6 +447,10 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
     for (std::size_t i = 0; i < kIdleCauseCount; ++i) p.idle_ns[i] += s.idle_ns[i];
   }
   p.advice = advise(p.steps, set, options);
+  if (!set.windows.empty()) {
+    const std::string nvtx = "nvtx:";
+    p.sampling = sampling_of(set, p.step_source.rfind(nvtx, 0) == 0 ? p.step_source.substr(nvtx.size()) : "");
+  }
   return p;
 }
 

@@ -6,7 +6,8 @@
 //   p.advice.verdict;  p.advice.predicted_step_ns;         // the CUDA Graph advice
 //
 // Steps come from NVTX ranges (the most frequent range name, preferring one with "step" in it),
-// else from the repeating sequence of kernel names, else the whole run is one step. Each idle gap
+// else from the repeating sequence of kernel names, else the whole run is one step; with sampling
+// windows (RecordSet::windows) only steps wholly inside a window are analysed. Each idle gap
 // of the GPU (no kernel, copy or memset of the analysed device running) is given one cause, tested
 // in this order: allocation (a malloc/free call overlaps it), host work (a stretch of at least
 // host_stretch_ns and half the gap without any CUDA call), pageable copy (a copy touching pageable
@@ -80,6 +81,21 @@ struct GraphAdvice {
   std::string how;                                // "torch", "cpp": which recipe fits the program
 };
 
+// With sampling (gpudoc profile --sample), what tracing cost the program: its NVTX step ranges
+// wholly inside the traced windows against those wholly between them (markers are recorded
+// throughout). The steps analysed are the traced ones.
+struct Sampling {
+  std::size_t windows = 0;
+  std::uint64_t traced_ns = 0;  // the windows' total length (an unclosed last one up to its last record)
+  std::size_t steps_traced = 0, steps_untraced = 0;
+  std::uint64_t step_traced_ns = 0, step_untraced_ns = 0;  // medians of the two
+  // step_traced / step_untraced - 1, with at least 3 steps of each; else not measured
+  [[nodiscard]] bool measured() const { return steps_traced >= 3 && steps_untraced >= 3; }
+  [[nodiscard]] double overhead() const {
+    return measured() ? static_cast<double>(step_traced_ns) / static_cast<double>(step_untraced_ns) - 1.0 : 0.0;
+  }
+};
+
 struct Profile {
   std::string step_source;  // "nvtx:NAME", "kernel-sequence", "whole-run"
   std::uint32_t device = 0;
@@ -94,6 +110,7 @@ struct Profile {
   std::vector<CopyVolume> copies;
   std::size_t api_calls = 0, graph_launches = 0;
   GraphAdvice advice;
+  Sampling sampling;                  // windows == 0: traced throughout
   std::uint64_t dropped = 0;          // by CUPTI (its buffers full)
   std::uint64_t over_file_limit = 0;  // counted, not written (the records file at its bound)
   bool complete = false;

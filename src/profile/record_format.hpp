@@ -14,6 +14,8 @@
 //   N  FLAGS ID TIMESTAMP TID NAME DOMAIN   an NVTX marker (flags 2 start, 4 end, 1 instantaneous)
 //   X  DROPPED|LIMIT COUNT          records dropped: CUPTI's buffers were full, or the file reached its bound
 //   W  MESSAGE                      a problem the library met (it logs it once and goes on)
+//   O  TIMESTAMP                    tracing (re)started: a sampling window opens (format 2)
+//   F  TIMESTAMP                    tracing stopped until the next O line (format 2)
 //   E  TIMESTAMP DROPPED            written at a clean exit; a file without it was cut short
 //
 // Times are CUPTI timestamps in nanoseconds. Text fields are escaped (escape_field) so a name can
@@ -27,7 +29,7 @@
 
 namespace gpudoc::profile {
 
-inline constexpr int kRecordFormatVersion = 1;
+inline constexpr int kRecordFormatVersion = 2;  // 2: O and F lines (sampling windows)
 inline constexpr std::string_view kRecordMagic = "gpudoc-profile";
 
 // Environment the parent (`gpudoc profile`) hands the job.
@@ -36,6 +38,32 @@ inline constexpr const char* kEnvCuptiPath = "GPUDOC_PROFILE_CUPTI";       // li
 inline constexpr const char* kEnvBufferMiB = "GPUDOC_PROFILE_BUFFER_MIB";  // bound on CUPTI buffers
 inline constexpr const char* kEnvMaxFileMiB = "GPUDOC_PROFILE_MAX_MIB";    // bound on the records file
 inline constexpr const char* kEnvKinds = "GPUDOC_PROFILE_KINDS";           // what to record (RecordedKinds)
+inline constexpr const char* kEnvSample = "GPUDOC_PROFILE_SAMPLE";         // "ON_MS:OFF_MS" (SampleWindows)
+
+// Sampling (gpudoc profile --sample ON:OFF): kernels, copies and API calls are traced for ON
+// milliseconds, then not for OFF, over and over, from the program's first CUDA call; NVTX markers
+// stay on throughout, so steps between the windows are timed too and the profile can say what
+// tracing costs the program. Both at least 1 ms.
+struct SampleWindows {
+  unsigned on_ms = 0, off_ms = 0;
+  // "ON_MS:OFF_MS", whole milliseconds; false for anything else.
+  static bool parse(const char* text, SampleWindows& out) {
+    if (text == nullptr) return false;
+    const std::string_view t(text);
+    const std::size_t colon = t.find(':');
+    if (colon == std::string_view::npos) return false;
+    auto number = [](std::string_view v, unsigned& n) {
+      if (v.empty() || v.size() > 9) return false;
+      n = 0;
+      for (char c : v) {
+        if (c < '0' || c > '9') return false;
+        n = n * 10 + static_cast<unsigned>(c - '0');
+      }
+      return n > 0;
+    };
+    return number(t.substr(0, colon), out.on_ms) && number(t.substr(colon + 1), out.off_ms);
+  }
+};
 
 // What the injection library asks CUPTI to record besides kernels (always recorded). The default
 // leaves out CUPTI's SYNCHRONIZATION records: the analysis finds syncs among the API calls, and on an

@@ -70,6 +70,12 @@ struct RangeRecord {
   std::string name, domain;
 };
 
+// A stretch during which kernels, copies and API calls were traced (gpudoc profile --sample): from an
+// O line to the next F line; without F, to the end of the records.
+struct TraceWindow {
+  std::uint64_t start_ns = 0, end_ns = UINT64_MAX;
+};
+
 struct RecordSet {
   std::uint32_t pid = 0;
   std::uint32_t cupti_version = 0;
@@ -79,6 +85,7 @@ struct RecordSet {
   std::vector<SyncRecord> syncs;
   std::vector<GraphLaunchRecord> graph_launches;
   std::vector<RangeRecord> ranges;
+  std::vector<TraceWindow> windows;   // empty: traced throughout (no sampling)
   std::uint64_t dropped = 0;          // records CUPTI dropped for want of buffer space
   std::uint64_t over_file_limit = 0;  // records counted, not written: the file had reached its bound
   std::vector<std::string> warnings;  // the W lines, in order

@@ -97,6 +97,28 @@ std::string graph_recipe(const profile::GraphAdvice& a) {
          "cudaGraphLaunch each step";
 }
 
+namespace {
+
+// With sampling: what was traced, and what tracing cost the program's steps.
+std::string sampling_text(const profile::Sampling& sm) {
+  if (sm.windows == 0) return {};
+  std::string s = fmt::format("Sampled: traced {} in {} window{}; the steps above are the traced ones.\n",
+                              ms(sm.traced_ns), sm.windows, sm.windows == 1 ? "" : "s");
+  if (sm.measured())
+    s += fmt::format(
+        "Tracing cost this program {:+.1f} % a step: {} (median of {}) while traced, {} (median of {}) between "
+        "the windows.\n",
+        100.0 * sm.overhead(), ms(sm.step_traced_ns), sm.steps_traced, ms(sm.step_untraced_ns), sm.steps_untraced);
+  else
+    s += fmt::format(
+        "What tracing cost is not measured: it takes NVTX step ranges, at least 3 inside the windows and 3 between "
+        "them ({} and {} here).\n",
+        sm.steps_traced, sm.steps_untraced);
+  return s;
+}
+
+}  // namespace
+
 std::string profile_text(const profile::Profile& p, const std::vector<std::string>& command) {
   std::string s = fmt::format("gpudoc profile: {}\n", join(command));
   s += fmt::format("Device {}: {} kernels ({} of kernel time), {} API calls, {} graph launches\n", p.device,
@@ -140,6 +162,7 @@ std::string profile_text(const profile::Profile& p, const std::vector<std::strin
   for (const auto& c : p.copies)
     s += fmt::format("  {:<14} {:>7}x  {:>10.1f} MiB  {}\n", c.kind, c.count, static_cast<double>(c.bytes) / 1048576.0,
                      ms(c.total_ns));
+  s += sampling_text(p.sampling);
   if (p.dropped > 0) s += fmt::format("WARNING: CUPTI dropped {} records (its buffers were full)\n", p.dropped);
   if (p.over_file_limit > 0)
     s += fmt::format(
@@ -199,6 +222,16 @@ nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector
   j["records_over_file_limit"] = p.over_file_limit;
   j["complete"] = p.complete;
   j["warnings"] = p.warnings;
+  if (p.sampling.windows > 0) {
+    const auto& sm = p.sampling;
+    j["sampling"] = {{"windows", sm.windows},
+                     {"traced_ns", sm.traced_ns},
+                     {"steps_traced", sm.steps_traced},
+                     {"steps_untraced", sm.steps_untraced},
+                     {"step_traced_ns", sm.step_traced_ns},
+                     {"step_untraced_ns", sm.step_untraced_ns}};
+    j["sampling"]["overhead"] = sm.measured() ? nlohmann::ordered_json(sm.overhead()) : nlohmann::ordered_json();
+  }
   return j;
 }
 

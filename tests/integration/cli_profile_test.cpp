@@ -32,6 +32,58 @@ std::string launch_bound_records() {
   return o.str();
 }
 
+// Records of the same loop sampled (--sample): 30 steps, 10 traced (a launch costs 15 us while
+// traced), 10 not (12 us; only the NVTX markers recorded), 10 traced, with the O and F lines.
+std::string sampled_records() {
+  std::ostringstream o;
+  o << "H\tgpudoc-profile\t2\t42\t130001\nC\tR\t211\tcudaLaunchKernel_v7000\n";
+  std::uint64_t host = 1'000'000, corr = 1;
+  for (int s = 0; s < 30; ++s) {
+    const bool traced = s < 10 || s >= 20;
+    if (s == 0 || s == 20) o << "O\t" << host << "\n";
+    if (s == 10) o << "F\t" << host << "\n";
+    const std::uint64_t launch = traced ? 15'000 : 12'000;
+    o << "N\t2\t" << s + 1 << "\t" << host << "\t7\tstep\t\n";
+    for (int k = 0; k < 40; ++k, ++corr) {
+      if (traced)
+        o << "R\t" << host + launch - 4'000 << "\t" << host + launch - 1'000 << "\t211\t" << corr << "\t7\n"
+          << "K\t" << host + launch - 2'000 << "\t" << host + launch << "\t0\t7\t" << corr
+          << "\t64\t1\t1\t128\t1\t1\t0\t_ZN2at6native18elementwise_kernelILi128ELi4EEEviT_\n";
+      host += launch;
+    }
+    o << "N\t4\t" << s + 1 << "\t" << host << "\t7\t\t\n";
+  }
+  o << "E\t" << host << "\t0\n";
+  return o.str();
+}
+
+TEST(CliProfile, BadSampleWindowsAreUsageErrorsThatSayWhy) {
+  for (const char* bad : {"2", "0:5", "2:x", "-1:3"}) {
+    auto r = run_gpudoc(std::string("profile --sample ") + bad + " -- true");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("give seconds traced and seconds not, as ON:OFF"), std::string::npos) << r.output;
+  }
+}
+
+TEST(CliProfile, ASampledProfileSaysWhatTracingCostTheSteps) {
+  TempDir dir("gpudoc-profile-cli");
+  const std::string records = dir.file("records.txt");
+  std::ofstream(records) << sampled_records();
+  auto text = run_gpudoc("profile --input " + records);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("Sampled: traced"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("in 2 windows"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("Tracing cost this program +25.0 % a step: 0.600 ms (median of 20) while traced, "
+                             "0.480 ms (median of 10) between the windows"),
+            std::string::npos)
+      << text.output;
+  auto json = run_gpudoc_stdout("profile --json --input " + records);
+  auto j = nlohmann::json::parse(json.output);
+  EXPECT_EQ(j["sampling"]["windows"], 2);
+  EXPECT_NEAR(j["sampling"]["overhead"].get<double>(), 0.25, 1e-9);
+  EXPECT_EQ(j["sampling"]["steps_untraced"], 10);
+}
+
 TEST(CliProfile, WithoutACommandItIsAUsageError) {
   auto r = run_gpudoc("profile");
   EXPECT_EQ(r.exit_code, 2);

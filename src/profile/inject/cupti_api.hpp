@@ -26,7 +26,8 @@
   X(true, cuptiGetTimestamp, CUptiResult, (uint64_t*))                                       \
   X(false, cuptiActivityFlushPeriod, CUptiResult, (uint32_t))                                \
   X(true, cuptiActivityEnableRuntimeApi, CUptiResult, (CUpti_CallbackId, uint8_t))           \
-  X(true, cuptiActivityEnableDriverApi, CUptiResult, (CUpti_CallbackId, uint8_t))
+  X(true, cuptiActivityEnableDriverApi, CUptiResult, (CUpti_CallbackId, uint8_t))            \
+  X(false, cuptiActivityDisable, CUptiResult, (CUpti_ActivityKind))
 
 namespace gpudoc::profile::inject {
 

@@ -16,15 +16,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "profile/inject/cupti_api.hpp"
 #include "profile/record_format.hpp"
@@ -55,7 +58,9 @@ struct State {
   unsigned long long over_limit_reported = 0;  // of which already written as X LIMIT lines
   std::atomic<bool> disabled{false};           // after fork() in the child, or after a failure
   pid_t pid = 0;
-  RecordedKinds kinds;  // GPUDOC_PROFILE_KINDS
+  RecordedKinds kinds;                                // GPUDOC_PROFILE_KINDS
+  SampleWindows sample;                               // GPUDOC_PROFILE_SAMPLE; on_ms == 0: traced throughout
+  std::vector<uint32_t> runtime_cbids, driver_cbids;  // the API calls enabled (toggled when sampling)
 };
 
 State& state() {
@@ -323,6 +328,7 @@ bool open_output(State& s) {
   if (const char* mib = std::getenv(kEnvMaxFileMiB); mib != nullptr && std::atoll(mib) > 0)
     s.max_file_bytes = static_cast<std::uint64_t>(std::atoll(mib)) << 20;
   s.kinds = RecordedKinds::parse(std::getenv(kEnvKinds));
+  if (!SampleWindows::parse(std::getenv(kEnvSample), s.sample)) s.sample = {};
   return true;
 }
 
@@ -344,17 +350,94 @@ void enable_api_calls(State& s) {
   for (uint32_t cbid = 1; s.kinds.runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
-        api_that_matters(name) && s.api.cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS)
+        api_that_matters(name) && s.api.cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS) {
       ++enabled;
+      s.runtime_cbids.push_back(cbid);
+    }
   }
   for (uint32_t cbid = 1; s.kinds.driver && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
-        api_that_matters(name) && s.api.cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS)
+        api_that_matters(name) && s.api.cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS) {
       ++enabled;
+      s.driver_cbids.push_back(cbid);
+    }
   }
   if (enabled == 0 && (s.kinds.runtime || s.kinds.driver))
     warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
+}
+
+// The activity kinds and whether each is recorded; MARKER last (sampling leaves it on throughout).
+std::array<std::pair<CUpti_ActivityKind, bool>, 6> activity_kinds(const RecordedKinds& k) {
+  return {{{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true},
+           {CUPTI_ACTIVITY_KIND_MEMCPY, k.memcpy},
+           {CUPTI_ACTIVITY_KIND_MEMSET, k.memset},
+           {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, k.sync},
+           {CUPTI_ACTIVITY_KIND_GRAPH_TRACE, k.graph},
+           {CUPTI_ACTIVITY_KIND_MARKER, k.marker}}};
+}
+
+// An O (tracing on) or F (off) line at CUPTI's clock, written at once.
+void window_line(State& s, char kind) {
+  uint64_t now = 0;
+  s.api.cuptiGetTimestamp(&now);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.out += kind;
+  field(s.out, now);
+  s.out += '\n';
+  write_out_locked(s);
+}
+
+// Sampling: everything recorded but the NVTX markers off for off_ms, on again for on_ms, over and
+// over (torch.profiler's schedule does the same with CUPTI: enable and disable between cycles).
+void set_tracing(State& s, bool on) {
+  const auto kinds = activity_kinds(s.kinds);
+  for (std::size_t i = 0; i + 1 < kinds.size(); ++i) {
+    if (!kinds[i].second) continue;
+    if (on)
+      s.api.cuptiActivityEnable(kinds[i].first);
+    else
+      s.api.cuptiActivityDisable(kinds[i].first);
+  }
+  for (const uint32_t cbid : s.runtime_cbids) s.api.cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0);
+  for (const uint32_t cbid : s.driver_cbids) s.api.cuptiActivityEnableDriverApi(cbid, on ? 1 : 0);
+}
+
+void sleep_ms(unsigned ms) {
+  timespec t{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000L};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+void* sampler(void*) {
+  State& s = state();
+  for (;;) {
+    sleep_ms(s.sample.on_ms);
+    if (s.disabled.load() || getpid() != s.pid) return nullptr;
+    window_line(s, 'F');  // before disabling: the window never claims records it does not hold
+    set_tracing(s, false);
+    sleep_ms(s.sample.off_ms);
+    if (s.disabled.load() || getpid() != s.pid) return nullptr;
+    set_tracing(s, true);
+    window_line(s, 'O');  // after enabling, for the same reason
+  }
+}
+
+void start_sampling(State& s) {
+  if (s.sample.on_ms == 0) return;
+  if (s.api.cuptiActivityDisable == nullptr) {
+    warn(s, "this CUPTI has no cuptiActivityDisable; --sample ignored, traced throughout");
+    return;
+  }
+  window_line(s, 'O');
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // Without the thread the window opened above never closes: traced throughout, analysed as such.
+  if (pthread_create(&thread, &attr, sampler, nullptr) != 0)
+    warn(s, "the sampling thread could not start; traced throughout");
+  pthread_attr_destroy(&attr);
 }
 
 bool start_activity(State& s) {
@@ -383,12 +466,7 @@ bool start_activity(State& s) {
     return false;
   }
   // Runtime and driver API calls: only those that matter (enable_api_calls), not the kinds as a whole.
-  const RecordedKinds& k = s.kinds;
-  const std::pair<CUpti_ActivityKind, bool> kinds[] = {
-      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true}, {CUPTI_ACTIVITY_KIND_MEMCPY, k.memcpy},
-      {CUPTI_ACTIVITY_KIND_MEMSET, k.memset},        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, k.sync},
-      {CUPTI_ACTIVITY_KIND_GRAPH_TRACE, k.graph},    {CUPTI_ACTIVITY_KIND_MARKER, k.marker}};
-  for (const auto& [kind, on] : kinds) {
+  for (const auto& [kind, on] : activity_kinds(s.kinds)) {
     if (!on) continue;
     if (const CUptiResult r = s.api.cuptiActivityEnable(kind); r != CUPTI_SUCCESS) {
       // A kind this CUPTI or GPU does not offer loses only its records; the rest goes on.
@@ -400,6 +478,7 @@ bool start_activity(State& s) {
   // Records reach the file at least every half second, so a job killed with SIGKILL leaves all but
   // its last moments readable.
   if (s.api.cuptiActivityFlushPeriod != nullptr) s.api.cuptiActivityFlushPeriod(500);
+  start_sampling(s);
   return true;
 }
 

@@ -1,4 +1,4 @@
-// A stand-in libcupti for the profiler's injection library in CI (no GPU): the 13 functions
+// A stand-in libcupti for the profiler's injection library in CI (no GPU): the 14 functions
 // libgpudoc_profile.so resolves, answering success (cuptiSubscribe refuses with
 // GPUDOC_FAKE_CUPTI_HELD=1), and two of its own: gpudoc_fake_cupti_emit_kernels(n), which hands the
 // registered buffer callbacks n kernel records the way CUPTI does (a buffer requested, filled,
@@ -6,6 +6,7 @@
 // CUpti_ActivityKernel10 back to back; cuptiActivityGetNextRecord walks them.
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -15,9 +16,9 @@ namespace {
 CUpti_BuffersCallbackRequestFunc g_requested = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_completed = nullptr;
 std::uint64_t g_clock = 1'000'000;
-bool g_enabled[64] = {};  // activity kinds enabled
-int g_runtime_calls = 0;  // runtime API callback ids enabled
-int g_driver_calls = 0;   // driver API callback ids enabled
+std::atomic<bool> g_enabled[64] = {};  // activity kinds enabled (the sampling thread toggles them)
+std::atomic<int> g_runtime_calls{0};   // runtime API callback ids enabled
+std::atomic<int> g_driver_calls{0};    // driver API callback ids enabled
 const char kName[] = "_Z11fake_kernelPfS_S_i_a_name_as_long_as_a_real_one_from_a_template_library";
 
 }  // namespace
@@ -52,12 +53,16 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (static_cast<unsigned>(kind) < 64) g_enabled[kind] = true;
   return CUPTI_SUCCESS;
 }
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (static_cast<unsigned>(kind) < 64) g_enabled[kind] = false;
+  return CUPTI_SUCCESS;
+}
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t enable) {
-  g_runtime_calls += enable != 0;
+  g_runtime_calls += enable != 0 ? 1 : -1;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t enable) {
-  g_driver_calls += enable != 0;
+  g_driver_calls += enable != 0 ? 1 : -1;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
@@ -79,7 +84,7 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, C
   return CUPTI_SUCCESS;
 }
 
-// Whether activity kind `kind` was enabled; -1: the number of runtime API calls enabled, -2: driver.
+// Whether activity kind `kind` is enabled now; -1: the number of runtime API calls enabled, -2: driver.
 __attribute__((visibility("default"))) int gpudoc_fake_cupti_enabled(int kind) {
   if (kind == -1) return g_runtime_calls;
   if (kind == -2) return g_driver_calls;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "synthetic_loop.hpp"
 
 namespace gpudoc::profile {
@@ -106,6 +108,40 @@ TEST(ProfileAnalysis, WithoutNvtxStepsComeFromTheRepeatingKernelSequence) {
   // The boundary sits at the longest gap, before each step's first kernel: every step alike.
   EXPECT_DOUBLE_EQ(p.advice.static_share, 1.0);
   EXPECT_EQ(p.advice.kernels_per_step, 5u);  // the sequence repeats every 5 kernels within a step too
+}
+
+// gpudoc profile --sample: only steps wholly inside a traced window are analysed, and the NVTX steps
+// between the windows say what tracing cost.
+TEST(ProfileAnalysis, SampledStepsAreAnalysedInsideTheWindowsAndTheCostIsMeasured) {
+  Loop l;
+  l.steps = 60, l.traced_steps = 5, l.untraced_steps = 15, l.tracing_ns = 3'000;  // 12 -> 15 us a launch
+  const RecordSet set = make_loop(l);
+  ASSERT_EQ(set.windows.size(), 3u);
+  const Profile p = analyse(set, {});
+  EXPECT_EQ(p.step_source, "nvtx:train_step");
+  // 3 windows of 5 steps: the first step of the run is the warm-up, and the last step of the first two
+  // windows runs out of them (its end is the next traced kernel); the run's last step ends with it
+  EXPECT_EQ(p.steps.size(), 3u + 4u + 5u);
+  for (const Step& st : p.steps)
+    EXPECT_TRUE(std::any_of(set.windows.begin(), set.windows.end(),
+                            [&](const TraceWindow& w) { return st.start_ns >= w.start_ns && st.end_ns <= w.end_ns; }));
+  ASSERT_TRUE(p.sampling.measured());
+  EXPECT_EQ(p.sampling.windows, 3u);
+  EXPECT_EQ(p.sampling.steps_traced, 15u);
+  EXPECT_EQ(p.sampling.steps_untraced, 45u);
+  EXPECT_EQ(p.sampling.step_untraced_ns, 50u * 12'000);
+  EXPECT_EQ(p.sampling.step_traced_ns, 50u * 15'000);
+  EXPECT_NEAR(p.sampling.overhead(), 0.25, 1e-9);
+  // The launch-bound verdict stands on the traced steps alone.
+  EXPECT_GT(p.idle_ns[static_cast<std::size_t>(IdleCause::kLaunch)], 0u);
+  EXPECT_EQ(p.idle_ns[static_cast<std::size_t>(IdleCause::kHost)], 0u);
+}
+
+TEST(ProfileAnalysis, WithoutSamplingNothingIsSaidOfIt) {
+  const Profile p = analyse(make_loop(Loop{}), {});
+  EXPECT_EQ(p.sampling.windows, 0u);
+  EXPECT_FALSE(p.sampling.measured());
+  EXPECT_EQ(p.steps.size(), 19u);
 }
 
 TEST(ProfileAnalysis, StepsCanBeLimited) {

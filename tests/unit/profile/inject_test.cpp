@@ -62,7 +62,7 @@ TEST(ProfileInjection, WritesAHeaderAndGoesOnWhateverCuptiSays) {
   for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
   ASSERT_FALSE(found.empty());
   const std::string text = slurp(found);
-  EXPECT_EQ(text.rfind("H\tgpudoc-profile\t1\t", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("H\tgpudoc-profile\t2\t", 0), 0u) << text;
   struct stat st {};
   ASSERT_EQ(stat(found.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -141,6 +141,42 @@ TEST(ProfileInjection, RecordsWhatTheAnalysisReadsAndNotCuptisSynchronizationRec
   gpudoc::testing::TempDir only("gpudoc-inject");
   // kernels always; then exactly what the list names
   EXPECT_EQ(enabled_mask(only.str(), "sync,marker"), 0b0110001);
+}
+
+// --sample 0.02:10 (GPUDOC_PROFILE_SAMPLE=20:10000): traced for 20 ms from the start, then everything
+// but the NVTX markers is off — kernels, copies, API calls — and the file says when (O, then F).
+TEST(ProfileInjection, SamplingTurnsTracingOffButKeepsTheMarkersAndSaysWhen) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("GPUDOC_PROFILE_DIR", dir.str().c_str(), 1);
+    setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
+    setenv("GPUDOC_PROFILE_SAMPLE", "20:10000", 1);
+    void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
+    if (init == nullptr || init() != 1) _exit(100);
+    void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+    auto* on = cupti != nullptr ? reinterpret_cast<int (*)(int)>(dlsym(cupti, "gpudoc_fake_cupti_enabled")) : nullptr;
+    if (on == nullptr) _exit(101);
+    if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 1 || on(-1) <= 0) _exit(102);  // traced at first
+    usleep(400'000);                                                                // well into the 10 s off window
+    if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 0 || on(CUPTI_ACTIVITY_KIND_MEMCPY) != 0) _exit(103);
+    if (on(-1) != 0) _exit(104);                          // no API call recorded
+    if (on(CUPTI_ACTIVITY_KIND_MARKER) != 1) _exit(105);  // steps still timed
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
+  const std::string text = slurp(found);
+  const auto o = text.find("\nO\t"), f = text.find("\nF\t");
+  ASSERT_NE(o, std::string::npos) << text;
+  ASSERT_NE(f, std::string::npos) << text;
+  EXPECT_LT(o, f);
+  EXPECT_EQ(text.find("\nO\t", o + 1), std::string::npos);  // not on again yet
 }
 
 // A program whose records fill the file's bound and which then dies by a signal (as Python does on

@@ -91,7 +91,7 @@ TEST(Records, AFileThatIsNotAProfileSaysSo) {
   EXPECT_EQ(empty.error().message(), "records-7.txt: empty or not a gpudoc profile (no H line)");
   auto newer = read("H\tgpudoc-profile\t9\t7\t1\n");
   ASSERT_FALSE(newer.ok());
-  EXPECT_EQ(newer.error().message(), "records-7.txt line 1: format version 9 is newer than this gpudoc reads (1)");
+  EXPECT_EQ(newer.error().message(), "records-7.txt line 1: format version 9 is newer than this gpudoc reads (2)");
 }
 
 TEST(Records, EscapingRoundTrips) {
@@ -111,6 +111,31 @@ TEST(RecordedKinds, TheDefaultLeavesOutSynchronizationRecordsAndAListReplacesIt)
   EXPECT_FALSE(k.memcpy || k.memset || k.graph || k.marker || k.driver);
   const auto none = RecordedKinds::parse("none");  // a name of nothing: kernels only
   EXPECT_FALSE(none.memcpy || none.runtime || none.driver || none.sync || none.marker);
+}
+
+TEST(Records, SamplingWindowsAreReadFromTheOAndFLines) {
+  std::istringstream in(
+      "H\tgpudoc-profile\t2\t7\t1\n"
+      "O\t100\nF\t200\nO\t300\nF\t400\nO\t500\n");
+  auto set = read_records(in, "sampled");
+  ASSERT_TRUE(set) << set.error().message();
+  ASSERT_EQ(set->windows.size(), 3u);
+  EXPECT_EQ(set->windows[0].start_ns, 100u);
+  EXPECT_EQ(set->windows[0].end_ns, 200u);
+  EXPECT_EQ(set->windows[1].start_ns, 300u);
+  EXPECT_EQ(set->windows[2].end_ns, UINT64_MAX);  // still open when the records end
+  std::istringstream newer("H\tgpudoc-profile\t3\t7\t1\n");
+  EXPECT_FALSE(read_records(newer, "newer"));
+}
+
+TEST(SampleWindows, OnlyTwoWholePositiveMillisecondCountsParse) {
+  SampleWindows w;
+  ASSERT_TRUE(SampleWindows::parse("2000:18000", w));
+  EXPECT_EQ(w.on_ms, 2000u);
+  EXPECT_EQ(w.off_ms, 18000u);
+  for (const char* bad : {"", "2000", ":1", "1:", "0:5", "5:0", "1.5:2", "-1:2", "1:2:3", "abc:1", "1234567890:1"})
+    EXPECT_FALSE(SampleWindows::parse(bad, w)) << bad;
+  EXPECT_FALSE(SampleWindows::parse(nullptr, w));
 }
 
 }  // namespace

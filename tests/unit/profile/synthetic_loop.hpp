@@ -23,6 +23,11 @@ struct Loop {
   bool dynamic_shapes = false;           // the grid of the kernels changes from step to step
   bool nvtx = true;                      // each step inside an NVTX range "train_step"
   std::string kernel_name = "_ZN2at6native18elementwise_kernelILi128ELi4EEEviT_";
+  // Sampling (gpudoc profile --sample): steps come in cycles of `traced_steps` traced and
+  // `untraced_steps` not; a traced launch costs the host `tracing_ns` more, and only traced steps
+  // leave kernel and API records (NVTX ranges are recorded throughout). 0: traced throughout.
+  int traced_steps = 0, untraced_steps = 0;
+  std::uint64_t tracing_ns = 0;
 };
 
 inline RecordSet make_loop(const Loop& l) {
@@ -34,7 +39,19 @@ inline RecordSet make_loop(const Loop& l) {
     a.start_ns = start, a.end_ns = end, a.correlation = c, a.name = name;
     set.api_calls.push_back(a);
   };
+  const int cycle = l.traced_steps + l.untraced_steps;
+  bool was_traced = false;
   for (int s = 0; s < l.steps; ++s) {
+    const bool traced = cycle == 0 || s % cycle < l.traced_steps;
+    if (cycle > 0 && traced != was_traced) {
+      if (traced)
+        set.windows.push_back({host, UINT64_MAX});  // the O line, as the library writes it
+      else
+        set.windows.back().end_ns = host;  // the F line
+    }
+    was_traced = traced;
+    const std::size_t kernels_before = set.kernels.size(), calls_before = set.api_calls.size();
+    const std::uint64_t launch_ns = l.launch_ns + (traced && cycle > 0 ? l.tracing_ns : 0);
     const std::uint64_t range_start = host;
     host += l.host_work_ns;
     if (l.malloc_each_step) {
@@ -54,14 +71,14 @@ inline RecordSet make_loop(const Loop& l) {
       KernelRecord kr;
       kr.correlation = corr;
       kr.name = k % 5 == 4 ? "_ZN2at6native13reduce_kernelILi512ELi1EEEvT_" : l.kernel_name;
-      kr.start_ns = std::max(host + l.launch_ns - 2'000, gpu_free);
+      kr.start_ns = std::max(host + launch_ns - 2'000, gpu_free);
       kr.end_ns = kr.start_ns + l.kernel_ns;
       kr.grid[0] = l.dynamic_shapes ? 64 + (s * 7) % 13 : 64, kr.grid[1] = kr.grid[2] = 1;
       kr.block[0] = 128, kr.block[1] = kr.block[2] = 1;
       gpu_free = kr.end_ns;
-      api("cudaLaunchKernel_v7000", host + l.launch_ns - 4'000, host + l.launch_ns - 1'000, corr++);
+      api("cudaLaunchKernel_v7000", host + launch_ns - 4'000, host + launch_ns - 1'000, corr++);
       set.kernels.push_back(kr);
-      host += l.launch_ns;
+      host += launch_ns;
     }
     if (l.item_each_step) {
       const std::uint64_t start = std::max(host + 3'000, gpu_free);
@@ -72,6 +89,10 @@ inline RecordSet make_loop(const Loop& l) {
       host = std::max(host + 5'000, start + 3'000) + 20'000;  // Python after .item()
     }
     if (l.nvtx) set.ranges.push_back({range_start, host, 1, "train_step", ""});
+    if (!traced) {  // CUPTI recorded none of it
+      set.kernels.resize(kernels_before);
+      set.api_calls.resize(calls_before);
+    }
   }
   set.complete = true;
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
