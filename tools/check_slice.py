@@ -148,6 +148,23 @@ def check_compute(out, results, prefix=""):
                         f"(judged on throughput; bound ±5 points)"))
 
 
+def check_alone(out, results):
+    """--sm 30 with the job alone on the GPU: its throughput against the same job uncapped."""
+    start = next((r for r in lines(os.path.join(out, "alone30.jsonl")) if r.get("event") == "start"), None)
+    end = end_line(os.path.join(out, "alone30.jsonl"))
+    alone = end_line(os.path.join(out, "train_alone.jsonl"))
+    if not end or not alone or not alone.get("steps_per_s"):
+        results.append(("FAIL", "interception library --sm 30 alone on the GPU: missing runs; "
+                        + text(os.path.join(out, "alone30.err"))[-300:]))
+        return
+    samples = pmon_shares(os.path.join(out, "alone_pmon.txt")).get(start["pid"], [])[3:] if start else []
+    pm = f"pmon SM mean {sum(samples) / len(samples):.1f} % over {len(samples)} s" if samples else "pmon: no samples"
+    tput = 100 * end["steps_per_s"] / alone["steps_per_s"]
+    results.append(("PASS" if abs(tput - 30) <= 5 else "FAIL",
+                    f"interception library --sm 30 alone on the GPU: {pm}; {end['steps_per_s']:.1f} steps/s, "
+                    f"{tput:.1f} % of the job's throughput uncapped (bound ±5 points)"))
+
+
 def check_infer(out, results, prefix=""):
     p99 = {}
     for name in ("alone", "beside", "sm30"):
@@ -200,13 +217,15 @@ def main():
     out = sys.argv[1]
     cap = size_bytes(text(os.path.join(out, "mem.txt")) or "20G")
     results = []
-    groups = set((text(os.path.join(out, "groups.txt")) or "memory launch compute infer copy mps").split())
+    groups = set((text(os.path.join(out, "groups.txt")) or "memory launch compute alone infer copy mps").split())
     if "memory" in groups:
         memory_checks(out, cap, results)
     if "launch" in groups:
         check_launch(out, results)
     if "compute" in groups:
         check_compute(out, results)
+    if "alone" in groups:
+        check_alone(out, results)
     if "infer" in groups:
         check_infer(out, results)
     if "copy" in groups:

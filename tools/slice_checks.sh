@@ -4,13 +4,14 @@
 #
 #   tools/slice_checks.sh OUTDIR
 #
-# Groups (SLICE_CHECKS, default all: "memory launch compute infer copy mps"):
+# Groups (SLICE_CHECKS, default all: "memory launch compute alone infer copy mps"):
 #   memory   PyTorch's default caching allocator and backend:cudaMallocAsync at the cap (a clean
 #            torch.OutOfMemoryError, mem_get_info showing the slice), two processes sharing one
 #            budget, slice list while a job runs, a bad limit (exit 2)
 #   launch   the cost per launch with and without the slice (gpudoc bench --only launch)
 #   compute  the interception library's compute caps, 30 % and 60 % side by side for 60 s (pmon's
 #            per-process SM % each second, and each job's steps/s against the same job alone)
+#   alone    the interception library's --sm 30 with the job alone on the GPU for 60 s
 #   infer    an inference loop's p99 alone, beside a training job, beside one in a --sm 30 slice
 #   copy     PyTorch's host<->device copies without a cap and under --pcie 4G
 #   mps      whether an MPS control daemon can be started (private pipe and log folders; told to
@@ -26,7 +27,7 @@ G=${GPUDOC:-$here/../build-portable/src/cli/gpudoc}
 W=${WORKLOADS:-$here/../workloads}
 MEM=${SLICE_MEM:-20G}
 CAP_S=${CAP_SECONDS:-60}
-groups=" ${SLICE_CHECKS:-memory launch compute infer copy mps} "
+groups=" ${SLICE_CHECKS:-memory launch compute alone infer copy mps} "
 on() { [[ "$groups" == *" $1 "* ]]; }
 mkdir -p "$out"
 log() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$out/steps.log"; }
@@ -105,13 +106,22 @@ p99() {
   wait
 }
 
-if on compute || on mps; then
+if on compute || on alone || on mps; then
   log "the training job alone, uncapped (the reference for steps/s)"
   timeout 60 python3 "$W/slice_compute.py" --duration 10 --label alone >"$out/train_alone.jsonl" 2>&1
 fi
 if on compute; then
   log "compute caps of 30 % and 60 % side by side for $CAP_S s (pmon: per-process SM %, each second)"
   side_by_side ""
+fi
+if on alone; then
+  log "a --sm 30 slice alone on the GPU for $CAP_S s (nothing to time-slice with: NVML's figure is the job's time)"
+  nvidia-smi pmon -s u -d 1 -c $((CAP_S + 8)) >"$out/alone_pmon.txt" 2>&1 &
+  pmon=$!
+  timeout $((CAP_S + 60)) "$G" slice -q --sm 30 --name alone30 -- python3 "$W/slice_compute.py" \
+    --duration "$CAP_S" --label alone30 >"$out/alone30.jsonl" 2>"$out/alone30.err"
+  kill $pmon 2>/dev/null
+  wait $pmon 2>/dev/null
 fi
 if on infer; then
   log "inference p99: alone, beside a training job, beside a training job in a --sm 30 slice"
