@@ -179,6 +179,82 @@ TEST(ProfileInjection, SamplingTurnsTracingOffButKeepsTheMarkersAndSaysWhen) {
   EXPECT_EQ(text.find("\nO\t", o + 1), std::string::npos);  // not on again yet
 }
 
+// Counts the lines of `text` that start with `prefix`.
+long long count_lines(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  std::string line;
+  long long n = 0;
+  while (std::getline(lines, line)) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// In a child: the library initialised over the stand-in CUPTI in `dir`; returns its emitter or exits.
+using Emit = int (*)(int);
+Emit init_over_fake_cupti(const std::string& dir) {
+  setenv("GPUDOC_PROFILE_DIR", dir.c_str(), 1);
+  setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
+  void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
+  if (init == nullptr || init() != 1) _exit(100);
+  void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  auto* emit = cupti != nullptr ? reinterpret_cast<Emit>(dlsym(cupti, "gpudoc_fake_cupti_emit_kernels")) : nullptr;
+  if (emit == nullptr) _exit(101);
+  return emit;
+}
+
+// A program that crashes (abort) keeps every record CUPTI had handed over: they are written as each
+// buffer completes, not at exit.
+TEST(ProfileInjection, ACrashingProgramLeavesTheRecordsWrittenBeforeIt) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    Emit emit = init_over_fake_cupti(dir.str());
+    if (emit(3000) != 3000) _exit(102);
+    signal(SIGABRT, SIG_DFL);
+    abort();
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
+  const std::string text = slurp(found);
+  EXPECT_EQ(count_lines(text, "K\t"), 3000);
+  EXPECT_EQ(count_lines(text, "E\t"), 0);  // not a clean exit, and the reader will say so
+}
+
+// A program that forks: the child (whose CUDA is unusable until it execs) writes nothing into the
+// parent's file; the parent's records before and after the fork are all there, and its clean exit.
+TEST(ProfileInjection, AForkedChildWritesNothingAndTheParentsRecordsStayWhole) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    Emit emit = init_over_fake_cupti(dir.str());
+    if (emit(100) != 100) _exit(102);
+    const pid_t child = fork();
+    if (child == 0) {
+      emit(50);  // CUPTI in the child hands records over; the library must not write them
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    if (emit(200) != 200) _exit(103);
+    std::exit(0);  // through atexit: the E line
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::size_t files = 0;
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string(), ++files;
+  EXPECT_EQ(files, 1u);
+  const std::string text = slurp(found);
+  EXPECT_EQ(count_lines(text, "K\t"), 300);
+  EXPECT_EQ(count_lines(text, "E\t"), 1);
+}
+
 // A program whose records fill the file's bound and which then dies by a signal (as Python does on
 // SIGINT: C exit handlers never run): the file still says how many records were left out. Over the
 // fake CUPTI, 40 000 kernel records against a 1 MiB bound.
