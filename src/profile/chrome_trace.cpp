@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kGpuPid = 1;  // one "process" row for the GPU, one for the host
 constexpr int kHostPid = 2;
+constexpr int kSamplingPid = 3;  // gpudoc profile --sample: the traced windows
 
 struct Writer {
   std::ostream& out;
@@ -76,6 +77,15 @@ bool write_chrome_trace(const RecordSet& set, std::ostream& out) {
   for (const auto& r : set.ranges) w.span(r.name, "nvtx", kHostPid, r.thread, r.start_ns, r.end_ns);
   for (const auto& g : set.graph_launches)
     w.span(fmt::format("graph {}", g.graph), "graph", kGpuPid, g.stream, g.start_ns, g.end_ns);
+  // --sample: the traced windows on a track of their own, so the gaps between them read as untraced
+  if (!set.windows.empty()) {
+    w.event({{"name", "process_name"}, {"ph", "M"}, {"pid", kSamplingPid}, {"args", {{"name", "gpudoc sampling"}}}});
+    std::uint64_t last = 0;
+    for (const auto& k : set.kernels) last = std::max(last, k.end_ns);
+    for (const auto& r : set.ranges) last = std::max(last, r.end_ns);
+    for (const auto& win : set.windows)
+      w.span("traced", "sampling", kSamplingPid, 0, win.start_ns, std::min(win.end_ns, std::max(last, win.start_ns)));
+  }
   out << "\n]}\n";
   out.flush();
   return static_cast<bool>(out);

@@ -1,7 +1,8 @@
 // gpudoc::profile Chrome trace — one process's records as a Chrome/Perfetto trace (the JSON Object
 // Format of the Trace Event Format: {"traceEvents": [...]}), which ui.perfetto.dev and
 // chrome://tracing open. Host API calls on one track per thread, GPU work on one track per stream,
-// NVTX ranges on the thread that opened them; times in microseconds from the first record.
+// NVTX ranges on the thread that opened them, the traced windows of --sample on a row of their own;
+// times in microseconds from the first record.
 //
 //   std::ofstream out(path);
 //   profile::write_chrome_trace(set, out);

@@ -82,6 +82,14 @@ TEST(CliProfile, ASampledProfileSaysWhatTracingCostTheSteps) {
   EXPECT_EQ(j["sampling"]["windows"], 2);
   EXPECT_NEAR(j["sampling"]["overhead"].get<double>(), 0.25, 1e-9);
   EXPECT_EQ(j["sampling"]["steps_untraced"], 10);
+  // the Perfetto trace shows the two traced windows on a row of their own
+  const std::string trace = dir.file("trace.json");
+  ASSERT_EQ(run_gpudoc("profile --input " + records + " -o " + trace).exit_code, 0);
+  std::ifstream in(trace);
+  const auto t = nlohmann::json::parse(in);
+  int windows = 0;
+  for (const auto& e : t["traceEvents"]) windows += e.value("cat", "") == "sampling" && e["name"] == "traced" ? 1 : 0;
+  EXPECT_EQ(windows, 2);
 }
 
 TEST(CliProfile, WithoutACommandItIsAUsageError) {
