@@ -349,8 +349,7 @@ std::uint64_t median(std::vector<std::uint64_t> v) {
 Sampling sampling_of(const RecordSet& set, const std::string& name) {
   Sampling sm;
   sm.windows = set.windows.size();
-  std::uint64_t last = 0;
-  for (const auto& k : set.kernels) last = std::max(last, k.end_ns);
+  const std::uint64_t last = last_end_ns(set);
   for (const auto& w : set.windows) sm.traced_ns += std::min(w.end_ns, std::max(last, w.start_ns)) - w.start_ns;
   std::vector<std::uint64_t> traced, untraced;
   for (const auto& r : set.ranges) {

@@ -80,9 +80,7 @@ bool write_chrome_trace(const RecordSet& set, std::ostream& out) {
   // --sample: the traced windows on a track of their own, so the gaps between them read as untraced
   if (!set.windows.empty()) {
     w.event({{"name", "process_name"}, {"ph", "M"}, {"pid", kSamplingPid}, {"args", {{"name", "gpudoc sampling"}}}});
-    std::uint64_t last = 0;
-    for (const auto& k : set.kernels) last = std::max(last, k.end_ns);
-    for (const auto& r : set.ranges) last = std::max(last, r.end_ns);
+    const std::uint64_t last = last_end_ns(set);
     for (const auto& win : set.windows)
       w.span("traced", "sampling", kSamplingPid, 0, win.start_ns, std::min(win.end_ns, std::max(last, win.start_ns)));
   }

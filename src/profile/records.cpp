@@ -176,6 +176,15 @@ struct Reader {
 
 }  // namespace
 
+std::uint64_t last_end_ns(const RecordSet& set) {
+  std::uint64_t last = 0;
+  for (const auto& k : set.kernels) last = std::max(last, k.end_ns);
+  for (const auto& c : set.copies) last = std::max(last, c.end_ns);
+  for (const auto& a : set.api_calls) last = std::max(last, a.end_ns);
+  for (const auto& r : set.ranges) last = std::max(last, r.end_ns);
+  return last;
+}
+
 core::Result<RecordSet> read_records(std::istream& in, const std::string& what) {
   Reader r;
   std::string text;

@@ -93,6 +93,9 @@ struct RecordSet {
   std::uint64_t truncated_lines = 0;  // a last line cut short (the process was killed mid-write)
 };
 
+// The latest end of any kernel, copy, API call or NVTX range: where a window without its F line ends.
+[[nodiscard]] std::uint64_t last_end_ns(const RecordSet& set);
+
 // Reads one process's records. `what` names the source in errors. Errors: kBadInput for a file that
 // is not a gpudoc profile (no H line), a newer format version, or a malformed line ("<what> line N:
 // <why>").

@@ -13,36 +13,19 @@
 namespace gpudoc::testing {
 namespace {
 
-// Records of a launch-bound loop: 12 NVTX steps of 40 kernels of 2 us, launched every 12 us.
-std::string launch_bound_records() {
+// Records of a launch-bound loop: NVTX steps of 40 kernels of 2 us, launched every 12 us. Sampled
+// (--sample): 30 steps, 10 traced (a launch costs 15 us while traced), 10 not (12 us; only the NVTX
+// markers recorded), 10 traced, with the O and F lines (format 2); else 12 steps, all traced (format 1).
+std::string loop_records(bool sampled) {
   std::ostringstream o;
-  o << "H\tgpudoc-profile\t1\t42\t130001\nC\tR\t211\tcudaLaunchKernel_v7000\n";
+  o << "H\tgpudoc-profile\t" << (sampled ? 2 : 1) << "\t42\t130001\nC\tR\t211\tcudaLaunchKernel_v7000\n";
   std::uint64_t host = 1'000'000, corr = 1;
-  for (int s = 0; s < 12; ++s) {
-    o << "N\t2\t" << s + 1 << "\t" << host << "\t7\tstep\t\n";
-    for (int k = 0; k < 40; ++k, ++corr) {
-      o << "R\t" << host + 8'000 << "\t" << host + 11'000 << "\t211\t" << corr << "\t7\n";
-      o << "K\t" << host + 10'000 << "\t" << host + 12'000 << "\t0\t7\t" << corr
-        << "\t64\t1\t1\t128\t1\t1\t0\t_ZN2at6native18elementwise_kernelILi128ELi4EEEviT_\n";
-      host += 12'000;
-    }
-    o << "N\t4\t" << s + 1 << "\t" << host << "\t7\t\t\n";
-  }
-  o << "E\t" << host << "\t0\n";
-  return o.str();
-}
-
-// Records of the same loop sampled (--sample): 30 steps, 10 traced (a launch costs 15 us while
-// traced), 10 not (12 us; only the NVTX markers recorded), 10 traced, with the O and F lines.
-std::string sampled_records() {
-  std::ostringstream o;
-  o << "H\tgpudoc-profile\t2\t42\t130001\nC\tR\t211\tcudaLaunchKernel_v7000\n";
-  std::uint64_t host = 1'000'000, corr = 1;
-  for (int s = 0; s < 30; ++s) {
-    const bool traced = s < 10 || s >= 20;
-    if (s == 0 || s == 20) o << "O\t" << host << "\n";
-    if (s == 10) o << "F\t" << host << "\n";
-    const std::uint64_t launch = traced ? 15'000 : 12'000;
+  const int steps = sampled ? 30 : 12;
+  for (int s = 0; s < steps; ++s) {
+    const bool traced = !sampled || s < 10 || s >= 20;
+    if (sampled && (s == 0 || s == 20)) o << "O\t" << host << "\n";
+    if (sampled && s == 10) o << "F\t" << host << "\n";
+    const std::uint64_t launch = sampled && traced ? 15'000 : 12'000;
     o << "N\t2\t" << s + 1 << "\t" << host << "\t7\tstep\t\n";
     for (int k = 0; k < 40; ++k, ++corr) {
       if (traced)
@@ -56,6 +39,8 @@ std::string sampled_records() {
   o << "E\t" << host << "\t0\n";
   return o.str();
 }
+std::string launch_bound_records() { return loop_records(false); }
+std::string sampled_records() { return loop_records(true); }
 
 TEST(CliProfile, BadSampleWindowsAreUsageErrorsThatSayWhy) {
   for (const char* bad : {"2", "0:5", "2:x", "-1:3"}) {

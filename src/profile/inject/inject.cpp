@@ -363,11 +363,10 @@ void enable_api_calls(State& s) {
       s.driver_cbids.push_back(cbid);
     }
   }
-  if (enabled == 0 && (s.kinds.runtime || s.kinds.driver))
-    warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
+  if (enabled == 0) warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
 }
 
-// The activity kinds and whether each is recorded; MARKER last (sampling leaves it on throughout).
+// The activity kinds and whether each is recorded.
 std::array<std::pair<CUpti_ActivityKind, bool>, 6> activity_kinds(const RecordedKinds& k) {
   return {{{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true},
            {CUPTI_ACTIVITY_KIND_MEMCPY, k.memcpy},
@@ -391,13 +390,12 @@ void window_line(State& s, char kind) {
 // Sampling: everything recorded but the NVTX markers off for off_ms, on again for on_ms, over and
 // over (torch.profiler's schedule does the same with CUPTI: enable and disable between cycles).
 void set_tracing(State& s, bool on) {
-  const auto kinds = activity_kinds(s.kinds);
-  for (std::size_t i = 0; i + 1 < kinds.size(); ++i) {
-    if (!kinds[i].second) continue;
+  for (const auto& [kind, recorded] : activity_kinds(s.kinds)) {
+    if (!recorded || kind == CUPTI_ACTIVITY_KIND_MARKER) continue;  // the markers time every step
     if (on)
-      s.api.cuptiActivityEnable(kinds[i].first);
+      s.api.cuptiActivityEnable(kind);
     else
-      s.api.cuptiActivityDisable(kinds[i].first);
+      s.api.cuptiActivityDisable(kind);
   }
   for (const uint32_t cbid : s.runtime_cbids) s.api.cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0);
   for (const uint32_t cbid : s.driver_cbids) s.api.cuptiActivityEnableDriverApi(cbid, on ? 1 : 0);

@@ -105,6 +105,23 @@ TEST(ProfileInjection, AnotherCuptiClientIsNamedAndTheProgramGoesOn) {
   EXPECT_EQ(text.find("\nK\t"), std::string::npos) << text;
 }
 
+// In a child: the library initialised over the stand-in CUPTI in `dir` (the caller sets any other
+// variable first); returns the stand-in's function `name`, or exits 250 / 251.
+using Emit = int (*)(int);     // gpudoc_fake_cupti_emit_kernels
+using Enabled = int (*)(int);  // gpudoc_fake_cupti_enabled
+template <class Fn>
+Fn init_over_fake_cupti(const std::string& dir, const char* name) {
+  setenv("GPUDOC_PROFILE_DIR", dir.c_str(), 1);
+  setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
+  void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
+  if (init == nullptr || init() != 1) _exit(250);
+  void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  auto fn = cupti != nullptr ? reinterpret_cast<Fn>(dlsym(cupti, name)) : nullptr;
+  if (fn == nullptr) _exit(251);
+  return fn;
+}
+
 // What the library asks CUPTI for: by default kernels, copies, memsets, graph launches, NVTX markers and
 // the API calls that matter, not CUPTI's SYNCHRONIZATION records (the analysis reads syncs from the API
 // calls; those records cost a host-bound step about a quarter of its time on an H200);
@@ -112,15 +129,8 @@ TEST(ProfileInjection, AnotherCuptiClientIsNamedAndTheProgramGoesOn) {
 int enabled_mask(const std::string& dir, const char* kinds) {
   const pid_t pid = fork();
   if (pid == 0) {
-    setenv("GPUDOC_PROFILE_DIR", dir.c_str(), 1);
-    setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
     if (kinds != nullptr) setenv("GPUDOC_PROFILE_KINDS", kinds, 1);
-    void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
-    if (init == nullptr || init() != 1) _exit(255);
-    void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    auto* on = cupti != nullptr ? reinterpret_cast<int (*)(int)>(dlsym(cupti, "gpudoc_fake_cupti_enabled")) : nullptr;
-    if (on == nullptr) _exit(254);
+    const Enabled on = init_over_fake_cupti<Enabled>(dir, "gpudoc_fake_cupti_enabled");
     int mask = 0;
     const int kinds_in_order[] = {
         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
@@ -149,15 +159,8 @@ TEST(ProfileInjection, SamplingTurnsTracingOffButKeepsTheMarkersAndSaysWhen) {
   gpudoc::testing::TempDir dir("gpudoc-inject");
   const pid_t pid = fork();
   if (pid == 0) {
-    setenv("GPUDOC_PROFILE_DIR", dir.str().c_str(), 1);
-    setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
     setenv("GPUDOC_PROFILE_SAMPLE", "20:10000", 1);
-    void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
-    if (init == nullptr || init() != 1) _exit(100);
-    void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    auto* on = cupti != nullptr ? reinterpret_cast<int (*)(int)>(dlsym(cupti, "gpudoc_fake_cupti_enabled")) : nullptr;
-    if (on == nullptr) _exit(101);
+    const Enabled on = init_over_fake_cupti<Enabled>(dir.str(), "gpudoc_fake_cupti_enabled");
     if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 1 || on(-1) <= 0) _exit(102);  // traced at first
     usleep(400'000);                                                                // well into the 10 s off window
     if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 0 || on(CUPTI_ACTIVITY_KIND_MEMCPY) != 0) _exit(103);
@@ -188,27 +191,13 @@ long long count_lines(const std::string& text, const std::string& prefix) {
   return n;
 }
 
-// In a child: the library initialised over the stand-in CUPTI in `dir`; returns its emitter or exits.
-using Emit = int (*)(int);
-Emit init_over_fake_cupti(const std::string& dir) {
-  setenv("GPUDOC_PROFILE_DIR", dir.c_str(), 1);
-  setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
-  void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
-  if (init == nullptr || init() != 1) _exit(100);
-  void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-  auto* emit = cupti != nullptr ? reinterpret_cast<Emit>(dlsym(cupti, "gpudoc_fake_cupti_emit_kernels")) : nullptr;
-  if (emit == nullptr) _exit(101);
-  return emit;
-}
-
 // A program that crashes (abort) keeps every record CUPTI had handed over: they are written as each
 // buffer completes, not at exit.
 TEST(ProfileInjection, ACrashingProgramLeavesTheRecordsWrittenBeforeIt) {
   gpudoc::testing::TempDir dir("gpudoc-inject");
   const pid_t pid = fork();
   if (pid == 0) {
-    Emit emit = init_over_fake_cupti(dir.str());
+    const Emit emit = init_over_fake_cupti<Emit>(dir.str(), "gpudoc_fake_cupti_emit_kernels");
     if (emit(3000) != 3000) _exit(102);
     signal(SIGABRT, SIG_DFL);
     abort();
@@ -230,7 +219,7 @@ TEST(ProfileInjection, AForkedChildWritesNothingAndTheParentsRecordsStayWhole) {
   gpudoc::testing::TempDir dir("gpudoc-inject");
   const pid_t pid = fork();
   if (pid == 0) {
-    Emit emit = init_over_fake_cupti(dir.str());
+    const Emit emit = init_over_fake_cupti<Emit>(dir.str(), "gpudoc_fake_cupti_emit_kernels");
     if (emit(100) != 100) _exit(102);
     const pid_t child = fork();
     if (child == 0) {
@@ -263,17 +252,8 @@ TEST(ProfileInjection, RecordsOverTheFilesBoundAreCountedEvenWhenTheProgramDiesB
   constexpr int kKernels = 40'000;
   const pid_t pid = fork();
   if (pid == 0) {
-    setenv("GPUDOC_PROFILE_DIR", dir.str().c_str(), 1);
-    setenv("GPUDOC_PROFILE_CUPTI", GPUDOC_FAKE_CUPTI, 1);
     setenv("GPUDOC_PROFILE_MAX_MIB", "1", 1);
-    void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) _exit(100);
-    auto* init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
-    if (init == nullptr || init() != 1) _exit(101);
-    void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-    auto* emit =
-        cupti != nullptr ? reinterpret_cast<int (*)(int)>(dlsym(cupti, "gpudoc_fake_cupti_emit_kernels")) : nullptr;
-    if (emit == nullptr) _exit(102);
+    const Emit emit = init_over_fake_cupti<Emit>(dir.str(), "gpudoc_fake_cupti_emit_kernels");
     int sent = 0;
     for (int i = 0; i < 8; ++i) sent += emit(kKernels / 8);
     if (sent != kKernels) _exit(103);
