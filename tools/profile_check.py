@@ -145,6 +145,27 @@ def check_sampled(c, step, what):
            f"{', '.join(f'{100 * x:+.1f} %' for x in selfs) or 'none'}")
 
 
+def check_sampled_records(c):
+    """The sampled profiles themselves: every one holds API calls, and none says a traced window that
+    ran work came back without kernel records or without API calls (an H200 run once passed the cost
+    item with sampled ResNet-50 profiles holding no API call at all)."""
+    found, bad = 0, []
+    for step in ("train", "train-resnet"):
+        for i in range(1, 10):
+            p = load_json(os.path.join(c.out, f"sample.{step}.{i}.json"))
+            if not p:
+                continue
+            found += 1
+            gaps = [w for w in p.get("warnings", []) if "no kernel records" in w or "no API calls" in w]
+            if p.get("api_calls", 0) == 0 or gaps:
+                bad.append(f"{step} round {i}: {p.get('api_calls', 0)} API calls; {'; '.join(gaps) or 'no gap named'}")
+    name = "sampled profiles hold kernels and API calls in every traced window that ran work"
+    if not found:
+        c.item(name, None, "no data")
+        return
+    c.item(name, not bad, "; ".join(bad) or f"{found} profiles whole")
+
+
 def report_kinds(c):
     """What each CUPTI activity kind costs the host-bound step (the kinds group): figures, not items.
     Each round's profiled median over the same round's plain one, the median of those ratios."""
@@ -240,6 +261,7 @@ def main():
     check_overhead(c, "train-resnet", "ResNet-50 at batch 128")
     check_sampled(c, "train", "the host-bound transformer")
     check_sampled(c, "train-resnet", "ResNet-50 at batch 128")
+    check_sampled_records(c)
     report_kinds(c)
     check_torch_profiler(c)
     check_reliability(c)

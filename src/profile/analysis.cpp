@@ -369,6 +369,42 @@ Sampling sampling_of(const RecordSet& set, const std::string& name) {
   return sm;
 }
 
+// What CUPTI left out of the traced windows that ran work: windows with steps (the NVTX ranges named
+// `name`, recorded throughout) but no kernel record, and windows with kernels but no API call. Both
+// happened on an H200 before the library flushed at each window's end and kept the API calls' kinds.
+std::vector<std::string> gaps_in_windows(const RecordSet& set, const std::string& name) {
+  auto count_in = [](const auto& sorted, const TraceWindow& w) {
+    auto from = std::lower_bound(sorted.begin(), sorted.end(), w.start_ns,
+                                 [](const auto& r, std::uint64_t t) { return r.start_ns < t; });
+    auto to =
+        std::lower_bound(from, sorted.end(), w.end_ns, [](const auto& r, std::uint64_t t) { return r.start_ns < t; });
+    return static_cast<std::size_t>(to - from);
+  };
+  std::size_t with_steps = 0, without_kernels = 0, with_kernels = 0, without_api = 0;
+  for (const TraceWindow& w : set.windows) {
+    const bool steps = !name.empty() && std::any_of(set.ranges.begin(), set.ranges.end(), [&](const RangeRecord& r) {
+      return r.name == name && r.start_ns >= w.start_ns && r.end_ns <= w.end_ns;
+    });
+    const std::size_t kernels = count_in(set.kernels, w);
+    with_steps += steps ? 1 : 0;
+    without_kernels += steps && kernels == 0 ? 1 : 0;
+    with_kernels += kernels > 0 ? 1 : 0;
+    without_api += kernels > 0 && count_in(set.api_calls, w) == 0 ? 1 : 0;
+  }
+  std::vector<std::string> out;
+  if (without_kernels > 0)
+    out.push_back(
+        fmt::format("CUPTI delivered no kernel records in {} of the {} traced windows that ran steps; "
+                    "the analysis covers the others",
+                    without_kernels, with_steps));
+  if (without_api > 0)
+    out.push_back(
+        fmt::format("no API calls were recorded in {} of the {} traced windows that ran kernels; idle "
+                    "time there reads as host work",
+                    without_api, with_kernels));
+  return out;
+}
+
 }  // namespace
 
 const char* to_string(IdleCause c) {
@@ -429,6 +465,11 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
   p.over_file_limit = set.over_file_limit;
   p.complete = set.complete;
   p.warnings = set.warnings;
+  if (set.untimed > 0)
+    p.warnings.push_back(
+        fmt::format("{} kernel or copy records came without valid times (a kernel still running "
+                    "when a traced window closed) and are left out",
+                    set.untimed));
   p.api_calls = set.api_calls.size();
   p.graph_launches = set.graph_launches.size();
   kernel_tables(c, p);
@@ -448,7 +489,9 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
   p.advice = advise(p.steps, set, options);
   if (!set.windows.empty()) {
     const std::string nvtx = "nvtx:";
-    p.sampling = sampling_of(set, p.step_source.rfind(nvtx, 0) == 0 ? p.step_source.substr(nvtx.size()) : "");
+    const std::string steps = p.step_source.rfind(nvtx, 0) == 0 ? p.step_source.substr(nvtx.size()) : "";
+    p.sampling = sampling_of(set, steps);
+    for (std::string& gap : gaps_in_windows(set, steps)) p.warnings.push_back(std::move(gap));
   }
   return p;
 }

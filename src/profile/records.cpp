@@ -125,6 +125,10 @@ struct Reader {
     for (int i = 0; i < 3; ++i) k.block[i] = l.num<int>(9 + static_cast<std::size_t>(i));
     k.graph = l.num<std::uint32_t>(12);
     k.name = l.text(13);
+    if (k.start_ns == 0 || k.end_ns < k.start_ns) {
+      ++set.untimed;
+      return;
+    }
     set.kernels.push_back(std::move(k));
   }
 
@@ -138,6 +142,10 @@ struct Reader {
     } else {
       c.kind = l.num<std::uint8_t>(6), c.src_memory = l.num<std::uint8_t>(7), c.dst_memory = l.num<std::uint8_t>(8);
       c.bytes = l.num<std::uint64_t>(9), c.graph = l.num<std::uint32_t>(10);
+    }
+    if (c.start_ns == 0 || c.end_ns < c.start_ns) {
+      ++set.untimed;
+      return;
     }
     set.copies.push_back(c);
   }

@@ -91,6 +91,9 @@ struct RecordSet {
   std::vector<std::string> warnings;  // the W lines, in order
   bool complete = false;              // the E line was seen: the process exited cleanly
   std::uint64_t truncated_lines = 0;  // a last line cut short (the process was killed mid-write)
+  // kernel, copy and memset records without valid times (CUPTI's forced flush at a sampling window's
+  // end hands back a kernel still running with no end time), left out of the vectors above
+  std::uint64_t untimed = 0;
 };
 
 // The latest end of any kernel, copy, API call or NVTX range: where a window without its F line ends.

@@ -58,9 +58,10 @@ struct State {
   unsigned long long over_limit_reported = 0;  // of which already written as X LIMIT lines
   std::atomic<bool> disabled{false};           // after fork() in the child, or after a failure
   pid_t pid = 0;
-  RecordedKinds kinds;                                // GPUDOC_PROFILE_KINDS
-  SampleWindows sample;                               // GPUDOC_PROFILE_SAMPLE; on_ms == 0: traced throughout
-  std::vector<uint32_t> runtime_cbids, driver_cbids;  // the API calls enabled (toggled when sampling)
+  RecordedKinds kinds;   // GPUDOC_PROFILE_KINDS
+  SampleWindows sample;  // GPUDOC_PROFILE_SAMPLE; on_ms == 0: traced throughout
+  std::vector<std::pair<uint32_t, bool>> runtime_filter, driver_filter;  // API calls: callback id, recorded
+  std::atomic<bool> toggle_failed{false};                                // a sampling toggle CUPTI refused (said once)
 };
 
 State& state() {
@@ -344,31 +345,41 @@ bool api_that_matters(const char* name) {
   return false;
 }
 
-void enable_api_calls(State& s) {
-  if (!s.kinds.runtime && !s.kinds.driver) return;  // asked for: no API calls
-  std::size_t enabled = 0;
+// Which API calls to record, call by call: those that matter on, every other off. Decided once.
+void choose_api_calls(State& s) {
   for (uint32_t cbid = 1; s.kinds.runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
-    if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
-        api_that_matters(name) && s.api.cuptiActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS) {
-      ++enabled;
-      s.runtime_cbids.push_back(cbid);
-    }
+    s.runtime_filter.emplace_back(
+        cbid, s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
+                  api_that_matters(name));
   }
   for (uint32_t cbid = 1; s.kinds.driver && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
-    if (s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
-        api_that_matters(name) && s.api.cuptiActivityEnableDriverApi(cbid, 1) == CUPTI_SUCCESS) {
-      ++enabled;
-      s.driver_cbids.push_back(cbid);
-    }
+    s.driver_filter.emplace_back(
+        cbid,
+        s.api.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && api_that_matters(name));
   }
-  if (enabled == 0) warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
+}
+
+// The API calls are recorded as Kineto records them: the RUNTIME and DRIVER kinds on, then the
+// filters call by call; enabling a kind resets its filters (CUPTI's header says so), so they are set
+// again after every enable. Returns how many calls are recorded. (Switching the calls on one by one
+// with the kinds off, and toggling those switches for sampling, lost every API record of a run on an
+// H200 whenever the program's first CUDA call fell in an off window.)
+std::size_t filter_api_calls(State& s) {
+  std::size_t kept = 0;
+  for (const auto& [cbid, keep] : s.runtime_filter)
+    kept += s.api.cuptiActivityEnableRuntimeApi(cbid, keep ? 1 : 0) == CUPTI_SUCCESS && keep ? 1 : 0;
+  for (const auto& [cbid, keep] : s.driver_filter)
+    kept += s.api.cuptiActivityEnableDriverApi(cbid, keep ? 1 : 0) == CUPTI_SUCCESS && keep ? 1 : 0;
+  return kept;
 }
 
 // The activity kinds and whether each is recorded.
-std::array<std::pair<CUpti_ActivityKind, bool>, 6> activity_kinds(const RecordedKinds& k) {
+std::array<std::pair<CUpti_ActivityKind, bool>, 8> activity_kinds(const RecordedKinds& k) {
   return {{{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true},
+           {CUPTI_ACTIVITY_KIND_RUNTIME, k.runtime},
+           {CUPTI_ACTIVITY_KIND_DRIVER, k.driver},
            {CUPTI_ACTIVITY_KIND_MEMCPY, k.memcpy},
            {CUPTI_ACTIVITY_KIND_MEMSET, k.memset},
            {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, k.sync},
@@ -387,18 +398,25 @@ void window_line(State& s, char kind) {
   write_out_locked(s);
 }
 
-// Sampling: everything recorded but the NVTX markers off for off_ms, on again for on_ms, over and
-// over (torch.profiler's schedule does the same with CUPTI: enable and disable between cycles).
+// Sampling: every kind recorded but the NVTX markers off for off_ms, on again for on_ms, over and
+// over (torch.profiler's schedule does the same with CUPTI: enable and disable between cycles). After
+// disabling, a forced flush, as CUPTI's guide asks between disabling a kind and enabling it again:
+// without it, on an H200, a window after the first often came back with no kernel records at all.
+// The flush hands back a kernel still running with no end time; the reader counts and skips it.
 void set_tracing(State& s, bool on) {
+  CUptiResult failed = CUPTI_SUCCESS;
   for (const auto& [kind, recorded] : activity_kinds(s.kinds)) {
     if (!recorded || kind == CUPTI_ACTIVITY_KIND_MARKER) continue;  // the markers time every step
-    if (on)
-      s.api.cuptiActivityEnable(kind);
-    else
-      s.api.cuptiActivityDisable(kind);
+    const CUptiResult r = on ? s.api.cuptiActivityEnable(kind) : s.api.cuptiActivityDisable(kind);
+    if (r != CUPTI_SUCCESS) failed = r;
   }
-  for (const uint32_t cbid : s.runtime_cbids) s.api.cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0);
-  for (const uint32_t cbid : s.driver_cbids) s.api.cuptiActivityEnableDriverApi(cbid, on ? 1 : 0);
+  if (on) filter_api_calls(s);
+  if (!on) {
+    const CUptiResult r = s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (r != CUPTI_SUCCESS) failed = r;
+  }
+  if (failed != CUPTI_SUCCESS && !s.toggle_failed.exchange(true))
+    warn(s, cupti_error(s, on ? "turning tracing on for a window" : "turning tracing off between windows", failed));
 }
 
 void sleep_ms(unsigned ms) {
@@ -463,7 +481,6 @@ bool start_activity(State& s) {
     warn(s, cupti_error(s, "cuptiActivityRegisterCallbacks", r));
     return false;
   }
-  // Runtime and driver API calls: only those that matter (enable_api_calls), not the kinds as a whole.
   for (const auto& [kind, on] : activity_kinds(s.kinds)) {
     if (!on) continue;
     if (const CUptiResult r = s.api.cuptiActivityEnable(kind); r != CUPTI_SUCCESS) {
@@ -472,7 +489,9 @@ bool start_activity(State& s) {
       if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return false;
     }
   }
-  enable_api_calls(s);
+  choose_api_calls(s);
+  if ((s.kinds.runtime || s.kinds.driver) && filter_api_calls(s) == 0)
+    warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
   // Records reach the file at least every half second, so a job killed with SIGKILL leaves all but
   // its last moments readable.
   if (s.api.cuptiActivityFlushPeriod != nullptr) s.api.cuptiActivityFlushPeriod(500);

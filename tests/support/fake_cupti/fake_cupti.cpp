@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace {
 
@@ -17,8 +18,11 @@ CUpti_BuffersCallbackRequestFunc g_requested = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_completed = nullptr;
 std::uint64_t g_clock = 1'000'000;
 std::atomic<bool> g_enabled[64] = {};  // activity kinds enabled (the sampling thread toggles them)
-std::atomic<int> g_runtime_calls{0};   // runtime API callback ids enabled
-std::atomic<int> g_driver_calls{0};    // driver API callback ids enabled
+// Whether each API call is recorded, by callback id. As CUPTI's header says, enabling or disabling the
+// RUNTIME (DRIVER) kind sets every runtime (driver) call; cuptiActivityEnableRuntimeApi then sets one.
+std::atomic<bool> g_runtime_on[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
+std::atomic<bool> g_driver_on[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
+std::atomic<int> g_forced_flushes{0};
 const char kName[] = "_Z11fake_kernelPfS_S_i_a_name_as_long_as_a_real_one_from_a_template_library";
 
 }  // namespace
@@ -49,24 +53,37 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t 
   *name = "cudaLaunchKernel_v7000";
   return CUPTI_SUCCESS;
 }
+void set_all(CUpti_ActivityKind kind, bool on) {
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+    for (auto& c : g_runtime_on) c = on;
+  if (kind == CUPTI_ACTIVITY_KIND_DRIVER)
+    for (auto& c : g_driver_on) c = on;
+}
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (static_cast<unsigned>(kind) < 64) g_enabled[kind] = true;
+  set_all(kind, true);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   if (static_cast<unsigned>(kind) < 64) g_enabled[kind] = false;
+  set_all(kind, false);
   return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t enable) {
-  g_runtime_calls += enable != 0 ? 1 : -1;
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid == 0 || cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
+  g_runtime_on[cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t enable) {
-  g_driver_calls += enable != 0 ? 1 : -1;
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid == 0 || cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
+  g_driver_on[cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0) ++g_forced_flushes;
+  return CUPTI_SUCCESS;
+}
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                                     CUpti_BuffersCallbackCompleteFunc completed) {
   g_requested = requested;
@@ -84,10 +101,17 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, C
   return CUPTI_SUCCESS;
 }
 
-// Whether activity kind `kind` is enabled now; -1: the number of runtime API calls enabled, -2: driver.
+// Whether activity kind `kind` is enabled now; -1: how many runtime API calls are recorded now, -2:
+// driver API calls; -3: forced flushes so far.
 __attribute__((visibility("default"))) int gpudoc_fake_cupti_enabled(int kind) {
-  if (kind == -1) return g_runtime_calls;
-  if (kind == -2) return g_driver_calls;
+  auto recorded = [](const auto& on) {
+    int n = 0;
+    for (std::size_t i = 1; i < std::size(on); ++i) n += on[i] ? 1 : 0;
+    return n;
+  };
+  if (kind == -1) return recorded(g_runtime_on);
+  if (kind == -2) return recorded(g_driver_on);
+  if (kind == -3) return g_forced_flushes;
   return kind >= 0 && kind < 64 && g_enabled[kind] ? 1 : 0;
 }
 

@@ -137,6 +137,44 @@ TEST(ProfileAnalysis, SampledStepsAreAnalysedInsideTheWindowsAndTheCostIsMeasure
   EXPECT_EQ(p.idle_ns[static_cast<std::size_t>(IdleCause::kHost)], 0u);
 }
 
+// What CUPTI failed to deliver is said, not analysed as if it were the program: on an H200 some
+// windows came back with steps but no kernel records, or kernels but no API calls.
+TEST(ProfileAnalysis, TracedWindowsMissingKernelsOrApiCallsAreNamed) {
+  Loop l;
+  l.steps = 60, l.traced_steps = 5, l.untraced_steps = 15;
+  const RecordSet whole = make_loop(l);
+  ASSERT_EQ(whole.windows.size(), 3u);
+  for (const std::string& w : analyse(whole, {}).warnings) EXPECT_EQ(w.find("windows"), std::string::npos) << w;
+  auto in = [](const TraceWindow& w) {
+    return [w](const auto& r) { return r.start_ns >= w.start_ns && r.start_ns < w.end_ns; };
+  };
+  RecordSet no_kernels = whole;  // the second window's kernels never came
+  std::erase_if(no_kernels.kernels, in(whole.windows[1]));
+  RecordSet no_api = whole;  // nor, in the third, the API calls
+  std::erase_if(no_api.api_calls, in(whole.windows[2]));
+  std::erase_if(no_api.api_calls, in(whole.windows[1]));
+  auto said = [](const Profile& p, const std::string& what) {
+    return std::count_if(p.warnings.begin(), p.warnings.end(),
+                         [&](const std::string& w) { return w.find(what) != std::string::npos; });
+  };
+  const Profile a = analyse(no_kernels, {});
+  EXPECT_EQ(said(a, "no kernel records in 1 of the 3 traced windows that ran steps"), 1)
+      << ::testing::PrintToString(a.warnings);
+  EXPECT_EQ(said(a, "no API calls"), 0);
+  const Profile b = analyse(no_api, {});
+  EXPECT_EQ(said(b, "no API calls were recorded in 2 of the 3 traced windows that ran kernels"), 1)
+      << ::testing::PrintToString(b.warnings);
+  EXPECT_EQ(said(b, "no kernel records"), 0);
+}
+
+TEST(ProfileAnalysis, UntimedRecordsAreSaidToBeLeftOut) {
+  RecordSet set = make_loop(Loop{});
+  set.untimed = 3;
+  const Profile p = analyse(set, {});
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_NE(p.warnings.back().find("3 kernel or copy records came without valid times"), std::string::npos);
+}
+
 TEST(ProfileAnalysis, WithoutSamplingNothingIsSaidOfIt) {
   const Profile p = analyse(make_loop(Loop{}), {});
   EXPECT_EQ(p.sampling.windows, 0u);

@@ -153,19 +153,27 @@ TEST(ProfileInjection, RecordsWhatTheAnalysisReadsAndNotCuptisSynchronizationRec
   EXPECT_EQ(enabled_mask(only.str(), "sync,marker"), 0b0110001);
 }
 
-// --sample 0.02:10 (GPUDOC_PROFILE_SAMPLE=20:10000): traced for 20 ms from the start, then everything
-// but the NVTX markers is off — kernels, copies, API calls — and the file says when (O, then F).
+// --sample 0.4:0.2 (GPUDOC_PROFILE_SAMPLE=400:200): traced for 400 ms from the start, then everything
+// but the NVTX markers is off for 200 ms — kernels, copies, API calls (by their kinds) — with CUPTI's
+// buffers flushed (forced, as CUPTI asks before a kind is enabled again), then on again with the API
+// calls filtered as at the start (enabling a kind resets its filters); the file says when (O, F, O).
+// Each state is checked in the middle of its window, 100 ms or more from either end.
 TEST(ProfileInjection, SamplingTurnsTracingOffButKeepsTheMarkersAndSaysWhen) {
   gpudoc::testing::TempDir dir("gpudoc-inject");
   const pid_t pid = fork();
   if (pid == 0) {
-    setenv("GPUDOC_PROFILE_SAMPLE", "20:10000", 1);
+    setenv("GPUDOC_PROFILE_SAMPLE", "400:200", 1);
     const Enabled on = init_over_fake_cupti<Enabled>(dir.str(), "gpudoc_fake_cupti_enabled");
-    if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 1 || on(-1) <= 0) _exit(102);  // traced at first
-    usleep(400'000);                                                                // well into the 10 s off window
+    // traced: kernels, and of the API calls only cudaLaunchKernel (the one the stand-in names)
+    auto traced = [&] { return on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1 && on(-1) == 1 && on(-2) == 0; };
+    if (!traced()) _exit(102);
+    usleep(500'000);  // 500 ms: the off window
     if (on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 0 || on(CUPTI_ACTIVITY_KIND_MEMCPY) != 0) _exit(103);
     if (on(-1) != 0) _exit(104);                          // no API call recorded
-    if (on(CUPTI_ACTIVITY_KIND_MARKER) != 1) _exit(105);  // steps still timed
+    if (on(-3) != 1) _exit(105);                          // a forced flush after disabling
+    if (on(CUPTI_ACTIVITY_KIND_MARKER) != 1) _exit(106);  // steps still timed
+    usleep(300'000);                                      // 800 ms: the second window
+    if (!traced()) _exit(107);
     _exit(0);
   }
   int status = 0;
@@ -175,11 +183,11 @@ TEST(ProfileInjection, SamplingTurnsTracingOffButKeepsTheMarkersAndSaysWhen) {
   std::string found;
   for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
   const std::string text = slurp(found);
-  const auto o = text.find("\nO\t"), f = text.find("\nF\t");
+  const auto o = text.find("\nO\t"), f = text.find("\nF\t", o + 1), o2 = text.find("\nO\t", f + 1);
   ASSERT_NE(o, std::string::npos) << text;
   ASSERT_NE(f, std::string::npos) << text;
-  EXPECT_LT(o, f);
-  EXPECT_EQ(text.find("\nO\t", o + 1), std::string::npos);  // not on again yet
+  ASSERT_NE(o2, std::string::npos) << text;
+  EXPECT_EQ(text.find("\nF\t", o2 + 1), std::string::npos);  // not off again yet
 }
 
 // Counts the lines of `text` that start with `prefix`.
