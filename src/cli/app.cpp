@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/commit.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "telemetry/backend_source.hpp"
