@@ -123,7 +123,7 @@ def check_sampled(c, step, what):
     same program alone, best round against best round; and what gpudoc itself measured tracing to cost
     (traced steps against the steps between its windows)."""
     plain, sampled = [], []
-    selfs = []
+    selfs, runs_self = [], []
     for i in range(1, 10):
         a = measured(os.path.join(c.out, f"sample.{step}.plain.{i}.txt"))
         b = measured(os.path.join(c.out, f"sample.{step}.{i}.log"))
@@ -134,6 +134,8 @@ def check_sampled(c, step, what):
         p = load_json(os.path.join(c.out, f"sample.{step}.{i}.json"))
         if p and p.get("sampling", {}).get("overhead") is not None:
             selfs.append(p["sampling"]["overhead"])
+        if p and p.get("sampling", {}).get("run_overhead") is not None:
+            runs_self.append(p["sampling"]["run_overhead"])
     name = f"sampled (--sample 1:9) whole run of {what}: <= 5 % added mean step time"
     if not plain or not sampled:
         c.item(name, None, f"plain {plain}, sampled {sampled}")
@@ -142,7 +144,8 @@ def check_sampled(c, step, what):
     c.item(name, (b - a) / a <= 0.05,
            f"best mean step {a:.3f} ms alone, {b:.3f} ms sampled ({100 * (b - a) / a:+.1f} %); rounds {plain} / "
            f"{sampled}; gpudoc's own measure of what tracing cost a traced step: "
-           f"{', '.join(f'{100 * x:+.1f} %' for x in selfs) or 'none'}")
+           f"{', '.join(f'{100 * x:+.1f} %' for x in selfs) or 'none'}; and to the whole run (its mean step "
+           f"against its mean untraced step): {', '.join(f'{100 * x:+.1f} %' for x in runs_self) or 'not reported'}")
 
 
 def check_sampled_records(c):

@@ -352,16 +352,20 @@ Sampling sampling_of(const RecordSet& set, const std::string& name) {
   const std::uint64_t last = last_end_ns(set);
   for (const auto& w : set.windows) sm.traced_ns += std::min(w.end_ns, std::max(last, w.start_ns)) - w.start_ns;
   std::vector<std::uint64_t> traced, untraced;
+  std::uint64_t all_ns = 0, all = 0, untraced_ns = 0;
   for (const auto& r : set.ranges) {
     if (r.name != name || r.end_ns <= r.start_ns) continue;
+    all_ns += r.end_ns - r.start_ns, ++all;
     const bool overlaps = std::any_of(set.windows.begin(), set.windows.end(), [&](const TraceWindow& w) {
       return r.start_ns < w.end_ns && r.end_ns > w.start_ns;
     });
     if (inside_windows(set.windows, r.start_ns, r.end_ns))
       traced.push_back(r.end_ns - r.start_ns);
     else if (!overlaps)
-      untraced.push_back(r.end_ns - r.start_ns);
+      untraced.push_back(r.end_ns - r.start_ns), untraced_ns += r.end_ns - r.start_ns;
   }
+  sm.step_mean_ns = all > 0 ? all_ns / all : 0;
+  sm.step_untraced_mean_ns = untraced.empty() ? 0 : untraced_ns / untraced.size();
   sm.steps_traced = traced.size();
   sm.steps_untraced = untraced.size();
   sm.step_traced_ns = median(std::move(traced));

@@ -89,10 +89,20 @@ struct Sampling {
   std::uint64_t traced_ns = 0;  // the windows' total length (an unclosed last one up to its last record)
   std::size_t steps_traced = 0, steps_untraced = 0;
   std::uint64_t step_traced_ns = 0, step_untraced_ns = 0;  // medians of the two
+  // Means: of every step of the run (those across a window's edge too, which pay for switching
+  // tracing) and of the untraced ones.
+  std::uint64_t step_mean_ns = 0, step_untraced_mean_ns = 0;
   // step_traced / step_untraced - 1, with at least 3 steps of each; else not measured
   [[nodiscard]] bool measured() const { return steps_traced >= 3 && steps_untraced >= 3; }
   [[nodiscard]] double overhead() const {
     return measured() ? static_cast<double>(step_traced_ns) / static_cast<double>(step_untraced_ns) - 1.0 : 0.0;
+  }
+  // What tracing added to the whole run, from the run itself: its mean step against its mean
+  // untraced step, minus 1 (a measure free of the host's drift between runs).
+  [[nodiscard]] double run_overhead() const {
+    return measured() && step_untraced_mean_ns > 0
+               ? static_cast<double>(step_mean_ns) / static_cast<double>(step_untraced_mean_ns) - 1.0
+               : 0.0;
   }
 };
 

@@ -104,16 +104,19 @@ std::string sampling_text(const profile::Sampling& sm) {
   if (sm.windows == 0) return {};
   std::string s = fmt::format("Sampled: traced {} in {} window{}; the steps above are the traced ones.\n",
                               ms(sm.traced_ns), sm.windows, sm.windows == 1 ? "" : "s");
-  if (sm.measured())
+  if (sm.measured()) {
     s += fmt::format(
         "Tracing cost this program {:+.1f} % a step: {} (median of {}) while traced, {} (median of {}) between "
         "the windows.\n",
         100.0 * sm.overhead(), ms(sm.step_traced_ns), sm.steps_traced, ms(sm.step_untraced_ns), sm.steps_untraced);
-  else
+    s += fmt::format("Over the whole run tracing added {:+.1f} %: a mean step of {}, {} untraced.\n",
+                     100.0 * sm.run_overhead(), ms(sm.step_mean_ns), ms(sm.step_untraced_mean_ns));
+  } else {
     s += fmt::format(
         "What tracing cost is not measured: it takes NVTX step ranges, at least 3 inside the windows and 3 between "
         "them ({} and {} here).\n",
         sm.steps_traced, sm.steps_untraced);
+  }
   return s;
 }
 
@@ -231,6 +234,8 @@ nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector
                      {"step_traced_ns", sm.step_traced_ns},
                      {"step_untraced_ns", sm.step_untraced_ns}};
     j["sampling"]["overhead"] = sm.measured() ? nlohmann::ordered_json(sm.overhead()) : nlohmann::ordered_json();
+    j["sampling"]["run_overhead"] =
+        sm.measured() ? nlohmann::ordered_json(sm.run_overhead()) : nlohmann::ordered_json();
   }
   return j;
 }

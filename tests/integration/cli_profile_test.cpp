@@ -62,10 +62,15 @@ TEST(CliProfile, ASampledProfileSaysWhatTracingCostTheSteps) {
                              "0.480 ms (median of 10) between the windows"),
             std::string::npos)
       << text.output;
+  // the run's mean step: 20 steps of 0.600 ms and 10 of 0.480 ms, 0.560 ms: +16.7 % over the untraced
+  EXPECT_NE(text.output.find("Over the whole run tracing added +16.7 %: a mean step of 0.560 ms, 0.480 ms untraced"),
+            std::string::npos)
+      << text.output;
   auto json = run_gpudoc_stdout("profile --json --input " + records);
   auto j = nlohmann::json::parse(json.output);
   EXPECT_EQ(j["sampling"]["windows"], 2);
   EXPECT_NEAR(j["sampling"]["overhead"].get<double>(), 0.25, 1e-9);
+  EXPECT_NEAR(j["sampling"]["run_overhead"].get<double>(), 0.56 / 0.48 - 1, 1e-9);
   EXPECT_EQ(j["sampling"]["steps_untraced"], 10);
   // the Perfetto trace shows the two traced windows on a row of their own
   const std::string trace = dir.file("trace.json");

@@ -132,6 +132,11 @@ TEST(ProfileAnalysis, SampledStepsAreAnalysedInsideTheWindowsAndTheCostIsMeasure
   EXPECT_EQ(p.sampling.step_untraced_ns, 50u * 12'000);
   EXPECT_EQ(p.sampling.step_traced_ns, 50u * 15'000);
   EXPECT_NEAR(p.sampling.overhead(), 0.25, 1e-9);
+  // Over the run: 15 steps of 750 us and 45 of 600 us (the steps across a window's edge pay nothing
+  // more here), a mean of 637.5 us against 600.
+  EXPECT_EQ(p.sampling.step_untraced_mean_ns, 50u * 12'000);
+  EXPECT_EQ(p.sampling.step_mean_ns, (15u * 50 * 15'000 + 45u * 50 * 12'000) / 60);
+  EXPECT_NEAR(p.sampling.run_overhead(), 0.0625, 1e-9);
   // The launch-bound verdict stands on the traced steps alone.
   EXPECT_GT(p.idle_ns[static_cast<std::size_t>(IdleCause::kLaunch)], 0u);
   EXPECT_EQ(p.idle_ns[static_cast<std::size_t>(IdleCause::kHost)], 0u);
