@@ -234,6 +234,25 @@ def check_reliability(c):
     k = c.profile("killed")
     c.item("program stopped early: the profile stays readable", ran("killed", bool(k and k["kernels"]["count"] > 0)),
            f"exit {exits.get('killed')}, kernels {k['kernels']['count'] if k else None}, complete {k and k['complete']}")
+    # An aborting program: gpudoc passes its status on (128 + SIGABRT), the profile is read, marked not
+    # complete, and holds every kernel launched, the last a second before the abort (the library
+    # flushes CUPTI's buffers every 0.5 s). The loop counts its add_ kernels; torch.zeros may add a fill.
+    k, said = c.profile("crash"), measured(os.path.join(c.out, "crash.log"))
+    launched = said.get("kernels_launched") if said else None
+    got = k["kernels"]["count"] if k else None
+    c.item("program crashes (abort): the profile stays readable with what was launched",
+           ran("crash", bool(k and launched and exits.get("crash") == 134 and not k["complete"]
+                             and launched <= got <= launched + 1)),
+           f"exit {exits.get('crash')}, kernels {got} of {launched} launched, complete {k and k['complete']}")
+    # A fork whose child uses no CUDA: one process profiled, every kernel of the parent, a clean exit.
+    k, said = c.profile("fork"), measured(os.path.join(c.out, "fork.log"))
+    launched = said.get("kernels_launched") if said else None
+    got = k["kernels"]["count"] if k else None
+    c.item("program forks: the parent's profile whole, the child's nothing",
+           ran("fork", bool(k and launched and exits.get("fork") == 0 and k["complete"]
+                            and launched <= got <= launched + 2 and k.get("processes_profiled") == 1)),
+           f"exit {exits.get('fork')}, kernels {got} of {launched} launched, complete {k and k['complete']}, "
+           f"processes {k and k.get('processes_profiled')}, child status {said and said.get('child_status')}")
     rss = []
     try:
         for line in open(os.path.join(c.out, "long_memory.txt")):

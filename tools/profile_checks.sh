@@ -105,6 +105,12 @@ if on reliability; then
   # killed in the middle: the records written so far stay readable
   "$gpudoc" profile --duration 6 --json -- python3 "$loops" tiny --steps 1000000 >"$out/killed.json" 2>"$out/killed.log"
   echo "killed: exit $?" >>"$out/exits.txt"
+  # the program aborts (no exit handler runs): what CUPTI handed over stays whole
+  "$gpudoc" profile --json -- python3 "$loops" crash --steps 300 >"$out/crash.json" 2>"$out/crash.log"
+  echo "crash: exit $?" >>"$out/exits.txt"
+  # the program forks a child that never uses CUDA: one profile, the parent's, whole
+  "$gpudoc" profile --json -- python3 "$loops" fork --steps 300 >"$out/fork.json" 2>"$out/fork.log"
+  echo "fork: exit $?" >>"$out/exits.txt"
 fi
 if on long; then
   # the long run, gpudoc's and the program's memory sampled every 5 s

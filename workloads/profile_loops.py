@@ -24,6 +24,10 @@ LOOP is one of:
               channels-last, SGD with momentum, loss.item() each step) on images already on the GPU:
               the overhead check's third real step
   mixed       a deterministic mix (tiny kernels, GEMMs, copies) for the torch.profiler comparison
+  crash       tiny for N steps, then the process aborts (SIGABRT) without any exit handler: the
+              ::gpudoc line comes first, with the kernels launched so far
+  fork        tiny for N/2 steps, then a fork whose child never uses CUDA (as DataLoader workers
+              do) and exits at once, then N/2 more steps in the parent
 
 Each step is an NVTX range named "step". At the end one line on stdout:
   ::gpudoc {"loop": ..., "steps": N, "step_ms_median": ..., "step_ms_mean": ...}
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -249,12 +254,34 @@ def timed(steps, fn, sync_each, warmup=3):
             "step_ms_median": round(statistics.median(times), 4) if times else round(mean, 4)}
 
 
+def crash(steps):
+    result = tiny(steps)
+    torch.cuda.synchronize()
+    result["loop"] = "crash"
+    result["kernels_launched"] = (3 + steps) * 200  # the warm-up and the steps (and a fill, maybe, for zeros)
+    print("::gpudoc " + json.dumps(result), flush=True)
+    time.sleep(1.0)  # CUPTI's flush period is 0.5 s: what was launched is on its way to the file
+    os.abort()
+
+
+def fork(steps):
+    first = tiny(steps // 2)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)  # the child: no CUDA (it could not use the parent's context anyway)
+    _, status = os.waitpid(pid, 0)
+    second = tiny(steps - steps // 2)
+    return {"steps": steps, "step_ms_mean": round((first["step_ms_mean"] + second["step_ms_mean"]) / 2, 4),
+            "step_ms_median": round((first["step_ms_median"] + second["step_ms_median"]) / 2, 4),
+            "child_status": status, "kernels_launched": (6 + steps) * 200}  # as in crash, twice
+
+
 LOOPS = {"tiny": tiny, "tiny-graph": lambda n: tiny(n, graph=True), "gemm": gemm, "item": item, "dynamic": dynamic,
          "small": lambda n: tiny(n, kernels=100, numel=1 << 21),
          "small-graph": lambda n: tiny(n, graph=True, kernels=100, numel=1 << 21), "sync": sync, "held": held,
          "starved": starved, "launch": launch, "train": train, "train-gpu": lambda n: train(n, batch=256),
          "train-resnet": train_resnet,
-         "mixed": mixed}
+         "mixed": mixed, "crash": crash, "fork": fork}
 
 
 def kernel_totals(trace_path):

@@ -19,6 +19,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +40,7 @@ constexpr std::size_t kBufferBytes = 4u << 20;  // one CUPTI buffer; CUPTI wants
 constexpr std::size_t kDefaultBudgetMiB = 64;   // all buffers in flight at once
 constexpr std::size_t kFlushBytes = 1u << 20;   // the text buffer is written out beyond this
 constexpr std::uint64_t kDefaultFileMiB = 512;  // records file bound; GPUDOC_PROFILE_MAX_MIB changes it
+constexpr std::uint32_t kFlushMs = 500;         // the library's thread flushes CUPTI's buffers this often
 
 struct State {
   CuptiApi api;
@@ -419,40 +421,66 @@ void set_tracing(State& s, bool on) {
     warn(s, cupti_error(s, on ? "turning tracing on for a window" : "turning tracing off between windows", failed));
 }
 
-void sleep_ms(unsigned ms) {
+std::int64_t monotonic_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000 + t.tv_nsec / 1'000'000;
+}
+
+void sleep_ms(std::int64_t ms) {
+  if (ms <= 0) return;
   timespec t{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000L};
   while (nanosleep(&t, &t) != 0 && errno == EINTR) {
   }
 }
 
-void* sampler(void*) {
+// The library's own thread. Every kFlushMs a default flush: CUPTI's periodic flush hands back only
+// full buffers (cupti_activity.h), so a partly filled one would wait for the exit handler, which a
+// crashing or SIGKILLed program never runs; the default flush hands back every buffer whose records
+// are complete. With --sample it also opens and closes the windows: everything but the NVTX markers
+// off for off_ms, on again for on_ms, over and over.
+void* background(void*) {
   State& s = state();
+  const bool sampling = s.sample.on_ms > 0;
+  bool tracing = true;
+  std::int64_t next_flush = monotonic_ms() + kFlushMs;
+  std::int64_t next_toggle = sampling ? monotonic_ms() + s.sample.on_ms : INT64_MAX;
   for (;;) {
-    sleep_ms(s.sample.on_ms);
+    sleep_ms(std::min(next_flush, next_toggle) - monotonic_ms());
     if (s.disabled.load() || getpid() != s.pid) return nullptr;
-    window_line(s, 'F');  // before disabling: the window never claims records it does not hold
-    set_tracing(s, false);
-    sleep_ms(s.sample.off_ms);
-    if (s.disabled.load() || getpid() != s.pid) return nullptr;
-    set_tracing(s, true);
-    window_line(s, 'O');  // after enabling, for the same reason
+    const std::int64_t now = monotonic_ms();
+    if (now >= next_toggle) {
+      if (tracing) {
+        window_line(s, 'F');  // before disabling: the window never claims records it does not hold
+        set_tracing(s, false);
+      } else {
+        set_tracing(s, true);
+        window_line(s, 'O');  // after enabling, for the same reason
+      }
+      tracing = !tracing;
+      next_toggle = now + (tracing ? s.sample.on_ms : s.sample.off_ms);
+    }
+    if (now >= next_flush) {
+      s.api.cuptiActivityFlushAll(0);
+      next_flush = now + kFlushMs;
+    }
   }
 }
 
-void start_sampling(State& s) {
-  if (s.sample.on_ms == 0) return;
-  if (s.api.cuptiActivityDisable == nullptr) {
+void start_background(State& s) {
+  if (s.sample.on_ms > 0 && s.api.cuptiActivityDisable == nullptr) {
     warn(s, "this CUPTI has no cuptiActivityDisable; --sample ignored, traced throughout");
-    return;
+    s.sample = {};
   }
-  window_line(s, 'O');
+  if (s.sample.on_ms > 0) window_line(s, 'O');
   pthread_t thread;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  // Without the thread the window opened above never closes: traced throughout, analysed as such.
-  if (pthread_create(&thread, &attr, sampler, nullptr) != 0)
-    warn(s, "the sampling thread could not start; traced throughout");
+  // Without the thread a window opened above never closes (traced throughout, analysed as such), and
+  // the last records wait for the exit handler.
+  if (pthread_create(&thread, &attr, background, nullptr) != 0)
+    warn(s, "the library's thread could not start: traced throughout, and a crash loses the last records");
   pthread_attr_destroy(&attr);
 }
 
@@ -492,10 +520,10 @@ bool start_activity(State& s) {
   choose_api_calls(s);
   if ((s.kinds.runtime || s.kinds.driver) && filter_api_calls(s) == 0)
     warn(s, "no runtime or driver API call could be traced; idle causes will read as host work");
-  // Records reach the file at least every half second, so a job killed with SIGKILL leaves all but
-  // its last moments readable.
-  if (s.api.cuptiActivityFlushPeriod != nullptr) s.api.cuptiActivityFlushPeriod(500);
-  start_sampling(s);
+  // Full buffers reach the file at once; the library's thread flushes the others every kFlushMs, so
+  // a job that crashes or is killed with SIGKILL leaves all but its last moments readable.
+  if (s.api.cuptiActivityFlushPeriod != nullptr) s.api.cuptiActivityFlushPeriod(kFlushMs);
+  start_background(s);
   return true;
 }
 

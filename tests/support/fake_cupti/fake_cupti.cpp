@@ -1,9 +1,10 @@
 // A stand-in libcupti for the profiler's injection library in CI (no GPU): the 14 functions
 // libgpudoc_profile.so resolves, answering success (cuptiSubscribe refuses with
 // GPUDOC_FAKE_CUPTI_HELD=1), and two of its own: gpudoc_fake_cupti_emit_kernels(n), which hands the
-// registered buffer callbacks n kernel records the way CUPTI does (a buffer requested, filled,
-// completed on the caller's thread), and gpudoc_fake_cupti_enabled(kind), what was enabled. Records are
-// CUpti_ActivityKernel10 back to back; cuptiActivityGetNextRecord walks them.
+// registered buffer callbacks n kernel records the way CUPTI does — a buffer requested, filled, and
+// handed back when full; a partly filled one only when cuptiActivityFlushAll is called (CUPTI's
+// periodic flush returns only full buffers) — and gpudoc_fake_cupti_enabled(kind), what was enabled.
+// Records are CUpti_ActivityKernel10 back to back; cuptiActivityGetNextRecord walks them.
 #include <cupti.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 
 namespace {
 
@@ -23,6 +25,18 @@ std::atomic<bool> g_enabled[64] = {};  // activity kinds enabled (the sampling t
 std::atomic<bool> g_runtime_on[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
 std::atomic<bool> g_driver_on[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
 std::atomic<int> g_forced_flushes{0};
+// The buffer being filled: handed back when full, or partly filled by cuptiActivityFlushAll.
+std::mutex g_mu;
+uint8_t* g_buffer = nullptr;
+size_t g_size = 0, g_used = 0;
+
+// Hands the buffer being filled back to the library (g_mu held).
+void complete_locked() {
+  if (g_buffer == nullptr) return;
+  g_completed(nullptr, 0, g_buffer, g_size, g_used);
+  g_buffer = nullptr;
+  g_size = g_used = 0;
+}
 const char kName[] = "_Z11fake_kernelPfS_S_i_a_name_as_long_as_a_real_one_from_a_template_library";
 
 }  // namespace
@@ -82,6 +96,8 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
 CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0) ++g_forced_flushes;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_completed != nullptr) complete_locked();  // every record here is complete: both flushes return it
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
@@ -115,34 +131,38 @@ __attribute__((visibility("default"))) int gpudoc_fake_cupti_enabled(int kind) {
   return kind >= 0 && kind < 64 && g_enabled[kind] ? 1 : 0;
 }
 
-// Hands `n` kernel records (1 µs each, back to back) to the registered callbacks, in as many buffers
-// as they take. Returns how many were handed over (0 before any callback was registered).
+// Writes `n` kernel records (1 µs each, back to back) into CUPTI's buffers: each buffer goes back to
+// the library when full, the last one stays until a flush. Returns how many were written (0 before
+// any callback was registered; fewer when the library's budget gives no buffer: CUPTI would drop them).
 __attribute__((visibility("default"))) int gpudoc_fake_cupti_emit_kernels(int n) {
   if (g_requested == nullptr || g_completed == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(g_mu);
   int done = 0;
   while (done < n) {
-    uint8_t* buffer = nullptr;
-    size_t size = 0, max_records = 0;
-    g_requested(&buffer, &size, &max_records);
-    if (buffer == nullptr) break;  // the library's budget is spent: CUPTI would drop (and count) them
-    size_t used = 0;
-    while (done < n && used + sizeof(CUpti_ActivityKernel10) <= size) {
-      CUpti_ActivityKernel10 k;
-      std::memset(&k, 0, sizeof k);
-      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-      k.start = g_clock;
-      k.end = g_clock + 1000;
-      g_clock += 1500;
-      k.gridX = k.gridY = k.gridZ = 1;
-      k.blockX = 128, k.blockY = k.blockZ = 1;
-      k.streamId = 7;
-      k.correlationId = static_cast<uint32_t>(done + 1);
-      k.name = kName;
-      std::memcpy(buffer + used, &k, sizeof k);
-      used += sizeof k;
-      ++done;
+    if (g_buffer == nullptr) {
+      size_t max_records = 0;
+      g_requested(&g_buffer, &g_size, &max_records);
+      g_used = 0;
+      if (g_buffer == nullptr) break;
     }
-    g_completed(nullptr, 0, buffer, size, used);
+    if (g_used + sizeof(CUpti_ActivityKernel10) > g_size) {
+      complete_locked();
+      continue;
+    }
+    CUpti_ActivityKernel10 k;
+    std::memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = g_clock;
+    k.end = g_clock + 1000;
+    g_clock += 1500;
+    k.gridX = k.gridY = k.gridZ = 1;
+    k.blockX = 128, k.blockY = k.blockZ = 1;
+    k.streamId = 7;
+    k.correlationId = static_cast<uint32_t>(done + 1);
+    k.name = kName;
+    std::memcpy(g_buffer + g_used, &k, sizeof k);
+    g_used += sizeof k;
+    ++done;
   }
   return done;
 }

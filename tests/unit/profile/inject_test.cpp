@@ -199,14 +199,16 @@ long long count_lines(const std::string& text, const std::string& prefix) {
   return n;
 }
 
-// A program that crashes (abort) keeps every record CUPTI had handed over: they are written as each
-// buffer completes, not at exit.
+// A program that crashes (abort) keeps every record older than the library's flush period: full
+// buffers are written as CUPTI hands them over, a partly filled one after the library's own flush
+// (CUPTI's periodic flush returns only full buffers); nothing waits for an exit handler.
 TEST(ProfileInjection, ACrashingProgramLeavesTheRecordsWrittenBeforeIt) {
   gpudoc::testing::TempDir dir("gpudoc-inject");
   const pid_t pid = fork();
   if (pid == 0) {
     const Emit emit = init_over_fake_cupti<Emit>(dir.str(), "gpudoc_fake_cupti_emit_kernels");
-    if (emit(3000) != 3000) _exit(102);
+    if (emit(3000) != 3000) _exit(102);  // one buffer, partly filled: CUPTI would keep it
+    usleep(800'000);                     // the library's thread flushes every 500 ms
     signal(SIGABRT, SIG_DFL);
     abort();
   }
@@ -232,6 +234,11 @@ TEST(ProfileInjection, AForkedChildWritesNothingAndTheParentsRecordsStayWhole) {
     const pid_t child = fork();
     if (child == 0) {
       emit(50);  // CUPTI in the child hands records over; the library must not write them
+      void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+      auto flush = cupti != nullptr ? reinterpret_cast<CUptiResult (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"))
+                                    : nullptr;
+      if (flush == nullptr) _exit(104);
+      flush(0);
       _exit(0);
     }
     int st = 0;
@@ -265,6 +272,7 @@ TEST(ProfileInjection, RecordsOverTheFilesBoundAreCountedEvenWhenTheProgramDiesB
     int sent = 0;
     for (int i = 0; i < 8; ++i) sent += emit(kKernels / 8);
     if (sent != kKernels) _exit(103);
+    usleep(800'000);  // the last, partly filled buffer: handed over by the library's flush
     signal(SIGINT, SIG_DFL);
     raise(SIGINT);
     _exit(104);
