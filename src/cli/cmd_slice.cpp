@@ -62,10 +62,11 @@ std::string exe_dir() {
 void warn_unenforced(const slice::Limits& limits, const slice::Placement& placement) {
   if (placement.mechanism == slice::Mechanism::kInterception && limits.sm_percent > 0)
     std::fputs(
-        "gpudoc slice: --sm without MPS: kernel and graph launches are held back against the slice's share of "
-        "the GPU's time as NVML reports it per process; beside another process that figure is not the work "
-        "done (on an H200 a 30 % slice did half the work of a job alone), so the share is not promised there: "
-        "for one that holds, start an MPS control daemon (docs/slice.md)\n",
+        "gpudoc slice: --sm without MPS: kernel and graph launches pass only in the slice's own part of each "
+        "20 ms, kept apart from your other slices' parts, and as long as NVML's per-process figure keeps the "
+        "slice under its share; a process outside any slice is not kept apart, and no launch throttling bounds a "
+        "neighbour's tail latency: for a share that holds beside any process, start an MPS control daemon "
+        "(docs/slice.md)\n",
         stderr);
   if (limits.pcie_bytes_per_second > 0 && placement.mechanism == slice::Mechanism::kInterception)
     std::fputs(
@@ -126,6 +127,9 @@ nlohmann::json listed_json(const slice::Listed& s) {
           {"memory_limit_bytes", s.state.limits.memory_bytes},
           {"memory_used_bytes", s.state.used_bytes},
           {"sm_percent", s.state.limits.sm_percent},
+          {"sm_window_start_percent", s.state.mechanism == 0 && s.state.limits.sm_percent > 0
+                                          ? nlohmann::json(s.state.limits.sm_window_offset_permyriad / 100.0)
+                                          : nlohmann::json()},
           {"pcie_bytes_per_second", s.state.limits.pcie_bytes_per_second},
           {"copied_bytes", s.state.copy_bytes},
           {"copy_waited_seconds", static_cast<double>(s.state.copy_waited_ns) / 1e9},
@@ -160,7 +164,10 @@ int run_list(const SliceFlags& f) {
                     core::human_bytes(static_cast<double>(st.used_bytes)) + " / " +
                         (st.limits.memory_bytes > 0 ? core::human_bytes(static_cast<double>(st.limits.memory_bytes))
                                                     : std::string("no cap")),
-                    st.limits.sm_percent > 0 ? fmt::format("{} %", st.limits.sm_percent) : "-",
+                    st.limits.sm_percent == 0 ? std::string("-")
+                    : st.mechanism == 1       ? fmt::format("{} %", st.limits.sm_percent)
+                                              : fmt::format("{} % (window from {:g} %)", st.limits.sm_percent,
+                                                            st.limits.sm_window_offset_permyriad / 100.0),
                     procs.empty() ? "-" : procs, core::terminal_safe(st.command)});
   }
   std::fputs(core::render_table(rows).c_str(), stdout);
@@ -182,13 +189,13 @@ void register_slice(CLI::App& app, Action& action) {
       "stream-ordered pools, cuMemCreate, however the program found the function) is charged to\n"
       "the slice, shared by all the job's processes; one that would go over --mem fails with\n"
       "CUDA's out-of-memory error, which PyTorch reports as torch.OutOfMemoryError; and\n"
-      "cuMemGetInfo shows the slice, so frameworks size their caches to it. --sm then holds kernel\n"
-      "and graph launches back until the slice's share of the GPU's time as NVML reports it per\n"
-      "process meets it — which, beside another process, is not the share of the work it does\n"
-      "(measured: docs/results/slice.md) — and --pcie holds host<->device copies to a rate (best\n"
-      "effort). Without MPS kernels of different processes take turns, so no launch throttling\n"
-      "bounds a neighbour's tail latency either: for a compute share that holds beside other jobs,\n"
-      "or an inference service beside a training job, start an MPS control daemon.\n"
+      "cuMemGetInfo shows the slice, so frameworks size their caches to it. --sm then lets kernel\n"
+      "and graph launches pass only in the slice's own part of each 20 ms (apart from your other\n"
+      "slices' parts) and holds them back while NVML's per-process figure puts the slice over its\n"
+      "share; a process outside any slice is not kept apart. --pcie holds host<->device copies to\n"
+      "a rate (best effort). Without MPS kernels of different processes take turns, so no launch\n"
+      "throttling bounds a neighbour's tail latency: for a compute share that holds beside any\n"
+      "job, or an inference service beside a training job, start an MPS control daemon.\n"
       "At least one of --mem, --sm and --pcie is needed.\n"
       "With MIG instances in CUDA_VISIBLE_DEVICES the job is placed on the first (the MIG layout is\n"
       "never changed).\n"

@@ -1,5 +1,7 @@
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,7 +46,72 @@ std::vector<std::string> job_environment(const Placement& placement, const Limit
 
 bool running(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
+constexpr std::uint32_t kCircle = 10000;
+
+// The overlap of two parts of the circle.
+std::uint32_t overlap(ComputePart a, ComputePart b) {
+  std::int64_t total = 0;
+  for (const std::int64_t shift : {-static_cast<std::int64_t>(kCircle), std::int64_t{0}, std::int64_t{kCircle}}) {
+    const std::int64_t lo = std::max<std::int64_t>(a.start, b.start + shift);
+    const std::int64_t hi = std::min<std::int64_t>(a.start + a.length, b.start + b.length + shift);
+    total += std::max<std::int64_t>(0, hi - lo);
+  }
+  return static_cast<std::uint32_t>(total);
+}
+
+// The parts of the period held by the compute caps of this user's running slices on the
+// interception library.
+std::vector<ComputePart> parts_taken() {
+  std::vector<ComputePart> taken;
+  for (const Listed& l : list()) {
+    const Limits& lim = l.state.limits;
+    if (l.owner_running && l.state.mechanism == 0 && lim.sm_percent > 0 && lim.sm_percent < 100)
+      taken.push_back({lim.sm_window_offset_permyriad, lim.sm_percent * 100});
+  }
+  return taken;
+}
+
+// Held while a new slice chooses its part of the period and creates its state, so that two slices
+// started at the same instant do not both take the first free part: an flock on a file of this user
+// in the temporary folder (named with the uid; O_NOFOLLOW; used only when it is a regular file this
+// user owns, so another user who plants it can only make the choice unguarded, as it was).
+class ChoiceLock {
+ public:
+  ChoiceLock() {
+    const std::string path = core::temp_base() + "/" + kFolderPrefix + "-" + std::to_string(geteuid()) + ".lock";
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st {};
+    if (fd_ >= 0 &&
+        (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || flock(fd_, LOCK_EX) != 0)) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~ChoiceLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  ChoiceLock(const ChoiceLock&) = delete;
+  ChoiceLock& operator=(const ChoiceLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
+
+std::uint32_t choose_compute_offset(std::uint32_t cap_percent, const std::vector<ComputePart>& taken) {
+  const ComputePart mine{0, std::min<std::uint32_t>(cap_percent, 100) * 100};
+  // Candidates: the period's start and the end of every part taken; the first with the least overlap.
+  std::vector<std::uint32_t> starts{0};
+  for (const ComputePart& t : taken) starts.push_back((t.start + t.length) % kCircle);
+  std::uint32_t best = 0, least = UINT32_MAX;
+  for (const std::uint32_t s : starts) {
+    std::uint32_t sum = 0;
+    for (const ComputePart& t : taken) sum += overlap({s, mine.length}, t);
+    if (sum < least || (sum == least && s < best)) best = s, least = sum;
+  }
+  return best;
+}
 
 core::Result<int> run(const Request& request, const Placement& placement, const std::string& library,
                       std::atomic<int>* forward) {
@@ -52,8 +119,15 @@ core::Result<int> run(const Request& request, const Placement& placement, const 
   if (!dir) return dir.error();
   std::string error;
   const std::string state_path = dir->file(kStateFile);
-  auto state = SharedState::create(state_path, request.limits, request.name, joined(request.command), &error,
-                                   placement.mechanism == Mechanism::kMps ? 1 : 0);
+  Limits limits = request.limits;
+  std::optional<SharedState> state;
+  {
+    const ChoiceLock lock;
+    if (placement.mechanism == Mechanism::kInterception && limits.sm_percent > 0 && limits.sm_percent < 100)
+      limits.sm_window_offset_permyriad = choose_compute_offset(limits.sm_percent, parts_taken());
+    state = SharedState::create(state_path, limits, request.name, joined(request.command), &error,
+                                placement.mechanism == Mechanism::kMps ? 1 : 0);
+  }
   if (!state) return core::Error(core::ErrorKind::kIo, error);
   core::SpawnOptions options;
   options.extra_env = job_environment(placement, request.limits, library, state_path);

@@ -55,6 +55,15 @@ struct Placement {
 // The variables that make an MPS client honour `limits`.
 [[nodiscard]] std::vector<std::string> mps_environment(const Limits& limits);
 
+// Where a new slice's compute window goes (interception library, --sm): its start in each gate period,
+// in 1/10000 of the period, so that its part [start, start + cap) overlaps least the parts `taken` by
+// the slices that run (start, length; in 1/10000, on a circle of 10000): 0 when nothing is taken,
+// else the first free gap wide enough, else the start with the least overlap (caps over 100 % in all).
+struct ComputePart {
+  std::uint32_t start = 0, length = 0;
+};
+[[nodiscard]] std::uint32_t choose_compute_offset(std::uint32_t cap_percent, const std::vector<ComputePart>& taken);
+
 // libgpudoc_slice.so: GPUDOC_SLICE_LIBRARY, else beside the gpudoc executable, else
 // ../lib/gpudoc/ and ../lib/<multiarch>/gpudoc/ from it. kEnvironment when none exists.
 [[nodiscard]] core::Result<std::string> find_library(const std::string& exe_dir);

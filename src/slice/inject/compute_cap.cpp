@@ -126,7 +126,7 @@ void start_thread() {
 
 }  // namespace
 
-void compute_gate(double duty, std::int64_t slice_id) { sleep_ns(gate_wait_ns(monotonic_ns(), duty, slice_id)); }
+void compute_gate(double duty, std::int64_t offset_ns) { sleep_ns(gate_wait_ns(monotonic_ns(), duty, offset_ns)); }
 
 void start_compute_cap(std::uint32_t percent) {
   Controller& c = controller();

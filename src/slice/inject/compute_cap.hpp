@@ -1,16 +1,19 @@
 // The compute cap inside the job (gpudoc slice --sm PERCENT without MPS): kernel and graph launches
-// pass only while the slice's gate is open, `duty` of each 20 ms period, at a place in the period
-// that moves from period to period (so that NVML's periodic samples do not alias with it; shifted by
-// a phase of the slice's own, so that two slices do not open together), and a controller thread sets
-// `duty` from the slice's share of the GPU as NVML reports it — per-process SM utilization, summed
-// over the slice's processes — so that figure settles at the cap whatever the kernels' lengths
-// (closed loop). Beside another process time-slicing with it, that figure is not the work the slice
-// does (on an H200 a 30 % slice held 30 % by NVML while doing 51 % of a job alone's work;
-// docs/slice.md): the cap is promised alone on a GPU, not beside others. Internal to libgpudoc_slice.so.
+// pass only while the slice's gate is open, `duty` of each 20 ms period, in the slice's own part of
+// the period — [offset, offset + cap), given by `gpudoc slice` so that slices of this user do not
+// overlap (choose_compute_offset) — turned by a rotation that changes from period to period, the
+// same for every slice (so that NVML's periodic samples do not alias with it and the windows stay
+// apart). A controller thread sets `duty`, at most the cap, from the slice's share of the GPU as NVML
+// reports it — per-process SM utilization, summed over the slice's processes — so that figure settles
+// at the cap whatever the kernels' lengths (closed loop). With each slice's window at a place of its
+// own, two slices side by side time-sliced and NVML's figure was not the work (on an H200 a 30 % slice
+// held 30 % by NVML while doing 51 % of a job alone's work; docs/results/slice.md); kept apart, each
+// slice's kernels run in its own part of the period. A process outside any slice is not kept apart.
+// Internal to libgpudoc_slice.so.
 //
-//   inject::DutyController c(/*target*/ 30);  // pure logic, tested without a GPU
-//   c.update(/*measured*/ 80, /*dt_s*/ 0.5);   // duty shrinks
-//   inject::compute_gate(c.duty(), slice_id);  // in the launch hook: waits while the gate is shut
+//   inject::DutyController c(/*target*/ 30);    // pure logic, tested without a GPU
+//   c.update(/*measured*/ 80, /*dt_s*/ 0.5);     // duty shrinks
+//   inject::compute_gate(c.duty(), offset_ns);   // in the launch hook: waits while the gate is shut
 //
 // Thread-safety: compute_gate may be called from any thread; a DutyController is used by one.
 #pragma once
@@ -37,11 +40,14 @@ class DutyController {
     double proportional = 0.1;    // proportional gain on the smoothed log-error
   };
   explicit DutyController(double target_percent) : DutyController(target_percent, Config{}) {}
-  // Starts at duty = target (a job alone is about as busy as the share of time it may launch).
+  // Starts at duty = target (a job alone is about as busy as the share of time it may launch), and
+  // never goes above it: the slice's part of the period is the target's share, and its windows must
+  // not reach into another slice's part.
   DutyController(double target_percent, const Config& config)
       : config_(config),
         target_(std::clamp(target_percent, 1.0, 100.0)),
-        integral_(std::log(std::clamp(target_ / 100.0, kMinDuty, 1.0))),
+        max_log_(std::log(std::clamp(target_ / 100.0, kMinDuty, 1.0))),
+        integral_(max_log_),
         duty_(std::exp(integral_)) {}
 
   // One step of the loop, `dt_s` after the last: the slice's share in percent of the GPU over that
@@ -53,8 +59,8 @@ class DutyController {
     // A share far from the target moves the duty at most twofold per second.
     const double error = std::clamp(std::log(target_ / std::max(filtered_, 1.0)), -std::log(2.0), std::log(2.0));
     const double lo = std::log(kMinDuty);
-    integral_ = std::clamp(integral_ + config_.integral_per_s * dt_s * error, lo, 0.0);  // no wind-up
-    duty_ = std::exp(std::clamp(integral_ + config_.proportional * error, lo, 0.0));
+    integral_ = std::clamp(integral_ + config_.integral_per_s * dt_s * error, lo, max_log_);  // no wind-up
+    duty_ = std::exp(std::clamp(integral_ + config_.proportional * error, lo, max_log_));
   }
   [[nodiscard]] double duty() const { return duty_; }
 
@@ -63,6 +69,7 @@ class DutyController {
  private:
   Config config_;
   double target_;
+  double max_log_;
   double integral_;
   double duty_;
   double filtered_ = -1;
@@ -71,42 +78,49 @@ class DutyController {
 // The gate's period in nanoseconds: long enough that a sleep is precise, short against a
 // latency-sensitive step.
 inline constexpr std::int64_t kGatePeriodNs = 20'000'000;
-// The gate's phase for a slice: spread over the period by the golden ratio of `slice_id`, the same in
-// every process of the slice, different between slices.
-[[nodiscard]] inline std::int64_t gate_phase_ns(std::int64_t slice_id) {
-  const double frac = std::fmod(static_cast<double>(slice_id) * 0.6180339887498949, 1.0);
-  return static_cast<std::int64_t>(frac * static_cast<double>(kGatePeriodNs));
+
+// Where every slice's windows are turned to in period `k` (CLOCK_MONOTONIC / kGatePeriodNs): a hash of
+// k alone, in [0, kGatePeriodNs), the same in every process of every slice. A window at the same place
+// every period would beat against NVML's per-process samples, taken every 1/6 s (8.33 periods): they
+// would see the same three places of the period over and over.
+[[nodiscard]] inline std::int64_t gate_rotation_ns(std::int64_t k) {
+  std::uint64_t z = static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64's finaliser
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<std::int64_t>(static_cast<double>(z >> 11) * 0x1p-53 * static_cast<double>(kGatePeriodNs));
 }
 
-// How long a launch at `now_ns` (CLOCK_MONOTONIC, the same in every process) waits for the gate of
-// slice `slice_id` at `duty`: 0 when it is open. The gate is open for `duty` of each period, at a
-// place within the period that changes from period to period (a hash of the period's number and the
-// slice, so every process of the slice agrees). A window at the same place every period would beat
-// against NVML's per-process samples, taken every 1/6 s (8.33 periods): they would see the same three
-// places of the period over and over, and the share the controller reads would be that of those
-// places, not the slice's. (Moving the window did not make NVML's figure agree with the work beside
-// another process on the H200: 30.1 / 60.3 % by NVML, 50.6 / 42.8 % of the work.)
-[[nodiscard]] inline std::int64_t gate_wait_ns(std::int64_t now_ns, double duty, std::int64_t slice_id) {
+// How long a launch at `now_ns` (CLOCK_MONOTONIC, the same in every process) waits for the gate of a
+// slice whose window starts `offset_ns` into each period and is open for `duty` of it: 0 when open.
+// In period k the window is [rotation(k) + offset, + duty x period) modulo the period, so it may come
+// in two pieces, both inside period k. Slices given disjoint [offset, offset + cap) (the slice's
+// duty never exceeds its cap) are never open at once: the rotation turns all of them together.
+// (Beside another process the windows must be kept apart: with each slice's window at a place of its
+// own, NVML's per-process figure the controller steers did not divide the GPU the way the work did
+// on an H200 — 30.1 / 60.3 % by NVML, 50.6 / 42.8 % of the work; docs/results/slice.md.)
+[[nodiscard]] inline std::int64_t gate_wait_ns(std::int64_t now_ns, double duty, std::int64_t offset_ns) {
   if (duty >= 1.0) return 0;
   const std::int64_t period = kGatePeriodNs;
-  const std::int64_t t = now_ns - gate_phase_ns(slice_id);
-  const std::int64_t k = t >= 0 ? t / period : (t - period + 1) / period;  // floor
-  const std::int64_t x = t - k * period;
+  const std::int64_t k = now_ns >= 0 ? now_ns / period : (now_ns - period + 1) / period;  // floor
+  const std::int64_t x = now_ns - k * period;
   const auto open = static_cast<std::int64_t>(std::max(duty, 0.0) * static_cast<double>(period));
-  auto start = [&](std::int64_t cycle) {
-    std::uint64_t z = static_cast<std::uint64_t>(cycle) * 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(slice_id);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64's finaliser
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return static_cast<std::int64_t>(static_cast<double>(z >> 11) * 0x1p-53 * static_cast<double>(period - open));
-  };
+  if (open <= 0) return period - x + period;  // shut: look again in a period (the duty may change)
+  const std::int64_t off = ((offset_ns % period) + period) % period;
+  // The start of the window in period c, within the period; its end is start + open, past the
+  // period's end when the window wraps to the period's beginning.
+  auto start = [&](std::int64_t c) { return (gate_rotation_ns(c) + off) % period; };
   const std::int64_t s = start(k);
-  if (x >= s && x < s + open) return 0;
-  return x < s ? s - x : period - x + start(k + 1);
+  const std::int64_t e = s + open;
+  if ((x >= s && x < e) || x < e - period) return 0;  // the main piece, or the wrapped one
+  if (x < s) return s - x;
+  // Past this period's window: the next period's, which may begin with its wrapped piece at 0.
+  const std::int64_t s1 = start(k + 1);
+  return period - x + (s1 + open > period ? 0 : s1);
 }
 
 // Waits until the gate of the slice is open (gate_wait_ns).
-void compute_gate(double duty, std::int64_t slice_id);
+void compute_gate(double duty, std::int64_t offset_ns);
 
 // Starts (once per process) the controller thread for a cap of `percent`; the launch hooks read
 // the duty it sets through current_duty().

@@ -221,7 +221,9 @@ void before_launch() {
   const std::uint32_t percent = p.state->limits().sm_percent;
   if (percent == 0 || percent >= 100) return;
   start_compute_cap(percent);
-  compute_gate(current_duty(), p.state->owner_pid());
+  const auto offset_ns =
+      static_cast<std::int64_t>(p.state->limits().sm_window_offset_permyriad) * kGatePeriodNs / 10000;
+  compute_gate(current_duty(), offset_ns);
 }
 
 bool copy_cap_on() {

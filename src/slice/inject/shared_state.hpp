@@ -30,14 +30,17 @@
 namespace gpudoc::slice {
 
 inline constexpr std::uint32_t kStateMagic = 0x43494c53;  // "SLIC"
-inline constexpr std::uint32_t kStateVersion = 2;         // 2: the copy-rate gate
+inline constexpr std::uint32_t kStateVersion = 3;         // 2: the copy-rate gate; 3: the compute window
 inline constexpr int kMaxProcesses = 256;
 inline constexpr std::size_t kNameBytes = 64;
 inline constexpr std::size_t kCommandBytes = 256;
 
 struct Limits {
-  std::uint64_t memory_bytes = 0;           // 0: no memory cap
-  std::uint32_t sm_percent = 0;             // 0: no compute cap
+  std::uint64_t memory_bytes = 0;  // 0: no memory cap
+  std::uint32_t sm_percent = 0;    // 0: no compute cap
+  // With a compute cap through the interception library: where the slice's window starts in each
+  // gate period, in 1/10000 of it (choose_compute_offset: the slices' windows kept apart).
+  std::uint32_t sm_window_offset_permyriad = 0;
   std::uint64_t pcie_bytes_per_second = 0;  // 0: no copy-rate cap
 };
 

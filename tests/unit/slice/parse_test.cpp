@@ -63,5 +63,21 @@ TEST(SliceParse, MpsClientLimitsAreWholeMebibytesNeverRoundedUp) {
   EXPECT_EQ(env[1], "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=8192MB");
 }
 
+// Each new --sm slice's window goes where it overlaps least the parts the running slices hold (in
+// 1/10000 of the gate period, a circle): the first free gap wide enough, else the least overlap.
+TEST(SliceComputeOffset, NewSlicesGoWhereThePeriodIsFree) {
+  EXPECT_EQ(choose_compute_offset(30, {}), 0U);
+  EXPECT_EQ(choose_compute_offset(60, {{0, 3000}}), 3000U);                // after a 30 % slice
+  EXPECT_EQ(choose_compute_offset(10, {{0, 3000}, {3000, 6000}}), 9000U);  // the last 10 %
+  EXPECT_EQ(choose_compute_offset(20, {{3000, 6000}}), 0U);                // the gap before the part taken
+  EXPECT_EQ(choose_compute_offset(40, {{0, 2000}, {5000, 1000}}), 6000U);  // [2000,5000) is too narrow
+  // A part that wraps past the period's end ([8000, 10000) and [0, 1000)): the next starts at 1000.
+  EXPECT_EQ(choose_compute_offset(50, {{8000, 3000}}), 1000U);
+  // Over 100 % in all: the least overlap. 70 % and 60 % taken as [0, 7000) and [7000, 13000) (the
+  // second wraps to 3000): from 0 a 30 % window overlaps both (6000), from 3000 or 7000 one (3000).
+  EXPECT_EQ(choose_compute_offset(30, {{0, 7000}, {7000, 6000}}), 3000U);
+  EXPECT_EQ(choose_compute_offset(50, {{0, 5000}, {0, 5000}}), 5000U);  // two at the start: the other half
+}
+
 }  // namespace
 }  // namespace gpudoc::slice
