@@ -146,6 +146,16 @@ def check_compute(out, results, prefix=""):
         results.append(("PASS" if abs(figure - cap) <= 5 else "FAIL",
                         f"{path} --sm {cap} beside the other: {pm}; {rate:.1f} steps/s, {tput_text} "
                         f"(judged on throughput; bound ±5 points)"))
+    # where each slice's window started in the period (slice list while both ran; interception only)
+    try:
+        with open(os.path.join(out, prefix + "list_caps.json")) as f:
+            listed = json.load(f).get("slices", [])
+        windows = [f"{x['name']}: {x['sm_percent']} % from {x['sm_window_start_percent']} %" for x in listed
+                   if x.get("sm_window_start_percent") is not None]
+        if windows:
+            print(f"INFO    {path}: the slices' parts of the period: " + "; ".join(windows))
+    except (OSError, ValueError):
+        pass
 
 
 def check_alone(out, results):

@@ -86,6 +86,8 @@ side_by_side() {
   timeout $((CAP_S + 60)) "$G" slice -q --sm 60 --name ${prefix}sm60 "$@" -- python3 "$W/slice_compute.py" \
     --duration "$CAP_S" --label sm60 >"$out/${prefix}sm60.jsonl" 2>"$out/${prefix}sm60.err" &
   local b=$!
+  sleep 5  # both running: where each slice's window starts in the period (interception library)
+  "$G" slice list --json >"$out/${prefix}list_caps.json" 2>&1
   wait $a $b
   kill $pmon 2>/dev/null
   wait $pmon 2>/dev/null
