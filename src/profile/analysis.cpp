@@ -268,11 +268,27 @@ void fill_busy_and_gaps(const Context& c, Step& s) {
         s.end_ns - cursor;
 }
 
+// The last of the windows (in time order, disjoint) that starts at or before `t`: the only one that can
+// hold t. windows.end() when none does.
+std::vector<TraceWindow>::const_iterator window_from(const std::vector<TraceWindow>& windows, std::uint64_t t) {
+  auto it = std::upper_bound(windows.begin(), windows.end(), t,
+                             [](std::uint64_t v, const TraceWindow& w) { return v < w.start_ns; });
+  return it == windows.begin() ? windows.end() : std::prev(it);
+}
+
 // Whether [start, end] lies wholly inside one of the windows (no windows: always).
 bool inside_windows(const std::vector<TraceWindow>& windows, std::uint64_t start, std::uint64_t end) {
   if (windows.empty()) return true;
-  return std::any_of(windows.begin(), windows.end(),
-                     [&](const TraceWindow& w) { return start >= w.start_ns && end <= w.end_ns; });
+  const auto w = window_from(windows, start);
+  return w != windows.end() && end <= w->end_ns;
+}
+
+// Whether [start, end] overlaps any window: the last one starting before `end` reaches past `start`
+// if any does (the windows before it end before it starts).
+bool touches_windows(const std::vector<TraceWindow>& windows, std::uint64_t start, std::uint64_t end) {
+  if (end == 0) return false;
+  const auto w = window_from(windows, end - 1);
+  return w != windows.end() && w->end_ns > start;
 }
 
 std::vector<Step> make_steps(const Context& c, const std::vector<std::size_t>& bounds, const AnalysisOptions& opt) {
@@ -350,18 +366,15 @@ Sampling sampling_of(const RecordSet& set, const std::string& name) {
   Sampling sm;
   sm.windows = set.windows.size();
   const std::uint64_t last = last_end_ns(set);
-  for (const auto& w : set.windows) sm.traced_ns += std::min(w.end_ns, std::max(last, w.start_ns)) - w.start_ns;
+  for (const auto& w : set.windows) sm.traced_ns += w.end_by(last) - w.start_ns;
   std::vector<std::uint64_t> traced, untraced;
   std::uint64_t all_ns = 0, all = 0, untraced_ns = 0;
   for (const auto& r : set.ranges) {
     if (r.name != name || r.end_ns <= r.start_ns) continue;
     all_ns += r.end_ns - r.start_ns, ++all;
-    const bool overlaps = std::any_of(set.windows.begin(), set.windows.end(), [&](const TraceWindow& w) {
-      return r.start_ns < w.end_ns && r.end_ns > w.start_ns;
-    });
     if (inside_windows(set.windows, r.start_ns, r.end_ns))
       traced.push_back(r.end_ns - r.start_ns);
-    else if (!overlaps)
+    else if (!touches_windows(set.windows, r.start_ns, r.end_ns))
       untraced.push_back(r.end_ns - r.start_ns), untraced_ns += r.end_ns - r.start_ns;
   }
   sm.step_mean_ns = all > 0 ? all_ns / all : 0;
@@ -384,11 +397,18 @@ std::vector<std::string> gaps_in_windows(const RecordSet& set, const std::string
         std::lower_bound(from, sorted.end(), w.end_ns, [](const auto& r, std::uint64_t t) { return r.start_ns < t; });
     return static_cast<std::size_t>(to - from);
   };
+  // which windows hold a whole step: one pass over the steps
+  std::vector<bool> has_steps(set.windows.size(), false);
+  for (const auto& r : set.ranges) {
+    if (name.empty() || r.name != name) continue;
+    const auto w = window_from(set.windows, r.start_ns);
+    if (w != set.windows.end() && r.end_ns <= w->end_ns)
+      has_steps[static_cast<std::size_t>(w - set.windows.begin())] = true;
+  }
   std::size_t with_steps = 0, without_kernels = 0, with_kernels = 0, without_api = 0;
-  for (const TraceWindow& w : set.windows) {
-    const bool steps = !name.empty() && std::any_of(set.ranges.begin(), set.ranges.end(), [&](const RangeRecord& r) {
-      return r.name == name && r.start_ns >= w.start_ns && r.end_ns <= w.end_ns;
-    });
+  for (std::size_t i = 0; i < set.windows.size(); ++i) {
+    const TraceWindow& w = set.windows[i];
+    const bool steps = has_steps[i];
     const std::size_t kernels = count_in(set.kernels, w);
     with_steps += steps ? 1 : 0;
     without_kernels += steps && kernels == 0 ? 1 : 0;

@@ -81,8 +81,7 @@ bool write_chrome_trace(const RecordSet& set, std::ostream& out) {
   if (!set.windows.empty()) {
     w.event({{"name", "process_name"}, {"ph", "M"}, {"pid", kSamplingPid}, {"args", {{"name", "gpudoc sampling"}}}});
     const std::uint64_t last = last_end_ns(set);
-    for (const auto& win : set.windows)
-      w.span("traced", "sampling", kSamplingPid, 0, win.start_ns, std::min(win.end_ns, std::max(last, win.start_ns)));
+    for (const auto& win : set.windows) w.span("traced", "sampling", kSamplingPid, 0, win.start_ns, win.end_by(last));
   }
   out << "\n]}\n";
   out.flush();

@@ -106,7 +106,12 @@ struct Reader {
       case 'N': marker(l); break;
       case 'X': (l.text(1) == "LIMIT" ? set.over_file_limit : set.dropped) += l.num<std::uint64_t>(2); break;
       case 'W': set.warnings.push_back(l.text(1)); break;
-      case 'O': set.windows.push_back({l.num<std::uint64_t>(1), UINT64_MAX}); break;
+      case 'O': {
+        const auto at = l.num<std::uint64_t>(1);
+        if (!set.windows.empty() && set.windows.back().end_ns == UINT64_MAX) set.windows.back().end_ns = at;
+        set.windows.push_back({at, UINT64_MAX});  // an O after an O (never written so) closes the first
+        break;
+      }
       case 'F':
         if (!set.windows.empty() && set.windows.back().end_ns == UINT64_MAX)
           set.windows.back().end_ns = l.num<std::uint64_t>(1);

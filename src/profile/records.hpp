@@ -10,6 +10,7 @@
 // line anywhere else is an error naming the file and line. Pure apart from the file read.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <istream>
 #include <string>
@@ -74,6 +75,9 @@ struct RangeRecord {
 // O line to the next F line; without F, to the end of the records.
 struct TraceWindow {
   std::uint64_t start_ns = 0, end_ns = UINT64_MAX;
+  // Where the window ends when the records end at `last` (last_end_ns): at its F line or at `last`,
+  // whichever comes first (an open window ends at `last`), never before it opens.
+  [[nodiscard]] std::uint64_t end_by(std::uint64_t last) const { return std::min(end_ns, std::max(last, start_ns)); }
 };
 
 struct RecordSet {
@@ -85,7 +89,7 @@ struct RecordSet {
   std::vector<SyncRecord> syncs;
   std::vector<GraphLaunchRecord> graph_launches;
   std::vector<RangeRecord> ranges;
-  std::vector<TraceWindow> windows;   // empty: traced throughout (no sampling)
+  std::vector<TraceWindow> windows;   // in time order, disjoint; empty: traced throughout (no sampling)
   std::uint64_t dropped = 0;          // records CUPTI dropped for want of buffer space
   std::uint64_t over_file_limit = 0;  // records counted, not written: the file had reached its bound
   std::vector<std::string> warnings;  // the W lines, in order

@@ -128,6 +128,22 @@ TEST(Records, SamplingWindowsAreReadFromTheOAndFLines) {
   EXPECT_FALSE(read_records(newer, "newer"));
 }
 
+// The windows come out in time order and disjoint, which the analysis's look-ups rely on: an O line
+// while a window is open (the library never writes one) closes that window there.
+TEST(Records, AnOpenWindowEndsWhereTheNextOneOpens) {
+  std::istringstream in("H\tgpudoc-profile\t2\t7\t1\nO\t100\nO\t300\nF\t400\n");
+  auto set = read_records(in, "sampled");
+  ASSERT_TRUE(set) << set.error().message();
+  ASSERT_EQ(set->windows.size(), 2u);
+  EXPECT_EQ(set->windows[0].end_ns, 300u);
+  EXPECT_EQ(set->windows[1].start_ns, 300u);
+  EXPECT_EQ(set->windows[1].end_ns, 400u);
+  EXPECT_EQ(set->windows[1].end_by(350), 350u);  // no record after 350: traced up to there
+  const TraceWindow open{500, UINT64_MAX};
+  EXPECT_EQ(open.end_by(800), 800u);  // open: where the records end
+  EXPECT_EQ(open.end_by(200), 500u);  // nothing recorded after it opened
+}
+
 // CUPTI's forced flush at a window's end hands back a kernel still running with no end time (0), and
 // its records may carry no start either: such records are counted and left out, not read as spans
 // reaching back to the epoch.
