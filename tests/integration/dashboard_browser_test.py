@@ -269,6 +269,11 @@ def check_first_render(page, base, expected, mock):
     s = state(page)
     check(rendered, "the page marks itself rendered (data-rendered=%r)" % s["rendered"])
     check(s["errors"] is None, "no script error or CSP violation recorded in the page: %r" % s["errors"])
+    # A GPU whose first samples had not reached the server when the page fetched its history (a
+    # server that has just started) gets its plots with the first update that carries them.
+    page.wait_for("Array.from(document.querySelectorAll('article.gpu')).filter(function (a) {"
+                  " return a.querySelectorAll('.uplot').length > 0; }).length >= %d" % len(expected["gpus"]), 10)
+    s = state(page)
     gpus = {g["gpu"]: g for g in s["gpus"]}
     for want in expected["gpus"]:
         g = gpus.get(want["gpu"])
