@@ -370,7 +370,7 @@ Sampling sampling_of(const RecordSet& set, const std::string& name) {
   std::vector<std::uint64_t> traced, untraced;
   std::uint64_t all_ns = 0, all = 0, untraced_ns = 0;
   for (const auto& r : set.ranges) {
-    if (r.name != name || r.end_ns <= r.start_ns) continue;
+    if (name.empty() || r.name != name || r.end_ns <= r.start_ns) continue;  // no step ranges: no steps
     all_ns += r.end_ns - r.start_ns, ++all;
     if (inside_windows(set.windows, r.start_ns, r.end_ns))
       traced.push_back(r.end_ns - r.start_ns);
@@ -497,20 +497,22 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
   p.api_calls = set.api_calls.size();
   p.graph_launches = set.graph_launches.size();
   kernel_tables(c, p);
-  if (c.kernels.empty()) return p;
-  std::vector<std::size_t> bounds = boundaries_from_nvtx(c, p.step_source);
-  if (bounds.size() < 2) bounds = boundaries_from_sequence(c, p.step_source);
-  if (bounds.size() < 2) {
-    bounds = {0, c.kernels.size()};
-    p.step_source = "whole-run";
+  if (!c.kernels.empty()) {
+    std::vector<std::size_t> bounds = boundaries_from_nvtx(c, p.step_source);
+    if (bounds.size() < 2) bounds = boundaries_from_sequence(c, p.step_source);
+    if (bounds.size() < 2) {
+      bounds = {0, c.kernels.size()};
+      p.step_source = "whole-run";
+    }
+    p.steps = make_steps(c, bounds, options);
+    for (const Step& s : p.steps) {
+      p.span_ns += s.wall_ns();
+      p.busy_ns += s.busy_ns;
+      for (std::size_t i = 0; i < kIdleCauseCount; ++i) p.idle_ns[i] += s.idle_ns[i];
+    }
+    p.advice = advise(p.steps, set, options);
   }
-  p.steps = make_steps(c, bounds, options);
-  for (const Step& s : p.steps) {
-    p.span_ns += s.wall_ns();
-    p.busy_ns += s.busy_ns;
-    for (std::size_t i = 0; i < kIdleCauseCount; ++i) p.idle_ns[i] += s.idle_ns[i];
-  }
-  p.advice = advise(p.steps, set, options);
+  // A sampled run says so even when its windows caught no kernel.
   if (!set.windows.empty()) {
     const std::string nvtx = "nvtx:";
     const std::string steps = p.step_source.rfind(nvtx, 0) == 0 ? p.step_source.substr(nvtx.size()) : "";

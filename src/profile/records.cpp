@@ -108,14 +108,28 @@ struct Reader {
       case 'W': set.warnings.push_back(l.text(1)); break;
       case 'O': {
         const auto at = l.num<std::uint64_t>(1);
+        if (!l.ok) break;
+        // The library stamps both lines from CUPTI's clock, which never goes back: a window that opens
+        // before the last one opened or closed is not what it wrote (the look-ups need time order).
+        if (!set.windows.empty()) {
+          const TraceWindow& last = set.windows.back();
+          if (last.end_ns != UINT64_MAX && at < last.end_ns)
+            return fmt::format("a sampling window opens at {}, before the last one closed at {}", at, last.end_ns);
+          if (at < last.start_ns)
+            return fmt::format("a sampling window opens at {}, before the last one opened at {}", at, last.start_ns);
+        }
         if (!set.windows.empty() && set.windows.back().end_ns == UINT64_MAX) set.windows.back().end_ns = at;
         set.windows.push_back({at, UINT64_MAX});  // an O after an O (never written so) closes the first
         break;
       }
-      case 'F':
-        if (!set.windows.empty() && set.windows.back().end_ns == UINT64_MAX)
-          set.windows.back().end_ns = l.num<std::uint64_t>(1);
+      case 'F': {
+        const auto at = l.num<std::uint64_t>(1);
+        if (!l.ok || set.windows.empty() || set.windows.back().end_ns != UINT64_MAX) break;
+        if (at < set.windows.back().start_ns)
+          return fmt::format("a sampling window closes at {}, before it opened at {}", at, set.windows.back().start_ns);
+        set.windows.back().end_ns = at;
         break;
+      }
       case 'E': set.complete = true; break;
       default: return fmt::format("unknown record kind '{}'", kind);
     }

@@ -172,6 +172,20 @@ TEST(ProfileAnalysis, TracedWindowsMissingKernelsOrApiCallsAreNamed) {
   EXPECT_EQ(said(b, "no kernel records"), 0);
 }
 
+// A sampled run whose windows caught no kernel at all is still a sampled run: the report says how
+// many windows there were and how long they traced, not "traced throughout".
+TEST(ProfileAnalysis, ASampledRunWithoutKernelsStillSaysItWasSampled) {
+  Loop l;
+  l.steps = 60, l.traced_steps = 5, l.untraced_steps = 15;
+  RecordSet set = make_loop(l);
+  set.kernels.clear();
+  const Profile p = analyse(set, {});
+  EXPECT_TRUE(p.steps.empty());
+  EXPECT_EQ(p.sampling.windows, 3u);
+  EXPECT_GT(p.sampling.traced_ns, 0u);
+  EXPECT_FALSE(p.sampling.measured());  // no step ranges were chosen without kernels to place them
+}
+
 TEST(ProfileAnalysis, UntimedRecordsAreSaidToBeLeftOut) {
   RecordSet set = make_loop(Loop{});
   set.untimed = 3;

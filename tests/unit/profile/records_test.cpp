@@ -2,9 +2,11 @@
 // a readable file; anything else malformed is an error naming the line.
 #include "profile/records.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <tuple>
 
 #include "profile/record_format.hpp"
 
@@ -142,6 +144,27 @@ TEST(Records, AnOpenWindowEndsWhereTheNextOneOpens) {
   const TraceWindow open{500, UINT64_MAX};
   EXPECT_EQ(open.end_by(800), 800u);  // open: where the records end
   EXPECT_EQ(open.end_by(200), 500u);  // nothing recorded after it opened
+}
+
+// The library stamps O and F lines from CUPTI's clock, which never goes back: a window that closes
+// before it opens, or opens before the last one closed, is not a file it wrote (the analysis looks
+// windows up by time), and the error names the line.
+TEST(Records, AWindowGoingBackInTimeIsAnErrorNamingTheLine) {
+  const std::string head = "H\tgpudoc-profile\t2\t7\t1\n";
+  for (const auto& [lines, line, why] : {std::tuple{"O\t300\nF\t100\n", 3, "closes at 100, before it opened at 300"},
+                                         std::tuple{"O\t100\nF\t200\nO\t150\n", 4, "before the last one closed at 200"},
+                                         std::tuple{"O\t300\nO\t100\n", 3, "before the last one opened at 300"}}) {
+    std::istringstream in(head + lines);
+    auto set = read_records(in, "records-7.txt");
+    ASSERT_FALSE(set) << lines;
+    EXPECT_EQ(set.error().kind(), core::ErrorKind::kBadInput);
+    EXPECT_NE(set.error().message().find(fmt::format("records-7.txt line {}: a sampling window", line)),
+              std::string::npos)
+        << set.error().message();
+    EXPECT_NE(set.error().message().find(why), std::string::npos) << set.error().message();
+  }
+  std::istringstream touching(head + "O\t100\nF\t200\nO\t200\nF\t200\n");  // equal times are fine
+  EXPECT_TRUE(read_records(touching, "records-7.txt"));
 }
 
 // CUPTI's forced flush at a window's end hands back a kernel still running with no end time (0), and

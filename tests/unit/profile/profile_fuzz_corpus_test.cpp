@@ -1,0 +1,90 @@
+// Runs the profile fuzz target's entry point (tests/fuzz/profile_fuzz.cpp, compiled into this test)
+// over its seed corpus (tests/fuzz/corpus/profile: slices of two real H200 records files, one cut off
+// mid-line as a killed job leaves it, a sampled run, CUDA graphs and copies, names built to break
+// the HTML page) and 400 fixed-seed mutations, so CI exercises the reading and analysis of odd
+// records with gcc, without libFuzzer. A broken invariant aborts the test with the reason; each
+// input must also finish in well under a second.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "unit/telemetry/fuzz_mutate.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+namespace gpudoc::profile {
+namespace {
+
+double run_one(const std::string& input) {
+  const auto a = std::chrono::steady_clock::now();
+  EXPECT_EQ(LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(input.data()), input.size()), 0);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+}
+
+std::vector<std::string> seed_corpus() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(GPUDOC_SOURCE_DIR "/tests/fuzz/corpus/profile"))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());  // directory order is unspecified; the run must repeat
+  std::vector<std::string> seeds;
+  for (const auto& f : files) seeds.push_back(telemetry::testing::slurp(f.string()));
+  return seeds;
+}
+
+// Strings likely to reach the reader's and the analysis's edges: field and line breaks, escapes,
+// times at and past the 64-bit bounds, backwards windows, tags and bytes that are not UTF-8.
+const std::vector<std::string> kTokens = {"\n",
+                                          "\t",
+                                          "\\",
+                                          "\\t",
+                                          "\\n",
+                                          "0",
+                                          "1",
+                                          "-1",
+                                          "18446744073709551615",
+                                          "18446744073709551616",
+                                          "4294967295",
+                                          "\nO\t1\n",
+                                          "\nF\t0\n",
+                                          "\nO\t18446744073709551615\n",
+                                          "\nF\t1796106955813493149\n",
+                                          "\nE\t1\t0\n",
+                                          "\nN\t2\t1\t5\t7\tstep\t\n",
+                                          "\nN\t4\t1\t4\t7\t\t\n",
+                                          "\nK\t1\t0\t0\t7\t1\t1\t1\t1\t1\t1\t1\t0\tk\n",
+                                          "\nR\t9\t3\t211\t1\t7\n",
+                                          "\nC\tR\t211\tcudaStreamSynchronize\n",
+                                          "\nH\tgpudoc-profile\t2\t1\t1\n",
+                                          "</script>",
+                                          "<img src=x>",
+                                          "\xff",
+                                          "\xc3",
+                                          "\r\n",
+                                          "_Z",
+                                          "_ZN1aIiE1bEv("};
+
+TEST(ProfileFuzzCorpus, SeedsKeepTheInvariantsQuickly) {
+  const auto seeds = seed_corpus();
+  ASSERT_GE(seeds.size(), 6u);
+  for (const auto& s : seeds) EXPECT_LT(run_one(s), 1.0);
+}
+
+TEST(ProfileFuzzCorpus, MutationsKeepTheInvariantsQuickly) {
+  const auto seeds = seed_corpus();
+  ASSERT_FALSE(seeds.empty());
+  std::mt19937_64 rng(20261201);
+  for (int i = 0; i < 400; ++i) {
+    const std::string input =
+        telemetry::testing::mutate(seeds[static_cast<std::size_t>(i) % seeds.size()], seeds, kTokens, rng);
+    EXPECT_LT(run_one(input), 1.0) << "mutation " << i;
+  }
+}
+
+}  // namespace
+}  // namespace gpudoc::profile
