@@ -245,10 +245,12 @@ TEST(CliBackend, BaselineRecordsAndChecksOnFakeGpus) {
   // The GPU figures come from the fake GPUs' recording, and the stored machine says whose GPUs.
   EXPECT_TRUE(contains(names, "gpu_utilization_mean_percent")) << j["figures"].dump();
   EXPECT_EQ(j["machine"]["extra"]["backend"], "fake") << j["machine"].dump();
-  // The workload's wall time (a 1.5 s sleep) is judged at its default 10 %: on a loaded machine the
-  // check's run can take longer than the record's and fail on it, which is not what this test is about.
+  // What the check concludes is not what this test is about, and on a loaded machine it moves: the
+  // workload's wall time (a 1.5 s sleep) runs longer, and the fake GPUs' figures are means of slow
+  // waves over the workload's window, which starts later after a slower start-up (runs beside other
+  // tests failed on one). Every figure is judged at a threshold no such drift reaches.
   const std::string cfg = dir.file("cfg.json");
-  std::ofstream(cfg) << R"({"metrics": {"wall_s": {"threshold_percent": 1000}}})";
+  std::ofstream(cfg) << R"({"metrics": {"*": {"threshold_percent": 1000}}})";
   auto chk = run_gpudoc_stdout("--backend fake:2 baseline check fk" + store + " --json --no-confirm --config " + cfg);
   const auto c = parse(chk.output);
   ASSERT_FALSE(c.is_discarded()) << chk.output;
