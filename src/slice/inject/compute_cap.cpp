@@ -89,7 +89,7 @@ void* control_loop(void*) {
   Controller& c = controller();
   DutyController duty(static_cast<double>(c.percent));
   unsigned long long last = 0;
-  const double d0 = duty.duty();
+  double d0 = duty.duty();  // not const: clang's __atomic_store takes a non-const value pointer
   __atomic_store(&c.duty, &d0, __ATOMIC_RELEASE);
   std::int64_t before = monotonic_ns();
   for (;;) {
@@ -97,7 +97,7 @@ void* control_loop(void*) {
     const std::int64_t now = monotonic_ns();
     duty.update(measure(c.util, c.device, &last), static_cast<double>(now - before) * 1e-9);
     before = now;
-    const double d = duty.duty();
+    double d = duty.duty();
     __atomic_store(&c.duty, &d, __ATOMIC_RELEASE);
   }
 }
