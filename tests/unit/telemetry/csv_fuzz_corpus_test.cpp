@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -16,22 +15,10 @@
 #include "telemetry/import_nvidia_smi.hpp"
 #include "trace_test_util.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
-
 namespace gpudoc::telemetry {
 namespace {
 
-int run_one(const std::string& input) {
-  return LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(input.data()), input.size());
-}
-
-// File name -> content, in name order (directory order is unspecified; the run must repeat).
-std::map<std::string, std::string> seed_corpus() {
-  std::map<std::string, std::string> seeds;
-  for (const auto& e : std::filesystem::directory_iterator(GPUDOC_SOURCE_DIR "/tests/fuzz/corpus/csv"))
-    if (e.is_regular_file()) seeds[e.path().filename().string()] = testing::slurp(e.path().string());
-  return seeds;
-}
+using testing::run_fuzz_input;
 
 // What parse_nvidia_smi_csv says about each hand-made seed: "" = accepted, else a piece of the
 // message. Seeds not listed (regression seeds found by fuzzing) only have to keep the invariants.
@@ -62,11 +49,11 @@ const std::map<std::string, std::string> kExpected = {
 };
 
 TEST(CsvFuzzCorpus, SeedsKeepTheInvariantsAndTheirOutcome) {
-  auto seeds = seed_corpus();
+  auto seeds = testing::fuzz_seed_files("csv");
   ASSERT_GE(seeds.size(), kExpected.size());
   for (const auto& [name, expected] : kExpected) ASSERT_TRUE(seeds.count(name)) << name << " missing from the corpus";
   for (const auto& [name, content] : seeds) {
-    EXPECT_EQ(run_one(content), 0) << name;
+    EXPECT_EQ(run_fuzz_input(content), 0) << name;
     auto it = kExpected.find(name);
     if (it == kExpected.end()) continue;
     auto t = parse_nvidia_smi_csv(content, "seed");
@@ -81,7 +68,7 @@ TEST(CsvFuzzCorpus, SeedsKeepTheInvariantsAndTheirOutcome) {
 }
 
 TEST(CsvFuzzCorpus, SeedsCoverTheCasesTheyAreNamedFor) {
-  auto seeds = seed_corpus();
+  auto seeds = testing::fuzz_seed_files("csv");
   auto t = parse_nvidia_smi_csv(seeds.at("real_h200x2_allreduce_units.csv"), "seed");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->gpus.size(), 2u);
@@ -157,14 +144,14 @@ std::string mutate(const std::string& in, const std::vector<std::string>& seeds,
 
 TEST(CsvFuzzCorpus, TwoThousandMutationsKeepTheInvariants) {
   std::vector<std::string> seeds;
-  for (auto& [name, content] : seed_corpus())
+  for (auto& [name, content] : testing::fuzz_seed_files("csv"))
     if (!content.empty()) seeds.push_back(content);
   ASSERT_FALSE(seeds.empty());
   std::mt19937_64 rng(20261129);
   std::size_t accepted = 0;
   for (int i = 0; i < 2000; ++i) {
     std::string input = mutate(seeds[static_cast<std::size_t>(i) % seeds.size()], seeds, rng);
-    EXPECT_EQ(run_one(input), 0);
+    EXPECT_EQ(run_fuzz_input(input), 0);
     if (parse_nvidia_smi_csv(input, "m").ok()) ++accepted;
   }
   // Mutations that still import exercise the well-formedness checks and the round trip.

@@ -1,16 +1,55 @@
-// The mutations the gcc-side fuzz corpus tests apply to their seeds (a bit flipped, a token
+// What the gcc-side fuzz corpus tests share: a target's seeds (tests/fuzz/corpus/NAME), its entry
+// point run on one input, and the mutations they apply to the seeds (a bit flipped, a token
 // inserted, a range deleted, the input truncated, lines duplicated, swapped or spliced in from
 // another seed, a digit replaced by a token), so CI exercises a parser's edges without libFuzzer.
+// Each test executable compiles one target's entry point in.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "trace_test_util.hpp"
 
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
 namespace gpudoc::telemetry::testing {
+
+// The seeds of tests/fuzz/corpus/`corpus`, file name -> content, in name order (directory order is
+// unspecified; a run must repeat).
+inline std::map<std::string, std::string> fuzz_seed_files(const std::string& corpus) {
+  std::map<std::string, std::string> seeds;
+  for (const auto& e : std::filesystem::directory_iterator(GPUDOC_SOURCE_DIR "/tests/fuzz/corpus/" + corpus))
+    if (e.is_regular_file()) seeds[e.path().filename().string()] = slurp(e.path().string());
+  return seeds;
+}
+
+// The same, contents only.
+inline std::vector<std::string> fuzz_seeds(const std::string& corpus) {
+  std::vector<std::string> out;
+  for (auto& [name, content] : fuzz_seed_files(corpus)) out.push_back(std::move(content));
+  return out;
+}
+
+// The entry point's return value for `input` (0: a broken invariant aborts instead).
+inline int run_fuzz_input(const std::string& input) {
+  return LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(input.data()), input.size());
+}
+
+// The seconds the entry point took on `input`; infinity when it did not return 0, which fails every
+// "took less than" check.
+inline double timed_fuzz_input(const std::string& input) {
+  const auto a = std::chrono::steady_clock::now();
+  const int r = run_fuzz_input(input);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+  return r == 0 ? s : std::numeric_limits<double>::infinity();
+}
 
 inline std::string join_lines(const std::vector<std::string>& lines) {
   std::string s;

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,24 +11,11 @@
 #include "fuzz_mutate.hpp"
 #include "trace_test_util.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
-
 namespace gpudoc::telemetry {
 namespace {
 
-int run_one(const std::string& input) {
-  return LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(input.data()), input.size());
-}
-
-std::vector<std::string> seed_corpus() {
-  std::vector<std::string> seeds;
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(GPUDOC_SOURCE_DIR "/tests/fuzz/corpus/trace"))
-    if (e.is_regular_file()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());  // directory order is unspecified; the run must repeat
-  for (const auto& f : files) seeds.push_back(testing::slurp(f.string()));
-  return seeds;
-}
+using testing::fuzz_seeds;
+using testing::run_fuzz_input;
 
 // Tokens that tend to reach the reader's edges.
 const std::vector<std::string> kTokens = {
@@ -69,19 +55,19 @@ std::string mutate(const std::string& in, const std::vector<std::string>& seeds,
 }
 
 TEST(TraceFuzzCorpus, SeedsKeepTheInvariants) {
-  auto seeds = seed_corpus();
+  auto seeds = fuzz_seeds("trace");
   ASSERT_GE(seeds.size(), 3u);
-  for (const auto& s : seeds) EXPECT_EQ(run_one(s), 0);
+  for (const auto& s : seeds) EXPECT_EQ(run_fuzz_input(s), 0);
 }
 
 TEST(TraceFuzzCorpus, TwoThousandMutationsKeepTheInvariants) {
-  auto seeds = seed_corpus();
+  auto seeds = fuzz_seeds("trace");
   ASSERT_FALSE(seeds.empty());
   std::mt19937_64 rng(20260528);
   std::size_t accepted = 0;
   for (int i = 0; i < 2000; ++i) {
     std::string input = mutate(seeds[static_cast<std::size_t>(i) % seeds.size()], seeds, rng);
-    EXPECT_EQ(run_one(input), 0);
+    EXPECT_EQ(run_fuzz_input(input), 0);
     if (parse_trace(input, "m").ok()) ++accepted;
   }
   // Mutations that still parse exercise the round trip; make sure there are some.
