@@ -276,11 +276,16 @@ std::vector<TraceWindow>::const_iterator window_from(const std::vector<TraceWind
   return it == windows.begin() ? windows.end() : std::prev(it);
 }
 
+// The window that holds [start, end] wholly; windows.end() when none does.
+std::vector<TraceWindow>::const_iterator window_holding(const std::vector<TraceWindow>& windows, std::uint64_t start,
+                                                        std::uint64_t end) {
+  const auto w = window_from(windows, start);
+  return w != windows.end() && end <= w->end_ns ? w : windows.end();
+}
+
 // Whether [start, end] lies wholly inside one of the windows (no windows: always).
 bool inside_windows(const std::vector<TraceWindow>& windows, std::uint64_t start, std::uint64_t end) {
-  if (windows.empty()) return true;
-  const auto w = window_from(windows, start);
-  return w != windows.end() && end <= w->end_ns;
+  return windows.empty() || window_holding(windows, start, end) != windows.end();
 }
 
 // Whether [start, end] overlaps any window: the last one starting before `end` reaches past `start`
@@ -401,9 +406,8 @@ std::vector<std::string> gaps_in_windows(const RecordSet& set, const std::string
   std::vector<bool> has_steps(set.windows.size(), false);
   for (const auto& r : set.ranges) {
     if (name.empty() || r.name != name) continue;
-    const auto w = window_from(set.windows, r.start_ns);
-    if (w != set.windows.end() && r.end_ns <= w->end_ns)
-      has_steps[static_cast<std::size_t>(w - set.windows.begin())] = true;
+    const auto w = window_holding(set.windows, r.start_ns, r.end_ns);
+    if (w != set.windows.end()) has_steps[static_cast<std::size_t>(w - set.windows.begin())] = true;
   }
   std::size_t with_steps = 0, without_kernels = 0, with_kernels = 0, without_api = 0;
   for (std::size_t i = 0; i < set.windows.size(); ++i) {

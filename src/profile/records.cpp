@@ -112,14 +112,14 @@ struct Reader {
         // The library stamps both lines from CUPTI's clock, which never goes back: a window that opens
         // before the last one opened or closed is not what it wrote (the look-ups need time order).
         if (!set.windows.empty()) {
-          const TraceWindow& last = set.windows.back();
-          if (last.end_ns != UINT64_MAX && at < last.end_ns)
-            return fmt::format("a sampling window opens at {}, before the last one closed at {}", at, last.end_ns);
-          if (at < last.start_ns)
-            return fmt::format("a sampling window opens at {}, before the last one opened at {}", at, last.start_ns);
+          TraceWindow& last = set.windows.back();
+          const bool open = last.end_ns == UINT64_MAX;
+          if (at < (open ? last.start_ns : last.end_ns))
+            return fmt::format("a sampling window opens at {}, before the last one {} at {}", at,
+                               open ? "opened" : "closed", open ? last.start_ns : last.end_ns);
+          if (open) last.end_ns = at;  // an O after an O (never written so) closes the first
         }
-        if (!set.windows.empty() && set.windows.back().end_ns == UINT64_MAX) set.windows.back().end_ns = at;
-        set.windows.push_back({at, UINT64_MAX});  // an O after an O (never written so) closes the first
+        set.windows.push_back({at, UINT64_MAX});
         break;
       }
       case 'F': {

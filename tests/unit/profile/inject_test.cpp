@@ -105,6 +105,15 @@ TEST(ProfileInjection, AnotherCuptiClientIsNamedAndTheProgramGoesOn) {
   EXPECT_EQ(text.find("\nK\t"), std::string::npos) << text;
 }
 
+// In a child, once the library has loaded the stand-in CUPTI: the stand-in's function `name`, or exit 251.
+template <class Fn>
+Fn fake_cupti_function(const char* name) {
+  void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  auto fn = cupti != nullptr ? reinterpret_cast<Fn>(dlsym(cupti, name)) : nullptr;
+  if (fn == nullptr) _exit(251);
+  return fn;
+}
+
 // In a child: the library initialised over the stand-in CUPTI in `dir` (the caller sets any other
 // variable first); returns the stand-in's function `name`, or exits 250 / 251.
 using Emit = int (*)(int);     // gpudoc_fake_cupti_emit_kernels
@@ -116,10 +125,7 @@ Fn init_over_fake_cupti(const std::string& dir, const char* name) {
   void* lib = dlopen(GPUDOC_PROFILE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   auto* init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
   if (init == nullptr || init() != 1) _exit(250);
-  void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-  auto fn = cupti != nullptr ? reinterpret_cast<Fn>(dlsym(cupti, name)) : nullptr;
-  if (fn == nullptr) _exit(251);
-  return fn;
+  return fake_cupti_function<Fn>(name);
 }
 
 // What the library asks CUPTI for: by default kernels, copies, memsets, graph launches, NVTX markers and
@@ -234,11 +240,7 @@ TEST(ProfileInjection, AForkedChildWritesNothingAndTheParentsRecordsStayWhole) {
     const pid_t child = fork();
     if (child == 0) {
       emit(50);  // CUPTI in the child hands records over; the library must not write them
-      void* cupti = dlopen(GPUDOC_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
-      auto flush = cupti != nullptr ? reinterpret_cast<CUptiResult (*)(uint32_t)>(dlsym(cupti, "cuptiActivityFlushAll"))
-                                    : nullptr;
-      if (flush == nullptr) _exit(104);
-      flush(0);
+      fake_cupti_function<CUptiResult (*)(uint32_t)>("cuptiActivityFlushAll")(0);
       _exit(0);
     }
     int st = 0;

@@ -19,6 +19,7 @@ core::Result<RecordSet> read(const std::string& text) {
 }
 
 const std::string kHeader = "H\tgpudoc-profile\t1\t7\t130001\n";
+const std::string kSampledHeader = "H\tgpudoc-profile\t2\t7\t1\n";  // format 2: O and F lines
 
 TEST(Records, ReadsEveryKindAndNamesApiCalls) {
   auto set = read(kHeader +
@@ -116,25 +117,20 @@ TEST(RecordedKinds, TheDefaultLeavesOutSynchronizationRecordsAndAListReplacesIt)
 }
 
 TEST(Records, SamplingWindowsAreReadFromTheOAndFLines) {
-  std::istringstream in(
-      "H\tgpudoc-profile\t2\t7\t1\n"
-      "O\t100\nF\t200\nO\t300\nF\t400\nO\t500\n");
-  auto set = read_records(in, "sampled");
+  auto set = read(kSampledHeader + "O\t100\nF\t200\nO\t300\nF\t400\nO\t500\n");
   ASSERT_TRUE(set) << set.error().message();
   ASSERT_EQ(set->windows.size(), 3u);
   EXPECT_EQ(set->windows[0].start_ns, 100u);
   EXPECT_EQ(set->windows[0].end_ns, 200u);
   EXPECT_EQ(set->windows[1].start_ns, 300u);
   EXPECT_EQ(set->windows[2].end_ns, UINT64_MAX);  // still open when the records end
-  std::istringstream newer("H\tgpudoc-profile\t3\t7\t1\n");
-  EXPECT_FALSE(read_records(newer, "newer"));
+  EXPECT_FALSE(read("H\tgpudoc-profile\t3\t7\t1\n"));
 }
 
 // The windows come out in time order and disjoint, which the analysis's look-ups rely on: an O line
 // while a window is open (the library never writes one) closes that window there.
 TEST(Records, AnOpenWindowEndsWhereTheNextOneOpens) {
-  std::istringstream in("H\tgpudoc-profile\t2\t7\t1\nO\t100\nO\t300\nF\t400\n");
-  auto set = read_records(in, "sampled");
+  auto set = read(kSampledHeader + "O\t100\nO\t300\nF\t400\n");
   ASSERT_TRUE(set) << set.error().message();
   ASSERT_EQ(set->windows.size(), 2u);
   EXPECT_EQ(set->windows[0].end_ns, 300u);
@@ -150,12 +146,10 @@ TEST(Records, AnOpenWindowEndsWhereTheNextOneOpens) {
 // before it opens, or opens before the last one closed, is not a file it wrote (the analysis looks
 // windows up by time), and the error names the line.
 TEST(Records, AWindowGoingBackInTimeIsAnErrorNamingTheLine) {
-  const std::string head = "H\tgpudoc-profile\t2\t7\t1\n";
   for (const auto& [lines, line, why] : {std::tuple{"O\t300\nF\t100\n", 3, "closes at 100, before it opened at 300"},
                                          std::tuple{"O\t100\nF\t200\nO\t150\n", 4, "before the last one closed at 200"},
                                          std::tuple{"O\t300\nO\t100\n", 3, "before the last one opened at 300"}}) {
-    std::istringstream in(head + lines);
-    auto set = read_records(in, "records-7.txt");
+    auto set = read(kSampledHeader + lines);
     ASSERT_FALSE(set) << lines;
     EXPECT_EQ(set.error().kind(), core::ErrorKind::kBadInput);
     EXPECT_NE(set.error().message().find(fmt::format("records-7.txt line {}: a sampling window", line)),
@@ -163,8 +157,7 @@ TEST(Records, AWindowGoingBackInTimeIsAnErrorNamingTheLine) {
         << set.error().message();
     EXPECT_NE(set.error().message().find(why), std::string::npos) << set.error().message();
   }
-  std::istringstream touching(head + "O\t100\nF\t200\nO\t200\nF\t200\n");  // equal times are fine
-  EXPECT_TRUE(read_records(touching, "records-7.txt"));
+  EXPECT_TRUE(read(kSampledHeader + "O\t100\nF\t200\nO\t200\nF\t200\n"));  // equal times are fine
 }
 
 // CUPTI's forced flush at a window's end hands back a kernel still running with no end time (0), and
