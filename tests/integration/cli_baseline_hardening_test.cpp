@@ -276,7 +276,7 @@ TEST_F(BaselineHardening, ALockedStoreFailsBeforeTheWorkloadStarts) {
   sqlite3_close(db);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_THAT(r.output, HasSubstr("locked by another process"));
-  EXPECT_LT(took, 30);
+  EXPECT_LT(took, 120);  // hang guard: normally ~10 s (the store's busy timeout); 10x+ margin
   EXPECT_EQ(c.exit_code, 3) << c.output;
   EXPECT_FALSE(fs::exists(marker)) << "the workload ran before the store was found locked";
 }
@@ -295,7 +295,7 @@ TEST_F(BaselineHardening, ADamagedStoreFailsBeforeTheWorkloadStarts) {
   EXPECT_THAT(r.output, HasSubstr("not a gpudoc store"));
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_THAT(c.output, HasSubstr(store_));
-  EXPECT_LT(took, 30);
+  EXPECT_LT(took, 30);  // hang guard: normally well under 1 s for both (each workload sleeps 60 s); 10x+ margin
   EXPECT_FALSE(fs::exists(marker)) << "the workload ran before the store was found damaged";
 }
 
@@ -356,7 +356,10 @@ TEST_F(BaselineHardening, AMetricsLineOverOneMebibyteIsNamed) {
   EXPECT_THAT(r.output, HasSubstr("metrics stdout line 2: a ::gpudoc line of 1200016 bytes, over the 1 MiB limit"));
 }
 
-TEST_F(BaselineHardening, AHundredThousandMetricNamesAreRecordedQuickly) {
+// End to end: every name reaches the stored run. The cost of 100k names is the unit test
+// Scale.AHundredThousandDistinctNamesAreEachKeptComparedAndConfirmed's and the benchmark
+// tests/perf/baseline_figures.cpp's; the bound here only stops a run that never ends.
+TEST_F(BaselineHardening, AHundredThousandMetricNamesAreAllRecorded) {
   // 100 lines of 1000 names each (one line of them all would be over the 1 MiB line limit).
   const std::string w = write_script(
       "many.sh",
@@ -368,7 +371,7 @@ TEST_F(BaselineHardening, AHundredThousandMetricNamesAreRecordedQuickly) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
   EXPECT_EQ(nlohmann::json::parse(r.output)["figures"].size(), 100'001u);  // and wall_s
-  EXPECT_LT(took, 30) << "33 s when each sample scanned every figure";
+  EXPECT_LT(took, 120);                                                    // hang guard: normally ~5-10 s; 10x+ margin
 }
 
 // ---- files planted at the names gpudoc once used in a shared temporary folder ---------------

@@ -180,6 +180,7 @@ TEST_F(CliBaseline, AFailingWorkloadRecordsNothingAndFailsTheCheck) {
 TEST_F(CliBaseline, AHangingWorkloadIsStoppedByTimeout) {
   const auto t0 = std::chrono::steady_clock::now();
   const CliRun r = gpudoc("baseline record hang --timeout 1 -- sleep 60");
+  // hang guard: normally ~1.1 s (the 1 s timeout; the workload sleeps 60 s); 10x+ margin
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_THAT(r.output, HasSubstr("did not finish within --timeout 1 s"));

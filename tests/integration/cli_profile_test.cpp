@@ -100,9 +100,9 @@ TEST(CliProfile, AProgramThatNeverUsesCudaIsAnEnvironmentError) {
 
 TEST(CliProfile, DurationStopsTheProgram) {
   const auto start = std::chrono::steady_clock::now();
-  auto r = run_gpudoc("profile --duration 0.5 -- sleep 30");
+  auto r = run_gpudoc("profile --duration 0.5 -- sleep 120");
   const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 5.0);                // SIGINT ends sleep at once
+  EXPECT_LT(seconds, 20.0);               // hang guard: SIGINT ends sleep at once, normally ~0.6 s; 30x margin
   EXPECT_EQ(r.exit_code, 3) << r.output;  // and sleep made no CUDA context: nothing to analyse
 }
 

@@ -81,7 +81,9 @@ TEST(CliSlice, AComputeCapWithoutMpsSaysWhatItDoesNotPromise) {
 
 TEST(CliSlice, ACopyRateAloneIsALimit) {
   // --pcie without --mem or --sm: the job runs with its host<->device copies held to the rate (ten
-  // copies of 100 kB at 4 MiB/s: ~0.19 s after the 50 ms burst), device-to-device copies free.
+  // copies of 100 kB at 4 MiB/s: ~0.19 s after the 50 ms burst), device-to-device copies free. The
+  // lower bound is the limit (a loaded machine only makes the copies slower); the upper one stops a
+  // limit far off the rate asked (a unit wrong by 1000x), not a slow machine.
   TempDir tmp("gpudoc-clislice");
   const auto r = run_shell(gpudoc(tmp, "slice -q --pcie 4M -- " + std::string(GPUDOC_SLICE_PROBE) + " copy 100000"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -89,7 +91,7 @@ TEST(CliSlice, ACopyRateAloneIsALimit) {
   ASSERT_NE(at, std::string::npos) << r.output;
   const double seconds = std::stod(r.output.substr(at + std::string("copy name=cuMemcpyHtoD flags=0 seconds=").size()));
   EXPECT_GT(seconds, 0.12) << r.output;
-  EXPECT_LT(seconds, 1.0) << r.output;
+  EXPECT_LT(seconds, 3.0) << r.output;  // hang guard: normally ~0.19 s; 15x margin
 }
 
 TEST(CliSlice, TheJobsAllocationsMeetTheCapAndItsMemoryQueriesShowIt) {

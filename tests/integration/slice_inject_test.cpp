@@ -184,7 +184,9 @@ CopyRun copy_in_slice(const gpudoc::slice::Limits& limits) {
 }
 
 // At a cap of 200 MB/s each ten host<->device copies take ~0.45 s (0.5 s less the gate's 50 ms
-// burst); device-to-device copies pass at once and are not counted.
+// burst); device-to-device copies pass at once and are not counted. The counted bytes are exact;
+// the seconds bound the rate from below (a loaded machine only slows the copies), and from above
+// only as guards, each far from the other case (the fake driver's copies move nothing: ~1 ms).
 TEST(SliceInject, HostDeviceCopiesAreHeldToTheSlicesRateEveryWayTheyAreFound) {
   gpudoc::slice::Limits limits;
   limits.pcie_bytes_per_second = 200'000'000;
@@ -193,12 +195,12 @@ TEST(SliceInject, HostDeviceCopiesAreHeldToTheSlicesRateEveryWayTheyAreFound) {
   for (const auto& line : run.lines) {
     const auto f = fields(line);
     EXPECT_EQ(f.at("driver_bytes"), "100000000") << line;  // every copy reached the driver, whole
-    const double s = std::stod(f.at("seconds"));
+    const double seconds = std::stod(f.at("seconds"));
     if (f.at("name").find("_d2d") != std::string::npos) {
-      EXPECT_LT(s, 0.1) << line;
+      EXPECT_LT(seconds, 0.3) << line;  // hang guard: normally ~1 ms, held to the rate 0.45 s; 100x+ margin
     } else {
-      EXPECT_GT(s, 0.35) << line;
-      EXPECT_LT(s, 1.5) << line;
+      EXPECT_GT(seconds, 0.35) << line;
+      EXPECT_LT(seconds, 5.0) << line;  // hang guard: normally ~0.45 s; 10x+ margin
     }
   }
   EXPECT_EQ(run.counted, 12U * 100'000'000U);  // the two device-to-device tens not counted
@@ -212,7 +214,8 @@ TEST(SliceInject, WithoutACopyCapCopiesPassAtOnce) {
   for (const auto& line : run.lines) {
     const auto f = fields(line);
     EXPECT_EQ(f.at("driver_bytes"), "100000000") << line;
-    EXPECT_LT(std::stod(f.at("seconds")), 0.1) << line;
+    // hang guard: normally ~1 ms (nothing counted, so nothing held); 100x+ margin
+    EXPECT_LT(std::stod(f.at("seconds")), 0.3) << line;
   }
   EXPECT_EQ(run.counted, 0U);
 }

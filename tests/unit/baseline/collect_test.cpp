@@ -123,21 +123,26 @@ class SlowToStartBackend final : public gpu::Backend {
 };
 
 // The start-up of the GPU recording (NVML's, ~1 s on an H200) happens before the workload is
-// spawned and is not in its wall_s.
+// spawned and is not in its wall_s. Checked against the test's own clock, whatever the machine's
+// speed: the start-up and the workload's run are disjoint parts of run_workload, so the whole call
+// lasts at least wall_s plus the start-up; had wall_s counted the start-up, the call would last
+// wall_s plus only the recorder's stop (at most its half-second cadence), less than the 1.2 s.
 TEST_F(WorkloadRunTest, WallTimeLeavesOutTheRecordersStartUp) {
+  constexpr double kStartUp = 1.2;
   core::SystemClock clock;
   gpu::FakeBackend fake(clock, 1);
-  SlowToStartBackend slow(fake, std::chrono::milliseconds(600));
+  SlowToStartBackend slow(fake, std::chrono::milliseconds(1200));
   WorkloadOptions o = options();
   o.backend = &slow;
   o.trace_path = tmp_.file("trace.jsonl");
   const auto t0 = std::chrono::steady_clock::now();
   auto run = run_workload({"sleep", "0.2"}, o);
+  const double call_s = seconds_since(t0);
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_TRUE(slow.started());
-  EXPECT_GE(seconds_since(t0), 0.8);  // the start-up did happen, inside run_workload
+  EXPECT_GE(call_s, kStartUp + 0.2);  // the start-up did happen, inside run_workload
   EXPECT_GE(run->wall_s, 0.2);
-  EXPECT_LT(run->wall_s, 0.45) << "the recorder's 0.6 s start-up was counted";
+  EXPECT_LE(run->wall_s + kStartUp, call_s) << "the recorder's start-up was counted";
 }
 
 // wall_s is the workload's own time, spawn to exit: not gpudoc's start-up, not the recorder's
@@ -148,10 +153,13 @@ TEST_F(WorkloadRunTest, WallTimeIsFromSpawnToExitEvenWithTheGpusRecorded) {
   WorkloadOptions o = options();
   o.backend = &fake;
   o.trace_path = tmp_.file("trace.jsonl");
+  const auto t0 = std::chrono::steady_clock::now();
   auto run = run_workload({"sleep", "0.4"}, o);
+  const double call_s = seconds_since(t0);
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_GE(run->wall_s, 0.4);
-  EXPECT_LT(run->wall_s, 0.55);  // the recorder alone stops up to 0.5 s after the exit
+  EXPECT_LE(run->wall_s, call_s);  // inside the call: the recorder stops after it, up to 0.5 s later
+  EXPECT_LT(run->wall_s, 4.0);     // hang guard: normally ~0.41 s; 10x+ margin
   EXPECT_TRUE(std::filesystem::exists(o.trace_path));
   auto text = core::read_file(o.trace_path);
   ASSERT_TRUE(text);
@@ -177,7 +185,7 @@ TEST_F(WorkloadRunTest, AStopSignalEndsTheWholeGroupAndKeepsWhatWasMeasured) {
                           o);
   signaller.join();
   ASSERT_TRUE(run) << run.error().message();
-  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_LT(seconds_since(t0), 5.0);  // hang guard: normally ~0.03 s (the sleep is 60 s); 10x+ margin
   EXPECT_EQ(run->stopped_by, SIGINT);
   EXPECT_EQ(run->metrics.figures().at("step_ms"), std::vector<double>{7});
   const pid_t sleeper = static_cast<pid_t>(std::stol(wait_for_file(pids)));
@@ -202,7 +210,7 @@ TEST_F(WorkloadRunTest, SigkillAfterTheGracePeriod) {
   auto run = run_workload({"sh", "-c", "trap '' TERM; echo 1 > " + ready + "; while :; do sleep 0.05; done"}, o);
   signaller.join();
   ASSERT_TRUE(run) << run.error().message();
-  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_LT(seconds_since(t0), 5.0);  // hang guard: normally ~0.33 s (the 0.3 s grace); 10x+ margin
   EXPECT_EQ(run->stopped_by, SIGTERM);
   EXPECT_EQ(run->exit_code, 128 + SIGKILL);
 }
@@ -214,7 +222,7 @@ TEST_F(WorkloadRunTest, ATimeoutStopsTheGroup) {
   auto run = run_workload({"sh", "-c", "sleep 30 & sleep 30"}, o);
   ASSERT_TRUE(run) << run.error().message();
   EXPECT_TRUE(run->timed_out);
-  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_LT(seconds_since(t0), 5.0);  // hang guard: normally ~0.32 s (the 0.3 s timeout); 10x+ margin
   EXPECT_TRUE(core::live_group_members(run->pid).empty());
 }
 
@@ -276,7 +284,9 @@ TEST(Collect, AStopBeforeTheStartRunsNothing) {
 }
 
 // 100k distinct names took 33 s: each sample scanned every figure so far (and compare every
-// baseline figure). Now each is a hash lookup.
+// baseline figure). Now each is a hash lookup. Here: every name is kept, compared and confirmed
+// once; the speed is tests/perf/baseline_figures.cpp's benchmark (its complexity fit over 10k to
+// 100k names), and the CPU bound below only catches the quadratic scan coming back.
 // CPU time of this process, seconds: what the work costs, whatever else the machine runs.
 double cpu_seconds() {
   timespec ts{};
@@ -284,7 +294,7 @@ double cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-TEST(Scale, AHundredThousandDistinctNamesInUnderASecond) {
+TEST(Scale, AHundredThousandDistinctNamesAreEachKeptComparedAndConfirmed) {
   constexpr int kNames = 100'000;
   const double cpu0 = cpu_seconds();
   MetricsCollector metrics;
@@ -296,6 +306,7 @@ TEST(Scale, AHundredThousandDistinctNamesInUnderASecond) {
     os << "}";
     metrics.add_stdout_line(os.str(), static_cast<std::size_t>(line + 1));
   }
+  ASSERT_EQ(metrics.figures().size(), static_cast<std::size_t>(kNames));
   FigureAccumulator figs;
   for (const auto& [name, samples] : metrics.figures())
     for (double v : samples) figs.add(name, "", "workload", std::nullopt, v);
@@ -304,9 +315,11 @@ TEST(Scale, AHundredThousandDistinctNamesInUnderASecond) {
   const Comparison confirmed = confirm(c, c);
   const double took = cpu_seconds() - cpu0;
   ASSERT_EQ(now.size(), static_cast<std::size_t>(kNames));
+  for (const Figure& f : now) ASSERT_EQ(f.samples.size(), 1u) << f.name;
   EXPECT_EQ(c.figures.size(), static_cast<std::size_t>(kNames));
+  EXPECT_EQ(confirmed.figures.size(), static_cast<std::size_t>(kNames));
   EXPECT_FALSE(confirmed.failed());
-  EXPECT_LT(took, 1.0);
+  EXPECT_LT(took, 20.0);  // hang guard: normally ~1 s of CPU, the quadratic scan 33 s; 10x+ margin
 }
 
 TEST(FigureAccumulator, SamplesAddUpByNameInFirstSeenOrder) {

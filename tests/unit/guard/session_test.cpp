@@ -122,8 +122,10 @@ TEST_F(GuardSession, LevelsOneTwoThreeReachTheJobAndPauseAndResumeNoncriticalWor
   EXPECT_EQ(acks[0]["details"]["batch_size"], 48);
   for (const json& a : acks) {
     EXPECT_EQ(a["status"], "done");
-    // The H200 figure (<= 300 ms) is measured on the machine; here a loaded CI box gets room.
-    EXPECT_LT(a["latency_ms"].get<double>(), 1500) << a.dump();
+    // The H200 figure (<= 300 ms) is measured on the machine (tools/check_guard_e2e.py); here the
+    // latency is only recorded, and bounded as a hang guard: normally well under 1 s; 10x+ margin.
+    EXPECT_GE(a["latency_ms"].get<double>(), 0) << a.dump();
+    EXPECT_LT(a["latency_ms"].get<double>(), 10000) << a.dump();  // hang guard (above)
   }
 
   std::vector<std::string> sent;

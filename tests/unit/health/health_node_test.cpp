@@ -102,6 +102,7 @@ TEST(HealthNode, AFailedLoadIsNamedPerGpu) {
   EmptyHost host;
   NodeOptions opt;
   opt.with_torch = false;
+  opt.load.seconds = 60;  // a check that waited out the load would read for a minute
   const LoadFn broken = [](int, core::MonoTime, std::atomic<bool>&) {
     return core::Status(core::Error(core::ErrorKind::kNotSupported, "built without CUDA"));
   };
@@ -109,8 +110,10 @@ TEST(HealthNode, AFailedLoadIsNamedPerGpu) {
   ASSERT_TRUE(node.ok());
   EXPECT_FALSE(node->gpus[0].load.ran);
   EXPECT_EQ(node->gpus[0].load.why_not, "built without CUDA");
-  // Every load failed: a few idle readings are enough, the check does not wait out the load.
-  EXPECT_LT(node->wall_seconds, 1.4);
+  // Every load failed: a few idle readings are enough (3, every 100 ms), the check does not wait out
+  // the load (600 readings).
+  EXPECT_LT(node->gpus[0].load.samples.size(), 100u);
+  EXPECT_LT(node->wall_seconds, 10.0);  // hang guard: normally ~0.4 s, the load 60 s; 10x+ margin
 }
 
 TEST(HealthNode, XidEventsAndALostGpuAreReported) {

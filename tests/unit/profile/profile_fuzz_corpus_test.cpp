@@ -3,7 +3,7 @@
 // mid-line as a killed job leaves it, a sampled run, CUDA graphs and copies, names built to break
 // the HTML page) and 400 fixed-seed mutations, so CI exercises the reading and analysis of odd
 // records with gcc, without libFuzzer. A broken invariant aborts the test with the reason; each
-// input must also finish in well under a second.
+// input must also end (a hang guard far above its normal time).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,6 +17,7 @@ namespace gpudoc::profile {
 namespace {
 
 using telemetry::testing::fuzz_seeds;
+using telemetry::testing::kFuzzInputHangGuardSeconds;
 using telemetry::testing::timed_fuzz_input;
 
 // Strings likely to reach the reader's and the analysis's edges: field and line breaks, escapes,
@@ -51,20 +52,20 @@ const std::vector<std::string> kTokens = {"\n",
                                           "_Z",
                                           "_ZN1aIiE1bEv("};
 
-TEST(ProfileFuzzCorpus, SeedsKeepTheInvariantsQuickly) {
+TEST(ProfileFuzzCorpus, SeedsKeepTheInvariants) {
   const auto seeds = fuzz_seeds("profile");
   ASSERT_GE(seeds.size(), 6u);
-  for (const auto& s : seeds) EXPECT_LT(timed_fuzz_input(s), 1.0);
+  for (const auto& s : seeds) EXPECT_LT(timed_fuzz_input(s), kFuzzInputHangGuardSeconds);  // hang guard
 }
 
-TEST(ProfileFuzzCorpus, MutationsKeepTheInvariantsQuickly) {
+TEST(ProfileFuzzCorpus, MutationsKeepTheInvariants) {
   const auto seeds = fuzz_seeds("profile");
   ASSERT_FALSE(seeds.empty());
   std::mt19937_64 rng(20261201);
   for (int i = 0; i < 400; ++i) {
     const std::string input =
         telemetry::testing::mutate(seeds[static_cast<std::size_t>(i) % seeds.size()], seeds, kTokens, rng);
-    EXPECT_LT(timed_fuzz_input(input), 1.0) << "mutation " << i;
+    EXPECT_LT(timed_fuzz_input(input), kFuzzInputHangGuardSeconds) << "mutation " << i;  // hang guard
   }
 }
 

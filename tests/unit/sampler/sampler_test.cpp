@@ -203,7 +203,9 @@ TEST(Sampler, LostGpuIsReportedAndOthersKeepTheirSamples) {
   s.stop();
   auto elapsed = clock.now() - t0;
   ASSERT_TRUE(lost_reported.has_value());
-  EXPECT_LE(*lost_reported - lost_at, 2 * period + 60ms);  // + one drain wait
+  // Reported at the first read after the loss (no value after it, below), normally within two
+  // periods and one drain wait (~0.1 s); hang guard: 10x margin.
+  EXPECT_LE(*lost_reported - lost_at, 1s);
   EXPECT_EQ(last_value_after_loss_ns, 0) << "a value was reported for the lost GPU";
   auto expected = static_cast<double>(elapsed / period);
   for (int g : {0, 1, 3}) EXPECT_GE(static_cast<double>(lines[g]), 0.99 * expected - 1) << "GPU " << g;
@@ -250,13 +252,13 @@ TEST(Sampler, StopReturnsWhileACallIsStillHung) {
     Sampler s(*fake, clock, c);
     ASSERT_TRUE(s.start().ok());
     std::this_thread::sleep_for(50ms);
-    fake->set_hang(0, MetricGroup::kFast, 1s);
+    fake->set_hang(0, MetricGroup::kFast, 5s);
     std::this_thread::sleep_for(100ms);
     auto t0 = clock.now();
     s.stop();
-    EXPECT_LT(clock.now() - t0, 600ms);
+    EXPECT_LT(clock.now() - t0, 2500ms);  // hang guard: normally ~0.1 s, the hung call 5 s; 10x+ margin
   }
-  std::this_thread::sleep_for(1200ms);  // let the detached call finish before the backend goes
+  std::this_thread::sleep_for(5200ms);  // let the detached call finish before the backend goes
 }
 
 TEST(Sampler, QueueIsBoundedAndCountsDrops) {

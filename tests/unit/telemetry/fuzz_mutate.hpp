@@ -44,6 +44,11 @@ inline int run_fuzz_input(const std::string& input) {
 
 // The seconds the entry point took on `input`; infinity when it did not return 0, which fails every
 // "took less than" check.
+// hang guard: an input normally takes well under 0.1 s (the slowest seeds, ~10 ms); a bound of
+// 10 s per input is 100x that on a loaded machine, and still stops a parser that loops or grows
+// without bound.
+inline constexpr double kFuzzInputHangGuardSeconds = 10.0;
+
 inline double timed_fuzz_input(const std::string& input) {
   const auto a = std::chrono::steady_clock::now();
   const int r = run_fuzz_input(input);
