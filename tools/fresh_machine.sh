@@ -55,6 +55,7 @@ make_base
 
 root=$(mktemp -d "$out/root.XXXXXX")
 current_root=""
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   [[ -n "$current_root" ]] && umount_root "$current_root"
   ((keep)) || remove_root "$root" || true

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Functions for a fresh Debian 12 (bookworm) root, sourced by tools/time_quickstart.sh and
 # tools/fresh_machine.sh. The caller sets `out` (where the base root is kept) and `die`-like exits are
 # its own; every function needs root.

@@ -67,7 +67,13 @@ Status write_file(const std::string& path, std::string_view content) {
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_directly(path, content);
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  std::string tmp = (dir / ("." + target.filename().string() + ".gpudoc-XXXXXX")).string();
+  // The name is appended to a string that exists, not built with operator+ on temporaries: g++ 12's
+  // -O3 inlining of that operator warns of an overlapping memcpy that cannot happen (-Wrestrict,
+  // GCC bug 105329).
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".gpudoc-XXXXXX";
+  std::string tmp = (dir / name).string();
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) return Error(ErrorKind::kIo, fmt::format("writing {}: {}", path, std::strerror(errno)));
   UniqueFd owned(fd);
