@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command on a fresh machine, as a check: fails when the quick start fails.
 #
-#   tools/fresh_machine.sh [--commit REF] [--keep] OUTDIR
+#   tools/fresh_machine.sh [--commit REF] [--test] [--keep] OUTDIR
 #
 # In a new Debian 12 (bookworm) root made from Debian's packages (debootstrap --variant=minbase: no
 # compiler, no npm, no node), with a clone of this repository at REF (default HEAD: the tree CI is
@@ -11,7 +11,11 @@
 #   2. as root, scripts/quickstart.sh must install what is missing (npm and node included), build
 #      gpudoc, run `gpudoc doctor` (a replay of the bundled H200 traces: there is no GPU in a root)
 #      and exit 0, having written build/doctor.html;
-#   3. the same command again must build nothing and say no build estimate.
+#   3. the same command again must build nothing and say no build estimate;
+#   4. with --test, the README's second command (scripts/test.sh, CI's) must exit 0 in the same root:
+#      the test packages installed, every target built with warnings as errors, every test but the
+#      GPU ones passed. Inside a root made by this check, the check itself is skipped (exit 77): a
+#      root is not made within a root.
 # Each step's output is OUTDIR/NAME.log; OUTDIR/summary.txt has a line per step with its exit code
 # and wall time. Exit 0 when all hold, 1 when one does not, 77 when this machine cannot make a root
 # (not root, or no debootstrap: scripts/setup.sh installs it with the test packages), 2 on bad usage.
@@ -21,13 +25,14 @@
 # are kept there too, so later runs install from them instead of the mirror (each root still
 # installs everything anew). The root itself is removed at the end unless --keep.
 set -euo pipefail
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
-ref=HEAD keep=0
+ref=HEAD keep=0 with_tests=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --commit) shift; ref=${1:?--commit needs a commit}; ;;
     --keep) keep=1 ;;
+    --test) with_tests=1 ;;
     -h|--help) usage ;;
     -*) echo "fresh_machine.sh: unknown option $1" >&2; usage ;;
     *) break ;;
@@ -35,6 +40,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ $# -eq 1 ]] || usage
+if [[ -f /etc/gpudoc-fresh-root ]]; then echo "fresh_machine.sh: this is a root made by this check: skipped"; exit 77; fi
 if [[ $(id -u) -ne 0 ]]; then echo "fresh_machine.sh: making a Debian root needs root: skipped"; exit 77; fi
 if ! command -v debootstrap >/dev/null; then echo "fresh_machine.sh: no debootstrap (apt-get install debootstrap): skipped"; exit 77; fi
 
@@ -63,6 +69,7 @@ cleanup() {
 trap cleanup EXIT
 cp -a "$base_dir/bookworm-base/." "$root/"
 rm -f "$root/.complete"
+echo "made by tools/fresh_machine.sh" >"$root/etc/gpudoc-fresh-root"
 git clone --quiet --no-hardlinks "$repo" "$root/root/gpudoc"
 git -C "$root/root/gpudoc" checkout --quiet --detach "$sha"
 chroot "$root" useradd --create-home newcomer
@@ -73,15 +80,16 @@ mount_root "$root"
 
 : >"$out/summary.txt"
 failed=0
-# run NAME USER DIR: scripts/quickstart.sh in the root as USER from DIR, as a new user would (a login
-# environment of its own); the exit code is in $rc, the output in OUTDIR/NAME.log.
+# run NAME USER DIR [SCRIPT]: SCRIPT (default scripts/quickstart.sh) in the root as USER from DIR, as
+# a new user would (a login environment of its own); the exit code is in $rc, the output in
+# OUTDIR/NAME.log.
 run() {
-  local name=$1 user=$2 dir=$3 start=$SECONDS
+  local name=$1 user=$2 dir=$3 script=${4:-scripts/quickstart.sh} start=$SECONDS
   rc=0
   chroot --userspec="$user:$user" "$root" /usr/bin/env -i HOME="$(getent_home "$user")" USER="$user" \
     TERM=dumb LANG=C.UTF-8 NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c "cd $dir && time scripts/quickstart.sh" >"$out/$name.log" 2>&1 </dev/null || rc=$?
+    bash -c "cd $dir && time $script" >"$out/$name.log" 2>&1 </dev/null || rc=$?
   wall=$((SECONDS - start))
 }
 getent_home() { [[ $1 == root ]] && echo /root || echo "/home/$1"; }
@@ -119,5 +127,14 @@ run again root /root/gpudoc
 ok=0
 if ((rc == 0)) && ! grep -q "installing\|building gpudoc" "$out/again.log"; then ok=1; fi
 verdict again "$ok" "run again: nothing installed or built, no estimate"
+
+# 4. The README's second command in the same root: the test packages, every target, every test.
+if ((with_tests)); then
+  run tests root /root/gpudoc scripts/test.sh
+  ok=0
+  if ((rc == 0)) && grep -q "100% tests passed" "$out/tests.log"; then ok=1; fi
+  verdict tests "$ok" "scripts/test.sh: test packages installed, built with -Werror, every non-GPU test passed"
+  grep -E "tests passed|Total Test time" "$out/tests.log" | tee -a "$out/summary.txt" || true
+fi
 
 exit "$failed"
