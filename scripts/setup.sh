@@ -93,6 +93,11 @@ elif [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   # information (a third of the compile time; the portable build is Release too). A build folder
   # that has been configured already keeps what it has.
   configure_args=(-DGPUDOC_TESTS=OFF -DCMAKE_BUILD_TYPE=Release ${configure_args[@]+"${configure_args[@]}"})
+else
+  # The preset would set its own build type again (RelWithDebInfo) and so rebuild every file of a
+  # folder configured as Release: the folder's own type is kept.
+  build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+  [[ -z "$build_type" ]] || configure_args=(-DCMAKE_BUILD_TYPE="$build_type" ${configure_args[@]+"${configure_args[@]}"})
 fi
 # The configure step's output is shown only when it fails: then all of it, the missing package named.
 log_dir=$(mktemp -d)
