@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Diagnose every recorded real job of a folder (tests/data/jobs/test or tune) in both forms
 (the gpudoc trace and the nvidia-smi CSV of the same run) and check the findings against what
-the recording's manifest says a correct diagnosis names.
+the recording's manifest says a correct diagnosis names. A folder of plain programs
+(tests/data/programs/*, tools/record_programs.sh) has a third form: the nvidia-smi CSV without
+power.limit and name (`csv_nolimit`), and its truth in NAME.truth.json.
 
     tools/evaluate_jobs.py DIR [DIR...] [--gpudoc BIN] [--markdown FILE] [--json FILE]
     tools/evaluate_jobs.py DIR --live      # judge the JSON of a live run (tools/diagnose_jobs.sh)
@@ -48,6 +50,26 @@ def job_log_truth(log_path):
     return {"busy_share": busy, "ckpt_ms": (sum(ckpt) / len(ckpt)) if ckpt else None}
 
 
+def program_truth(path):
+    """A plain program's truth file (workloads/programs/_truth.py): the GPU busy share from its
+    CUDA events (an upper bound) and the kernel busy share from CUPTI (what NVML counts)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return {"busy_share": None, "kernel_busy_share": None, "ckpt_ms": None}
+    k = d.get("kernel_busy_share")
+    return {"busy_share": d.get("gpu_busy_share"), "kernel_busy_share": k, "ckpt_ms": None}
+
+
+FORMS = {"trace": ("trace", "expected"), "csv": ("csv", "expected_csv"),
+         "csv_nolimit": ("csv_nolimit", "expected_csv_nolimit")}
+
+
+def expected_for(job, form):
+    return job[FORMS[form][1]] if form in FORMS else job["expected"]
+
+
 def key_values(key):
     out = {}
     for word in key.split():
@@ -74,7 +96,7 @@ def expected_period_s(job, truth):
 
 
 def judge(job, form, result, truth):
-    expected = job["expected_csv"] if form == "csv" else job["expected"]
+    expected = expected_for(job, form)
     not_wrong = set(job.get("not_wrong", []))
     kv = key_values(job.get("key", ""))
     findings = result.get("findings", []) if result else []
@@ -143,11 +165,18 @@ def main():
             print(f"evaluate_jobs.py: no manifest*.json in {d}", file=sys.stderr)
             return 2
         for m in manifests:
-            for job in json.load(open(os.path.join(d, m)))["jobs"]:
+            manifest = json.load(open(os.path.join(d, m)))
+            for job in manifest.get("jobs", manifest.get("programs", [])):
                 if a.only and not re.search(a.only, job["name"]):
                     continue
-                truth = job_log_truth(os.path.join(d, job["log"]))
-                forms = (("live", job.get("diagnosis")),) if a.live else (("trace", job["trace"]), ("csv", job["csv"]))
+                if "truth" in job:
+                    truth = program_truth(os.path.join(d, job["truth"]))
+                else:
+                    truth = job_log_truth(os.path.join(d, job["log"]))
+                if a.live:
+                    forms = (("live", job.get("diagnosis")),)
+                else:
+                    forms = tuple((form, job[field]) for form, (field, _) in FORMS.items() if field in job)
                 for form, fname in forms:
                     path = os.path.join(d, fname or "")
                     if not fname or not os.path.exists(path):
@@ -162,23 +191,29 @@ def main():
                     else:
                         result, _ = diagnose(a.gpudoc, path)
                     problems, findings = judge(job, form, result, truth)
-                    expected = job["expected_csv"] if form == "csv" else job["expected"]
+                    expected = expected_for(job, form)
                     rows.append({"job": job["name"], "split": job["split"], "form": form,
                                  "expected": expected or ["(not visible)"],
                                  "named": short(findings), "ok": not problems,
-                                 "problems": problems, "busy_share": truth["busy_share"]})
+                                 "problems": problems, "busy_share": truth["busy_share"],
+                                 "kernel_busy_share": truth.get("kernel_busy_share")})
     for r in rows:
-        print(f"{r['job']:22} {r['form']:5} {'ok ' if r['ok'] else 'BAD'} expect "
+        print(f"{r['job']:22} {r['form']:11} {'ok ' if r['ok'] else 'BAD'} expect "
               f"{','.join(r['expected']):14} got {r['named']}"
               + (f"  <- {'; '.join(r['problems'])}" if r["problems"] else ""))
     good = sum(r["ok"] for r in rows)
     print(f"{good} of {len(rows)} rows right")
     if a.markdown:
         with open(a.markdown, "w") as f:
-            f.write("| job | form | expected | gpudoc named | job's busy share | verdict |\n")
-            f.write("|---|---|---|---|---|---|\n")
+            kernels = any(r.get("kernel_busy_share") is not None for r in rows)
+            f.write("| job | form | expected | gpudoc named | job's busy share |"
+                    + (" kernels' busy share |" if kernels else "") + " verdict |\n")
+            f.write("|---|---|---|---|---|" + ("---|" if kernels else "") + "---|\n")
             for r in rows:
                 busy = "" if r["busy_share"] is None else f"{r['busy_share']:.2f}"
+                if kernels:
+                    k = r.get("kernel_busy_share")
+                    busy += " | " + ("" if k is None else f"{k:.2f}")
                 verdict = "ok" if r["ok"] else "**wrong**: " + "; ".join(r["problems"])
                 f.write(f"| {r['job']} | {r['form']} | {', '.join(r['expected'])} | "
                         f"{r['named']} | {busy} | {verdict} |\n")
