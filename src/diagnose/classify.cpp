@@ -17,6 +17,7 @@ const char* id_of(Label l) {
     case Label::kPlateauLaunch:
     case Label::kPlateauBusyIdle: return "plateau";
     case Label::kMemoryBound: return "memory_bound";
+    case Label::kBusyUnproven: return "insufficient_data";
   }
   return "insufficient_data";
 }
@@ -37,6 +38,15 @@ bool chip_at_work(const Features& f, const Signals& s, double u) {
 }
 
 }  // namespace
+
+Saturation saturation_without_gpm(const Features& f, const Signals& s) {
+  if (f.power.n == 0) return Saturation::kUnknown;
+  if (power_bound(f, s)) return Saturation::kWorks;
+  if (s.power_limit_w > 0)
+    return f.power.mean >= th::kWaitPowerLimitRatio * s.power_limit_w ? Saturation::kWorks : Saturation::kWaits;
+  if (!s.power_floor_idle) return Saturation::kUnknown;
+  return f.power.mean >= th::kSaturatedFloorFactor * s.power_floor_w ? Saturation::kWorks : Saturation::kWaits;
+}
 
 Label classify(const Features& f, const Signals& s) {
   const bool util_ok = f.util.n >= th::kMinSignalCells;
@@ -60,7 +70,13 @@ Label classify(const Features& f, const Signals& s) {
     }
     if (gpm && f.sm.mean < th::kBusyIdleSmRatio * u) return Label::kPlateauBusyIdle;
     if (f.mutil.n >= th::kMinSignalCells && f.mutil.mean >= th::kMemoryBoundMemUtilPercent) return Label::kMemoryBound;
-    return Label::kHealthy;
+    if (gpm) return Label::kHealthy;
+    // Utilization alone counts a kernel that spins in a wait as busy: power tells them apart.
+    switch (saturation_without_gpm(f, s)) {
+      case Saturation::kWorks: return Label::kHealthy;
+      case Saturation::kWaits: return Label::kPlateauBusyIdle;
+      case Saturation::kUnknown: return Label::kBusyUnproven;
+    }
   }
   // A steady middle level without a visible period. At the power limit with the chip at work:
   // power-bound, healthy.

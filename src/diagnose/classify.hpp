@@ -25,7 +25,8 @@ enum class Label {
   kSawtoothFast,
   kPlateauLaunch,
   kPlateauBusyIdle,
-  kMemoryBound
+  kMemoryBound,
+  kBusyUnproven  // busy, but nothing in the input can show whether the chip works or waits
 };
 
 // The catalog id a label reports as ("sawtooth" for both sawtooth labels, ...).
@@ -33,6 +34,11 @@ enum class Label {
 
 // The pattern of one GPU over one span. Uses the signals' power floor (no-GPM inputs).
 [[nodiscard]] Label classify(const Features& f, const Signals& s);
+
+// Without GPM: whether a busy GPU's chip works, waits, or cannot be told, from its power against
+// the board's limit or, without one, the trace's idle floor (th::kSaturatedFloorFactor).
+enum class Saturation { kWorks, kWaits, kUnknown };
+[[nodiscard]] Saturation saturation_without_gpm(const Features& f, const Signals& s);
 
 // What the roles of a pulse and the pulse finding read of one GPU over one span: its label and a
 // few of its features, small enough to keep for every window of every GPU of a long trace.

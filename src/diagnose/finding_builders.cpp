@@ -157,14 +157,27 @@ Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
             : fmt::format("power stays near idle ({:.0f} W, floor {:.0f} W)", f.power.mean, s.power_floor_w));
     // Launch-bound: lead with the CUDA Graph step, drop the busy-but-idle one.
     if (out.next_steps.size() > 1) out.next_steps.erase(out.next_steps.begin() + 1);
-  } else {
+  } else if (gpm) {
     out.message = fmt::format(
         "GPU {} is busy but idle: utilization {} while SM activity is {}, tensor {} and DRAM {}: "
         "kernels hold the GPU without using its SMs",
         g, pct(busy_level(f)), pct(sm), pct(f.tensor.mean), pct(f.dram.mean));
     if (!out.next_steps.empty()) out.next_steps.erase(out.next_steps.begin());
+  } else {
+    out.message = fmt::format(
+        "GPU {} is busy but idle: utilization {} while the board draws {:.0f} W, {}: kernels hold the GPU "
+        "without working (a wait spinning on the GPU: a collective waiting for a peer, a busy-wait kernel)",
+        g, pct(busy_level(f)), f.power.mean,
+        s.power_limit_w > 0
+            ? fmt::format("{} of its {:.0f} W limit", pct(100 * f.power.mean / s.power_limit_w), s.power_limit_w)
+            : fmt::format("{:.1f}x its idle floor of {:.0f} W (real work draws 4x or more)",
+                          share_of(f.power.mean, s.power_floor_w), s.power_floor_w));
+    if (!out.next_steps.empty()) out.next_steps.erase(out.next_steps.begin());
   }
   if (!gpm) out.caveats.push_back("no GPM in this input: decided from utilization and power only");
+  if (!gpm && s.power_limit_w <= 0)
+    out.caveats.push_back("no power limit in this input (log power.limit,name with nvidia-smi): power compared with "
+                          "the idle floor instead");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   add(out, "utilization_spread_percent", f.util.p95 - f.util.p05, "percent", "p95 - p05 of utilization: flat");
   if (gpm) {
@@ -224,6 +237,23 @@ Finding simple_finding(const char* id, int g, const Features& f) {
     add(out, "mean_sm_activity_percent", f.sm.mean, "percent", "GPM SM activity");
     if (f.tensor.n > 0) add(out, "mean_tensor_activity_percent", f.tensor.mean, "percent", "GPM tensor activity");
   }
+  return out;
+}
+
+Finding busy_unproven_finding(int g, const Features& f) {
+  Finding out = insufficient_finding(
+      g, f.t0, f.t1,
+      fmt::format("busy (utilization {}), but this input cannot show whether the chip works or waits: utilization "
+                  "counts a kernel that spins in a wait as busy, and there is no GPM, no power limit and no idle "
+                  "power reading to compare the board's power with",
+                  pct(busy_level(f))));
+  out.caveats.push_back("not called healthy: saturation is not shown");
+  out.next_steps.insert(out.next_steps.begin(),
+                        "Log the board's limit and model with the rest: nvidia-smi --query-gpu=timestamp,index,name,"
+                        "utilization.gpu,power.draw,power.limit,... (docs/trace-format.md), or record with "
+                        "`gpudoc record` (GPM SM activity shows the chip's work directly)");
+  add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
+  if (f.power.n > 0) add(out, "mean_power_watts", f.power.mean, "W", "board power");
   return out;
 }
 

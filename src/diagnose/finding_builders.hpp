@@ -32,6 +32,9 @@ namespace gpudoc::diagnose::detail {
 [[nodiscard]] findings::Finding simple_finding(const char* id, int g, const Features& f);
 // g < 0: about the whole input, not one GPU.
 [[nodiscard]] findings::Finding insufficient_finding(int g, double t0, double t1, const std::string& why);
+// Busy, but nothing in the input shows whether the chip works or waits (no GPM, no power limit, no
+// idle power floor): an insufficient_data finding that says what to log.
+[[nodiscard]] findings::Finding busy_unproven_finding(int g, const Features& f);
 // gpus[i]: GPU i over the pulse's span.
 [[nodiscard]] findings::Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& gpus);
 

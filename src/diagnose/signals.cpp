@@ -115,15 +115,28 @@ Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, d
   if (pl.n > 0) {
     s.power_floor_w = pl.p05;
     s.has_power_floor = pl.p05 > 1;
+    s.power_floor_idle = s.has_power_floor && levels(g.metric(Metric::kGpuUtilizationPercent).v).p05 < th::kIdleUtilPercent;
   }
   // The board's limit: the enforced limit the trace recorded (nvidia-smi's power.limit), else the
-  // default from the header.
+  // default from the header, else the default of the board's model (an nvidia-smi log with `name`).
   const Levels lim = levels(g.metric(Metric::kPowerLimitWatts).v);
-  if (lim.n > 0 && lim.p50 > 1)
+  if (lim.n > 0 && lim.p50 > 1) {
     s.power_limit_w = lim.p50;
-  else if (dev && dev->power_limit_default_watts && *dev->power_limit_default_watts > 1)
+    s.power_limit_from = "recorded";
+  } else if (dev && dev->power_limit_default_watts && *dev->power_limit_default_watts > 1) {
     s.power_limit_w = *dev->power_limit_default_watts;
+    s.power_limit_from = "default";
+  } else if (dev && model_power_limit_w(dev->name) > 0) {
+    s.power_limit_w = model_power_limit_w(dev->name);
+    s.power_limit_from = "model";
+  }
   return s;
+}
+
+double model_power_limit_w(std::string_view name) {
+  // Exact names only: "NVIDIA H200 NVL" is a 600 W board.
+  if (name == "NVIDIA H200") return 700;
+  return 0;
 }
 
 Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "diagnose/diagnose.hpp"
 #include "diagnose/features.hpp"
@@ -40,8 +41,13 @@ struct Signals {
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
   double power_floor_w = 0;                       // idle floor: p05 of the whole trace's power
   bool has_power_floor = false;
-  double power_limit_w = 0;  // the board's power limit (recorded, else the default); 0: unknown
+  bool power_floor_idle = false;  // the floor was read while the GPU was idle (util p05 below 1 %)
+  double power_limit_w = 0;  // the board's power limit (recorded, else the default, else its model's); 0: unknown
+  const char* power_limit_from = "";  // "recorded", "default" or "model"
 };
+// The default power limit of a board named `name` as NVML and nvidia-smi name it, for the boards
+// whose limit was read on the board itself (docs/reference: an H200 SXM, 700 W); 0 for others.
+[[nodiscard]] double model_power_limit_w(std::string_view name);
 [[nodiscard]] Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, double t0, double t1);
 
 // The upper median of the spacings (> 1 ms) between the first 4097 samples of s: for an even count

@@ -58,6 +58,12 @@ inline constexpr double kPowerBoundRatio = 0.75;
 // ...or the software power cap holds the clocks half of the span or more (the board is at its
 // limit whatever the averaged power reads).
 inline constexpr double kPowerCapBoundShare = 0.5;
+// Without GPM, a busy GPU's power says whether its chip works or waits: at or above half the
+// board's limit it works (kWaitPowerLimitRatio: a kernel spinning in a wait draws 126-290 W of 700
+// at 99-100 % utilization, real work at that utilization 450-690 W); without a known limit, against
+// the trace's own idle floor (an H200 idles at ~80 W: spinning 1.6-3.6x the floor, real work
+// 5.6-8.6x): at or above 4x it works. Without either, saturation cannot be shown: not `healthy`.
+inline constexpr double kSaturatedFloorFactor = 4.0;
 inline constexpr double kHealthySmPercent = 60;     // SM activity at or above with util busy: useful work
 inline constexpr double kBusyIdleSmRatio = 0.6;     // SM/util below at busy util: busy-but-idle (allreduce wait: 0.33)
 inline constexpr double kBusyIdleDramPercent = 30;  // and DRAM below this (memory-bound reads ~90)

@@ -168,6 +168,78 @@ TEST(Diagnose, BusyButIdlePlateauOnOneGpu) {
   EXPECT_NEAR(evidence(*f, "mean_sm_activity_percent"), 30, 1e-9);
 }
 
+// Without GPM, utilization alone cannot tell a working chip from a kernel spinning in a wait:
+// the board's power against its limit (recorded, or the model's) decides, else against the
+// trace's idle floor, else it says saturation is not shown.
+telemetry::Trace busy_without_gpm(double busy_power_w, bool idle_start, bool known_board) {
+  auto t = make_trace(1);
+  if (!known_board) {
+    t.header.gpus[0].power_limit_default_watts.reset();
+    t.header.gpus[0].name = "";
+  }
+  const double start = idle_start ? 5 : 0;
+  if (idle_start) {
+    Shape idle;
+    idle.gpm = false;
+    idle.power = constant(81);
+    fill_gpu(t, 0, 0, start, idle);
+  }
+  Shape s;
+  s.gpm = false;
+  s.util = constant(99);
+  s.mutil = constant(0);
+  s.power = constant(busy_power_w);
+  fill_gpu(t, 0, start, start + 20, s);
+  return t;
+}
+
+TEST(Diagnose, BusyWithoutGpmSpinningBelowHalfTheLimitIsBusyButIdle) {
+  const auto d = run(busy_without_gpm(180, false, true));
+  EXPECT_EQ(find(d, "healthy"), nullptr);
+  const Finding* f = find(d, "plateau");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["kind"], "busy_but_idle");
+  EXPECT_NE(f->message.find("of its 700 W limit"), std::string::npos) << f->message;
+}
+
+TEST(Diagnose, BusyWithoutGpmDrawingMostOfTheLimitIsHealthy) {
+  const auto d = run(busy_without_gpm(600, false, true));
+  ASSERT_NE(find(d, "healthy"), nullptr);
+  EXPECT_EQ(find(d, "plateau"), nullptr);
+}
+
+TEST(Diagnose, BusyWithoutGpmOrLimitIsJudgedAgainstTheIdleFloor) {
+  const auto spinning = run(busy_without_gpm(180, true, false));
+  EXPECT_EQ(find(spinning, "healthy"), nullptr);
+  const Finding* f = find(spinning, "plateau");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["kind"], "busy_but_idle");
+  EXPECT_NE(f->message.find("idle floor"), std::string::npos) << f->message;
+  bool names_limit = false;
+  for (const auto& c : f->caveats) names_limit = names_limit || c.find("power.limit") != std::string::npos;
+  EXPECT_TRUE(names_limit);
+  EXPECT_NE(find(run(busy_without_gpm(600, true, false)), "healthy"), nullptr);
+}
+
+TEST(Diagnose, BusyWithNothingToShowSaturationIsNotHealthy) {
+  // No GPM, no limit, no model name, never idle: the power cannot be judged.
+  const auto d = run(busy_without_gpm(600, false, false));
+  EXPECT_EQ(find(d, "healthy"), nullptr);
+  EXPECT_TRUE(warning_ids(d).empty());
+  const Finding* f = find(d, "insufficient_data");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("cannot show whether the chip works or waits"), std::string::npos) << f->message;
+  EXPECT_NE(f->next_steps.front().find("power.limit"), std::string::npos);
+}
+
+TEST(Diagnose, ModelNameGivesTheLimitWhenNoneWasLogged) {
+  auto t = busy_without_gpm(180, false, false);
+  t.header.gpus[0].name = "NVIDIA H200";
+  const Finding* f = find(run(t), "plateau");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("of its 700 W limit"), std::string::npos) << f->message;
+}
+
 TEST(Diagnose, MemoryBound) {
   auto t = make_trace(1);
   Shape s;
