@@ -304,7 +304,17 @@ TEST_F(BaselineHardening, ADamagedStoreFailsBeforeTheWorkloadStarts) {
 TEST_F(BaselineHardening, AReadOnlyStoreIsReadAndRefusedForRecordingBeforeAnythingRuns) {
   ASSERT_EQ(gpudoc("baseline record r -- " + quick_ + " 10").exit_code, 0);
   ASSERT_EQ(gpudoc("baseline check r -- " + quick_ + " 10").exit_code, 0);
-  const std::string marker = tmp_.file("started"), store = store_, bin = gpudoc_binary();
+  const std::string marker = tmp_.file("started"), store = store_;
+  std::string bin = gpudoc_binary();
+  if (running_as_root()) {
+    // nobody may not be able to reach the build's binary (a clone in /root, mode 700): a copy in
+    // the test's own folder, which everyone may enter.
+    const std::string copy = tmp_.file("gpudoc");
+    fs::copy_file(bin, copy);
+    fs::permissions(copy, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    bin = copy;
+  }
   // Each run's output goes to a file it may write, in a folder it may not.
   const std::string list_out = tmp_.file("list.txt"), show_out = tmp_.file("show.txt"),
                     hist_out = tmp_.file("hist.txt"), rec_out = tmp_.file("rec.txt");
