@@ -9,7 +9,9 @@ power.limit and name (`csv_nolimit`), and its truth in NAME.truth.json.
     tools/evaluate_jobs.py DIR --live      # judge the JSON of a live run (tools/diagnose_jobs.sh)
 
 A row is right when every expected finding is named (at any severity) and nothing else reaches
-warning or above, apart from the ids the manifest allows (`not_wrong`). Expected severity
+warning or above, apart from the ids the manifest allows (`not_wrong`). A finding that says it
+cannot tell two causes apart (`details.undecided_between`, naming the command that decides) counts
+for either. Expected severity
 (`expect_severity=` in the job's key) and the sawtooth period (checked within 10 % against the
 job's own step lines where the job's key gives it) are reported and checked too, and so is the
 straggler of a pulse (`straggler=N`: GPU N must be named; `straggler=none`: no pulse at all). CSV rows whose
@@ -101,6 +103,10 @@ def judge(job, form, result, truth):
     kv = key_values(job.get("key", ""))
     findings = result.get("findings", []) if result else []
     named = {f["id"] for f in findings}
+    # A finding that names two causes it cannot tell apart (details.undecided_between, with the
+    # command that decides) counts for either, and is wrong for neither.
+    for f in findings:
+        named |= set(f.get("details", {}).get("undecided_between", []))
     problems = []
     if result is None:
         return ["no JSON from gpudoc"], findings
@@ -109,6 +115,8 @@ def judge(job, form, result, truth):
             problems.append(f"missing {e}")
     for f in findings:
         if f["id"] in expected or f["id"] in not_wrong:
+            continue
+        if set(f.get("details", {}).get("undecided_between", [])) & set(expected):
             continue
         if SEVERITY_RANK.get(f["severity"], 0) >= 1:
             problems.append(f"wrong {f['id']} ({f['severity']})")
@@ -141,7 +149,9 @@ def short(findings):
     out = []
     for f in findings:
         gpus = ",".join(str(g) for g in f.get("gpus", []))
-        out.append(f"{f['id']}({f['severity'][0]}{'@' + gpus if gpus else ''})")
+        other = [u for u in f.get("details", {}).get("undecided_between", []) if u != f["id"]]
+        ident = f["id"] + "".join("|" + u for u in other)  # "plateau|sawtooth": undecided between them
+        out.append(f"{ident}({f['severity'][0]}{'@' + gpus if gpus else ''})")
     return " ".join(out) or "(none)"
 
 

@@ -13,7 +13,8 @@ const char* id_of(Label l) {
     case Label::kIdle: return "idle";
     case Label::kHealthy: return "healthy";
     case Label::kSawtooth:
-    case Label::kSawtoothFast: return "sawtooth";
+    case Label::kSawtoothFast:
+    case Label::kSawtoothCopies: return "sawtooth";
     case Label::kPlateauLaunch:
     case Label::kPlateauBusyIdle: return "plateau";
     case Label::kMemoryBound: return "memory_bound";
@@ -85,7 +86,13 @@ Label classify(const Features& f, const Signals& s) {
   // Busy most of the time with the chip at work: gaps too short to see lose less than the
   // warning share; a well-fed job, not a finding.
   if (u >= 100 * (1 - th::kWarningLostShare) && chip_at_work(f, s, u)) return Label::kHealthy;
-  if (gpm) return f.sm.mean >= th::kBurstSmRatio * u ? Label::kSawtoothFast : Label::kPlateauLaunch;
+  if (gpm) {
+    // The host's copies, not its launches: PCIe moves far more per unit of busy time than any
+    // loop that only computes.
+    if (f.has_pcie && u > 0 && f.pcie_bytes_per_s / (u / 100) >= th::kCopyBoundPcieBytesPerBusyS)
+      return Label::kSawtoothCopies;
+    return f.sm.mean >= th::kBurstSmRatio * u ? Label::kSawtoothFast : Label::kPlateauLaunch;
+  }
   if (u < th::kNoGpmStarvedUtilPercent) return Label::kSawtoothFast;
   if (f.power.n > 0 && s.has_power_floor)
     return f.power.mean >= th::kWorkPowerFactor * s.power_floor_w ? Label::kSawtoothFast : Label::kPlateauLaunch;

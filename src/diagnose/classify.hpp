@@ -23,6 +23,7 @@ enum class Label {
   kHealthy,
   kSawtooth,
   kSawtoothFast,
+  kSawtoothCopies,  // waits on host<->device copies (GPM PCIe traffic)
   kPlateauLaunch,
   kPlateauBusyIdle,
   kMemoryBound,

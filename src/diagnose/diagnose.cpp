@@ -271,6 +271,7 @@ void add_run_finding(int g, const Signals& s, const WindowGrid& wg, const Run& r
       break;
     case Label::kSawtooth:
     case Label::kSawtoothFast: out.push_back(detail::sawtooth_finding(g, f, l == Label::kSawtoothFast, s)); break;
+    case Label::kSawtoothCopies: out.push_back(detail::copies_finding(g, f, s)); break;
     case Label::kPlateauLaunch:
     case Label::kPlateauBusyIdle: out.push_back(detail::plateau_finding(g, f, l, s)); break;
     case Label::kMemoryBound: out.push_back(detail::memory_bound_finding(g, f)); break;
@@ -411,7 +412,8 @@ telemetry::ReadOptions read_options() {
   o.metrics.reset();
   for (Metric m : {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kGpmSmActivityPercent,
                    Metric::kGpmTensorActivityPercent, Metric::kGpmDramActivityPercent,
-                   Metric::kGpmNvlinkTxBytesPerSecond, Metric::kPowerWatts, Metric::kSmClockMhz,
+                   Metric::kGpmNvlinkTxBytesPerSecond, Metric::kGpmPcieRxBytesPerSecond,
+                   Metric::kGpmPcieTxBytesPerSecond, Metric::kPowerWatts, Metric::kSmClockMhz,
                    Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes, Metric::kPowerLimitWatts})
     o.metrics.set(gpu::index(m));
   o.processes = true;

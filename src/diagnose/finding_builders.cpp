@@ -137,6 +137,31 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
   return out;
 }
 
+Finding copies_finding(int g, const Features& f, const Signals& s) {
+  Finding out = sawtooth_finding(g, f, true, s);
+  const double busy = busy_level(f);
+  out.message = fmt::format(
+      "GPU {} waits on copies between host and GPU: PCIe carries {:.1f} GB/s while the GPU is busy {} of the time "
+      "and its SMs {}: {:.0f} GB/s per unit of busy time, where a loop that only computes moves under 8; {:.1f} s of "
+      "GPU time lost ({} of {:.1f} s)",
+      g, f.pcie_bytes_per_s / 1e9, pct(busy), pct(f.sm.mean), f.pcie_bytes_per_s / 1e9 / std::max(busy / 100, 1e-9),
+      out.details["gpu_time_lost_s"].get<double>(), pct(out.details["gpu_time_lost_share"].get<double>() * 100),
+      f.t1 - f.t0);
+  out.caveats.clear();
+  out.caveats.push_back(
+      "what waits on the copies (pageable memory, an optimizer on the CPU, .cpu() each step) is not in the telemetry: "
+      "gpudoc profile shows each copy and the host work between them");
+  out.next_steps.insert(out.next_steps.begin(),
+                        "Copy less and asynchronously: pinned memory (pin_memory=True, tensor.pin_memory()) with "
+                        ".to('cuda', non_blocking=True) moves several times faster than pageable memory and frees "
+                        "the host; keep weights, optimizer state and metrics on the GPU (a fused GPU optimizer "
+                        "instead of one on the CPU; no .cpu() or .item() each step); see each copy with "
+                        "`gpudoc profile -- python3 train.py`");
+  add(out, "pcie_bytes_per_second", f.pcie_bytes_per_s, "By/s", "GPM PCIe rx + tx, mean over the span");
+  out.details["cause"] = "copies";
+  return out;
+}
+
 Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
   const double span = f.t1 - f.t0;
   const bool launch = l == Label::kPlateauLaunch;
@@ -149,12 +174,21 @@ Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
   out.confidence = th::kBaseConfidence * span_confidence(span) * (gpm ? 1.0 : th::kGuessFactor);
   const std::string kind = launch ? "launch_bound" : "busy_but_idle";
   if (launch) {
-    out.message = fmt::format(
-        "GPU {} is launch-bound: utilization flat at {} while {}: tiny kernels issued one by one keep it "
-        "'busy' without using the chip",
-        g, pct(busy_level(f)),
-        gpm ? fmt::format("SM activity is {}", pct(sm))
-            : fmt::format("power stays near idle ({:.0f} W, floor {:.0f} W)", f.power.mean, s.power_floor_w));
+    const bool tiny = gpm && sm < th::kTinyKernelSmRatio * busy_level(f);
+    out.message =
+        tiny ? fmt::format("GPU {} is launch-bound: utilization flat at {} while SM activity is {}: tiny kernels "
+                           "issued one by one keep it 'busy' without using the chip",
+                           g, pct(busy_level(f)), pct(sm))
+        : gpm ? fmt::format("GPU {} waits on its host, launching small kernels one by one or working between them: "
+                            "utilization flat at {}, SM activity {}, PCIe {:.2f} GB/s (no copies to speak of); the "
+                            "telemetry cannot tell launch gaps from host work: `gpudoc profile -- CMD` tells them "
+                            "apart and whether a CUDA Graph pays",
+                            g, pct(busy_level(f)), pct(sm), f.pcie_bytes_per_s / 1e9)
+              : fmt::format("GPU {} waits on its host, launching tiny kernels one by one or working between them: "
+                          "utilization flat at {} while power stays near idle ({:.0f} W, floor {:.0f} W); without "
+                          "GPM (SM activity, PCIe traffic) this input cannot tell launches from host work or copies: "
+                          "`gpudoc profile -- CMD` tells them apart",
+                          g, pct(busy_level(f)), f.power.mean, s.power_floor_w);
     // Launch-bound: lead with the CUDA Graph step, drop the busy-but-idle one.
     if (out.next_steps.size() > 1) out.next_steps.erase(out.next_steps.begin() + 1);
   } else if (gpm) {
@@ -189,6 +223,9 @@ Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
   out.details = {{"kind", kind},
                  {"mean_utilization_percent", busy_level(f)},
                  {"mean_sm_activity_percent", gpm ? nlohmann::json(sm) : nlohmann::json(nullptr)}};
+  // Without GPM a flat low level near idle power may be launches or host work: both named.
+  if (launch && !(gpm && sm < th::kTinyKernelSmRatio * busy_level(f)))
+    out.details["undecided_between"] = {"plateau", "sawtooth"};
   return out;
 }
 
@@ -497,10 +534,11 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
                                  double t1) {
   const telemetry::Series& m = gt.metric(Metric::kClockEventReasonsMask);
   const telemetry::Series& clock = gt.metric(Metric::kSmClockMhz);
-  std::size_t n = 0, slow = 0, serious = 0, clk_n = 0;
-  double clk_sum = 0;
+  const telemetry::Series& power = gt.metric(Metric::kPowerWatts);
+  std::size_t n = 0, slow = 0, serious = 0, clk_n = 0, pw_n = 0;
+  double clk_sum = 0, pw_sum = 0;
   std::uint64_t seen = 0;
-  std::size_t ci = 0;  // walks the clock series (both sorted by time; read together, same timestamps)
+  std::size_t ci = 0, pi = 0;  // walk the clock and power series (sorted by time; read together, same timestamps)
   for (std::size_t i = 0; i < m.t.size(); ++i) {
     if (m.t[i] < t0 || m.t[i] > t1 || !std::isfinite(m.v[i]) || m.v[i] < 0) continue;
     const auto mask = static_cast<std::uint64_t>(m.v[i]);
@@ -513,6 +551,11 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
       if (ci < clock.t.size() && std::abs(clock.t[ci] - m.t[i]) <= 1e-3 && std::isfinite(clock.v[ci])) {
         clk_sum += clock.v[ci];
         ++clk_n;
+      }
+      while (pi < power.t.size() && power.t[pi] < m.t[i] - 1e-3) ++pi;
+      if (pi < power.t.size() && std::abs(power.t[pi] - m.t[i]) <= 1e-3 && std::isfinite(power.v[pi])) {
+        pw_sum += power.v[pi];
+        ++pw_n;
       }
     }
   }
@@ -532,6 +575,13 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   bool lowered = false;
   if (dev && dev->power_limit_default_watts && lim.n > 0)
     lowered = lim.p50 < th::kLoweredPowerLimitRatio * *dev->power_limit_default_watts;
+  // The power the board drew while held down, against its limit: the software power cap set while
+  // the mean power stays well below the limit means peaks shorter than the power reading reach it.
+  const double limit_w = lim.n > 0 && lim.p50 > 1 ? lim.p50
+                         : dev && dev->power_limit_default_watts ? *dev->power_limit_default_watts
+                                                                 : 0.0;
+  const double pw_slow = pw_n > 0 ? pw_sum / static_cast<double>(pw_n) : -1;
+  const bool below_limit = pw_slow > 0 && limit_w > 0 && pw_slow < th::kPowerBoundRatio * limit_w;
   Severity sev = Severity::kInfo;
   if (serious_share >= th::kThrottleMinShare || lowered) sev = Severity::kWarning;
   if (serious_share >= th::kCriticalThrottleShare) sev = Severity::kCritical;
@@ -542,8 +592,13 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   const std::uint64_t reasons = seen & ~std::uint64_t{0x1};
   std::string why = serious_share >= th::kThrottleMinShare
                         ? "thermal or hardware slowdown: check cooling and power delivery"
-                    : lowered ? "the power limit was lowered below its default"
-                              : "the board is at its power limit: expected under heavy load";
+                    : lowered   ? "the power limit was lowered below its default"
+                    : below_limit ? fmt::format(
+                                        "the software power cap, while the board drew {:.0f} W of its {:.0f} W limit "
+                                        "on average: power peaks shorter than the power reading reach the limit "
+                                        "(bursts of work), the board is not held at its limit",
+                                        pw_slow, limit_w)
+                                  : "the board is at its power limit: expected under heavy load";
   out.message = fmt::format(
       "GPU {} clocks held down {} of the time by {}{}; {}", g, pct(share * 100), gpu::clock_event_reason_names(reasons),
       has_clock ? fmt::format(" (SM clock {:.0f} of {:.0f} MHz while held down: {} of the clock lost)", clk_slow,
@@ -555,6 +610,7 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   if (clk_n > 0) add(out, "sm_clock_throttled_mhz", clk_slow, "MHz", "mean SM clock in the samples with a reason set");
   if (clk_max > 0) add(out, "sm_clock_max_mhz", clk_max, "MHz", "from the header");
   if (has_clock) add(out, "clock_lost_share", clock_loss, "1", "1 - throttled clock / maximum clock");
+  if (pw_n > 0) add(out, "power_while_throttled_watts", pw_slow, "W", "mean board power in the samples with a reason set");
   nlohmann::json names = nlohmann::json::array();
   for (const auto& r : gpu::clock_event_reasons())
     if ((reasons & r.bit) && r.is_slowdown) names.push_back(std::string(r.name));

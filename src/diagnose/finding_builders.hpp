@@ -25,6 +25,8 @@ namespace gpudoc::diagnose::detail {
 
 // Sawtooth (input starvation): a visible period, or (fast) bursts faster than the sensor resolves.
 [[nodiscard]] findings::Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s);
+// Sawtooth whose busy time is host<->device copies (GPM PCIe traffic): the GPU waits on them.
+[[nodiscard]] findings::Finding copies_finding(int g, const Features& f, const Signals& s);
 // Plateau: launch-bound (l == kPlateauLaunch) or busy but idle (kPlateauBusyIdle).
 [[nodiscard]] findings::Finding plateau_finding(int g, const Features& f, Label l, const Signals& s);
 [[nodiscard]] findings::Finding memory_bound_finding(int g, const Features& f);

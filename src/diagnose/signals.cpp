@@ -96,6 +96,8 @@ Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, d
   s.dram = grid_of(g.metric(Metric::kGpmDramActivityPercent), t0, t1);
   s.power = grid_of(g.metric(Metric::kPowerWatts), t0, t1);
   s.nvlink_tx = grid_of(g.metric(Metric::kGpmNvlinkTxBytesPerSecond), t0, t1);
+  s.pcie_rx = grid_of(g.metric(Metric::kGpmPcieRxBytesPerSecond), t0, t1);
+  s.pcie_tx = grid_of(g.metric(Metric::kGpmPcieTxBytesPerSecond), t0, t1);
   s.has_util = s.util.count(0, s.util.cells) >= th::kMinSignalCells;
   s.has_gpm = s.sm.count(0, s.sm.cells) >= th::kMinSignalCells;
   s.has_power = s.power.count(0, s.power.cells) >= th::kMinSignalCells;
@@ -153,6 +155,9 @@ Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave
   const Levels nv = levels(s.nvlink_tx, a, b);
   f.has_nvlink = nv.n > 0;
   f.nvlink_tx_mean = nv.mean;
+  const Levels rx = levels(s.pcie_rx, a, b), tx = levels(s.pcie_tx, a, b);
+  f.has_pcie = rx.n >= th::kMinSignalCells && tx.n >= th::kMinSignalCells;
+  f.pcie_bytes_per_s = f.has_pcie ? rx.mean + tx.mean : 0;
   f.use_util = f.util.n >= th::kMinSignalCells || f.sm.n < th::kMinSignalCells;
   const StepGrid& wave = f.use_util ? s.util : s.sm;
   const Levels& wl = f.use_util ? f.util : f.sm;

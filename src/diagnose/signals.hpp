@@ -36,6 +36,7 @@ struct Span {
 // the same t0 and number of cells.
 struct Signals {
   StepGrid util, mutil, sm, tensor, dram, power, nvlink_tx;
+  StepGrid pcie_rx, pcie_tx;  // GPM PCIe bytes per second, each way
   StepGrid power_cap;  // 1 where the software power cap holds the clocks (clock-event reasons), else 0
   bool has_util = false, has_gpm = false, has_power = false, has_mutil = false;
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
@@ -68,6 +69,8 @@ struct Features {
   double above_mid_share = 0;  // share of the wave's cells at or above its mid level: the duty cycle
   double nvlink_tx_mean = 0;
   bool has_nvlink = false;
+  double pcie_bytes_per_s = 0;  // GPM PCIe rx + tx, mean (bytes per second)
+  bool has_pcie = false;
 };
 // with_wave = false skips the period (autocorrelation, crossings): summaries need only levels.
 [[nodiscard]] Features features(const Signals& s, std::size_t a, std::size_t b, bool with_wave = true);

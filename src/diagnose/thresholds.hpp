@@ -81,7 +81,18 @@ inline constexpr std::size_t kAcfMaxCells = 3000;        // autocorrelation over
 // Below sensor resolution: a flat middle level whose SM activity is a large share of util means
 // full-chip bursts alternating with idle faster than the 200 ms sample (sawtooth p100: SM/util
 // 0.93; tiny kernels: 0.0).
-inline constexpr double kBurstSmRatio = 0.4;
+// (A loop starved by its host reads 0.62-0.86 on the real jobs: its bursts fill the chip; batch-1
+// inference of a 24-layer MLP, launch-bound, 0.47: its kernels do not.)
+inline constexpr double kBurstSmRatio = 0.6;
+// Waiting on host<->device copies: GPM PCIe traffic (rx + tx) per unit of busy share at or above
+// 15 GB/s. A loop that copies a 200 MB batch from pageable memory each step, and a ZeRO-offload
+// step (gradients to the host, weights back), move 37-39 GB/s per busy share; every other real job
+// and workload at most 8 (a starved loader's pinned batches 7.8, launch-bound inference 0.6, GEMM 0).
+inline constexpr double kCopyBoundPcieBytesPerBusyS = 15e9;
+// Below kBurstSmRatio, kernels that use under a fifth of the chip for their busy time are tiny (a
+// launch loop of elementwise kernels reads 0.00): launch-bound. From 0.2 up they are small but real,
+// and the gaps between them may be launches or host work: both are named, and the profiler decides.
+inline constexpr double kTinyKernelSmRatio = 0.2;
 // Without GPM: mean power at least this multiple of the idle floor means real work in the bursts
 // (sawtooth p100: 5.9x; tiny kernels: 1.5x).
 inline constexpr double kWorkPowerFactor = 2.0;

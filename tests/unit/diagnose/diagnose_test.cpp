@@ -152,6 +152,55 @@ TEST(Diagnose, LaunchBoundPlateau) {
   EXPECT_NE(f->next_steps.front().find("gpudoc profile -- "), std::string::npos);  // whether a graph pays
 }
 
+// A low flat level whose busy time is copies: PCIe moves far more per unit of busy time than a
+// loop that only computes. The GPU waits on its host's copies, not on launches.
+TEST(Diagnose, LowLevelWithHeavyPcieWaitsOnCopiesNotLaunches) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = constant(12);
+  s.sm = constant(2.8);
+  s.power = constant(133);
+  fill_gpu(t, 0, 0, 20, s);
+  fill(t, 0, Metric::kGpmPcieRxBytesPerSecond, 0, 20, 0.2, constant(4.4e9));
+  fill(t, 0, Metric::kGpmPcieTxBytesPerSecond, 0, 20, 0.2, constant(0.3e9));
+  const auto d = run(t);
+  EXPECT_EQ(find(d, "plateau"), nullptr);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["cause"], "copies");
+  EXPECT_NE(f->message.find("waits on copies"), std::string::npos) << f->message;
+  EXPECT_NEAR(evidence(*f, "pcie_bytes_per_second"), 4.7e9, 1e6);
+  EXPECT_NE(f->next_steps.front().find("non_blocking=True"), std::string::npos);
+}
+
+// Small kernels (SM activity half of util) with little PCIe: launches or host work between them,
+// both named, the profiler named to decide; tiny ones (SM ~0) stay launch-bound.
+TEST(Diagnose, SmallKernelsWithoutCopiesNameLaunchesAndHostWork) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = constant(13);
+  s.sm = constant(6);
+  s.power = constant(131);
+  fill_gpu(t, 0, 0, 20, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "plateau");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->details["kind"], "launch_bound");
+  EXPECT_EQ(f->details["undecided_between"], nlohmann::json({"plateau", "sawtooth"}));
+  EXPECT_NE(f->message.find("cannot tell launch gaps from host work"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("gpudoc profile -- "), std::string::npos);
+
+  auto tiny = make_trace(1);
+  Shape k;
+  k.util = constant(18);
+  k.power = constant(127);
+  fill_gpu(tiny, 0, 0, 20, k);
+  const auto d2 = run(tiny);
+  const Finding* g = find(d2, "plateau");
+  ASSERT_NE(g, nullptr);
+  EXPECT_FALSE(g->details.contains("undecided_between"));
+}
+
 TEST(Diagnose, BusyButIdlePlateauOnOneGpu) {
   auto t = make_trace(1);
   Shape s;
@@ -235,7 +284,8 @@ TEST(Diagnose, BusyWithNothingToShowSaturationIsNotHealthy) {
 TEST(Diagnose, ModelNameGivesTheLimitWhenNoneWasLogged) {
   auto t = busy_without_gpm(180, false, false);
   t.header.gpus[0].name = "NVIDIA H200";
-  const Finding* f = find(run(t), "plateau");
+  const auto d = run(t);
+  const Finding* f = find(d, "plateau");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->message.find("of its 700 W limit"), std::string::npos) << f->message;
 }
@@ -363,6 +413,33 @@ TEST(Diagnose, ThrottledPowerCapIsInfoThermalIsWarning) {
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_NEAR(evidence(*f, "thermal_or_hw_share"), 0.3, 0.05);
   EXPECT_EQ(f->details["reasons"][0], "hw_thermal_slowdown");
+}
+
+// The power-cap bit with the board far below its limit on average: short peaks reach the limit;
+// the board is not said to be at it.
+TEST(Diagnose, ThrottledPowerCapFarBelowTheLimitSaysPeaksNotTheBoard) {
+  auto t = make_trace(1);
+  Shape s = busy_gemm();
+  s.power = constant(301);
+  fill_gpu(t, 0, 0, 20, s);
+  fill(t, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
+  fill(t, 0, Metric::kSmClockMhz, 0, 20, 0.1, constant(1700));
+  const auto d = run(t);
+  const Finding* f = find(d, "throttled");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_EQ(f->message.find("the board is at its power limit"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("301 W of its 700 W limit"), std::string::npos) << f->message;
+  EXPECT_NEAR(evidence(*f, "power_while_throttled_watts"), 301, 1e-9);
+
+  auto at_limit = make_trace(1);
+  fill_gpu(at_limit, 0, 0, 20, busy_gemm());  // 690 W
+  fill(at_limit, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
+  fill(at_limit, 0, Metric::kSmClockMhz, 0, 20, 0.1, constant(1470));
+  const auto d2 = run(at_limit);
+  const Finding* g = find(d2, "throttled");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->message.find("the board is at its power limit"), std::string::npos) << g->message;
 }
 
 TEST(Diagnose, ThrottledWithLoweredPowerLimitIsWarning) {
