@@ -410,11 +410,11 @@ std::vector<std::pair<double, double>> covered(const telemetry::Trace& trace) {
 telemetry::ReadOptions read_options() {
   telemetry::ReadOptions o;
   o.metrics.reset();
-  for (Metric m : {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kGpmSmActivityPercent,
-                   Metric::kGpmTensorActivityPercent, Metric::kGpmDramActivityPercent,
-                   Metric::kGpmNvlinkTxBytesPerSecond, Metric::kGpmPcieRxBytesPerSecond,
-                   Metric::kGpmPcieTxBytesPerSecond, Metric::kPowerWatts, Metric::kSmClockMhz,
-                   Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes, Metric::kPowerLimitWatts})
+  for (Metric m :
+       {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kGpmSmActivityPercent,
+        Metric::kGpmTensorActivityPercent, Metric::kGpmDramActivityPercent, Metric::kGpmNvlinkTxBytesPerSecond,
+        Metric::kGpmPcieRxBytesPerSecond, Metric::kGpmPcieTxBytesPerSecond, Metric::kPowerWatts, Metric::kSmClockMhz,
+        Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes, Metric::kPowerLimitWatts})
     o.metrics.set(gpu::index(m));
   o.processes = true;
   return o;

@@ -175,20 +175,23 @@ Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
   const std::string kind = launch ? "launch_bound" : "busy_but_idle";
   if (launch) {
     const bool tiny = gpm && sm < th::kTinyKernelSmRatio * busy_level(f);
-    out.message =
-        tiny ? fmt::format("GPU {} is launch-bound: utilization flat at {} while SM activity is {}: tiny kernels "
-                           "issued one by one keep it 'busy' without using the chip",
-                           g, pct(busy_level(f)), pct(sm))
-        : gpm ? fmt::format("GPU {} waits on its host, launching small kernels one by one or working between them: "
+    out.message = tiny ? fmt::format(
+                             "GPU {} is launch-bound: utilization flat at {} while SM activity is {}: tiny kernels "
+                             "issued one by one keep it 'busy' without using the chip",
+                             g, pct(busy_level(f)), pct(sm))
+                  : gpm
+                      ? fmt::format(
+                            "GPU {} waits on its host, launching small kernels one by one or working between them: "
                             "utilization flat at {}, SM activity {}, PCIe {:.2f} GB/s (no copies to speak of); the "
                             "telemetry cannot tell launch gaps from host work: `gpudoc profile -- CMD` tells them "
                             "apart and whether a CUDA Graph pays",
                             g, pct(busy_level(f)), pct(sm), f.pcie_bytes_per_s / 1e9)
-              : fmt::format("GPU {} waits on its host, launching tiny kernels one by one or working between them: "
-                          "utilization flat at {} while power stays near idle ({:.0f} W, floor {:.0f} W); without "
-                          "GPM (SM activity, PCIe traffic) this input cannot tell launches from host work or copies: "
-                          "`gpudoc profile -- CMD` tells them apart",
-                          g, pct(busy_level(f)), f.power.mean, s.power_floor_w);
+                      : fmt::format(
+                            "GPU {} waits on its host, launching tiny kernels one by one or working between them: "
+                            "utilization flat at {} while power stays near idle ({:.0f} W, floor {:.0f} W); without "
+                            "GPM (SM activity, PCIe traffic) this input cannot tell launches from host work or copies: "
+                            "`gpudoc profile -- CMD` tells them apart",
+                            g, pct(busy_level(f)), f.power.mean, s.power_floor_w);
     // Launch-bound: lead with the CUDA Graph step, drop the busy-but-idle one.
     if (out.next_steps.size() > 1) out.next_steps.erase(out.next_steps.begin() + 1);
   } else if (gpm) {
@@ -210,8 +213,9 @@ Finding plateau_finding(int g, const Features& f, Label l, const Signals& s) {
   }
   if (!gpm) out.caveats.push_back("no GPM in this input: decided from utilization and power only");
   if (!gpm && s.power_limit_w <= 0)
-    out.caveats.push_back("no power limit in this input (log power.limit,name with nvidia-smi): power compared with "
-                          "the idle floor instead");
+    out.caveats.push_back(
+        "no power limit in this input (log power.limit,name with nvidia-smi): power compared with "
+        "the idle floor instead");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   add(out, "utilization_spread_percent", f.util.p95 - f.util.p05, "percent", "p95 - p05 of utilization: flat");
   if (gpm) {
@@ -577,7 +581,7 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
     lowered = lim.p50 < th::kLoweredPowerLimitRatio * *dev->power_limit_default_watts;
   // The power the board drew while held down, against its limit: the software power cap set while
   // the mean power stays well below the limit means peaks shorter than the power reading reach it.
-  const double limit_w = lim.n > 0 && lim.p50 > 1 ? lim.p50
+  const double limit_w = lim.n > 0 && lim.p50 > 1                ? lim.p50
                          : dev && dev->power_limit_default_watts ? *dev->power_limit_default_watts
                                                                  : 0.0;
   const double pw_slow = pw_n > 0 ? pw_sum / static_cast<double>(pw_n) : -1;
@@ -592,7 +596,7 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   const std::uint64_t reasons = seen & ~std::uint64_t{0x1};
   std::string why = serious_share >= th::kThrottleMinShare
                         ? "thermal or hardware slowdown: check cooling and power delivery"
-                    : lowered   ? "the power limit was lowered below its default"
+                    : lowered     ? "the power limit was lowered below its default"
                     : below_limit ? fmt::format(
                                         "the software power cap, while the board drew {:.0f} W of its {:.0f} W limit "
                                         "on average: power peaks shorter than the power reading reach the limit "
@@ -610,7 +614,8 @@ std::optional<Finding> throttled(int g, const telemetry::GpuTrace& gt, const gpu
   if (clk_n > 0) add(out, "sm_clock_throttled_mhz", clk_slow, "MHz", "mean SM clock in the samples with a reason set");
   if (clk_max > 0) add(out, "sm_clock_max_mhz", clk_max, "MHz", "from the header");
   if (has_clock) add(out, "clock_lost_share", clock_loss, "1", "1 - throttled clock / maximum clock");
-  if (pw_n > 0) add(out, "power_while_throttled_watts", pw_slow, "W", "mean board power in the samples with a reason set");
+  if (pw_n > 0)
+    add(out, "power_while_throttled_watts", pw_slow, "W", "mean board power in the samples with a reason set");
   nlohmann::json names = nlohmann::json::array();
   for (const auto& r : gpu::clock_event_reasons())
     if ((reasons & r.bit) && r.is_slowdown) names.push_back(std::string(r.name));

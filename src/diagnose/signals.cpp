@@ -117,7 +117,8 @@ Signals make_signals(const telemetry::GpuTrace& g, const gpu::DeviceInfo* dev, d
   if (pl.n > 0) {
     s.power_floor_w = pl.p05;
     s.has_power_floor = pl.p05 > 1;
-    s.power_floor_idle = s.has_power_floor && levels(g.metric(Metric::kGpuUtilizationPercent).v).p05 < th::kIdleUtilPercent;
+    s.power_floor_idle =
+        s.has_power_floor && levels(g.metric(Metric::kGpuUtilizationPercent).v).p05 < th::kIdleUtilPercent;
   }
   // The board's limit: the enforced limit the trace recorded (nvidia-smi's power.limit), else the
   // default from the header, else the default of the board's model (an nvidia-smi log with `name`).

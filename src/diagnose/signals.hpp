@@ -37,13 +37,13 @@ struct Span {
 struct Signals {
   StepGrid util, mutil, sm, tensor, dram, power, nvlink_tx;
   StepGrid pcie_rx, pcie_tx;  // GPM PCIe bytes per second, each way
-  StepGrid power_cap;  // 1 where the software power cap holds the clocks (clock-event reasons), else 0
+  StepGrid power_cap;         // 1 where the software power cap holds the clocks (clock-event reasons), else 0
   bool has_util = false, has_gpm = false, has_power = false, has_mutil = false;
   double util_period_s = th::kUtilSensorPeriodS;  // upper median spacing of util samples
   double power_floor_w = 0;                       // idle floor: p05 of the whole trace's power
   bool has_power_floor = false;
   bool power_floor_idle = false;  // the floor was read while the GPU was idle (util p05 below 1 %)
-  double power_limit_w = 0;  // the board's power limit (recorded, else the default, else its model's); 0: unknown
+  double power_limit_w = 0;       // the board's power limit (recorded, else the default, else its model's); 0: unknown
   const char* power_limit_from = "";  // "recorded", "default" or "model"
 };
 // The default power limit of a board named `name` as NVML and nvidia-smi name it, for the boards
