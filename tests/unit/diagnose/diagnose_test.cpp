@@ -648,7 +648,7 @@ TEST(Span, WindowsShorterThanACellAreBounded) {
   ASSERT_NE(find(d, "insufficient_data"), nullptr);  // a 0.1 s window holds too little to conclude
 }
 
-// ---- Round 2: the classes seen on real jobs (issue 15) ----------------------------------------
+// ---- The classes seen on real jobs ----------------------------------------------------------------
 
 // A ResNet fed by too few workers: a burst every 0.5 s lights one 200 ms reading in ~3 at 15 %
 // (mean ~4 %), the process holds GiBs. Not idle: a starved loop, critical, with the time lost.
