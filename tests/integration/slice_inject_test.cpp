@@ -197,7 +197,8 @@ TEST(SliceInject, HostDeviceCopiesAreHeldToTheSlicesRateEveryWayTheyAreFound) {
     EXPECT_EQ(f.at("driver_bytes"), "100000000") << line;  // every copy reached the driver, whole
     const double seconds = std::stod(f.at("seconds"));
     if (f.at("name").find("_d2d") != std::string::npos) {
-      EXPECT_LT(seconds, 0.3) << line;  // hang guard: normally ~1 ms, held to the rate 0.45 s; 100x+ margin
+      // Not held: `counted` below leaves them out. hang guard: normally ~1 ms; 1000x+ margin
+      EXPECT_LT(seconds, 5.0) << line;
     } else {
       EXPECT_GT(seconds, 0.35) << line;
       EXPECT_LT(seconds, 5.0) << line;  // hang guard: normally ~0.45 s; 10x+ margin
@@ -214,8 +215,8 @@ TEST(SliceInject, WithoutACopyCapCopiesPassAtOnce) {
   for (const auto& line : run.lines) {
     const auto f = fields(line);
     EXPECT_EQ(f.at("driver_bytes"), "100000000") << line;
-    // hang guard: normally ~1 ms (nothing counted, so nothing held); 100x+ margin
-    EXPECT_LT(std::stod(f.at("seconds")), 0.3) << line;
+    // hang guard: normally ~1 ms (nothing counted, so nothing held: `counted` below); 1000x+ margin
+    EXPECT_LT(std::stod(f.at("seconds")), 5.0) << line;
   }
   EXPECT_EQ(run.counted, 0U);
 }

@@ -154,13 +154,19 @@ TEST(Diagnose, LaunchBoundPlateau) {
 
 // A low flat level whose busy time is copies: PCIe moves far more per unit of busy time than a
 // loop that only computes. The GPU waits on its host's copies, not on launches.
-TEST(Diagnose, LowLevelWithHeavyPcieWaitsOnCopiesNotLaunches) {
+// One GPU, GPM on, holding utilization, SM activity and power flat for 20 s.
+telemetry::Trace flat_gpu(double util, double sm, double power_w) {
   auto t = make_trace(1);
   Shape s;
-  s.util = constant(12);
-  s.sm = constant(2.8);
-  s.power = constant(133);
+  s.util = constant(util);
+  s.sm = constant(sm);
+  s.power = constant(power_w);
   fill_gpu(t, 0, 0, 20, s);
+  return t;
+}
+
+TEST(Diagnose, LowLevelWithHeavyPcieWaitsOnCopiesNotLaunches) {
+  auto t = flat_gpu(12, 2.8, 133);
   fill(t, 0, Metric::kGpmPcieRxBytesPerSecond, 0, 20, 0.2, constant(4.4e9));
   fill(t, 0, Metric::kGpmPcieTxBytesPerSecond, 0, 20, 0.2, constant(0.3e9));
   const auto d = run(t);
@@ -176,13 +182,7 @@ TEST(Diagnose, LowLevelWithHeavyPcieWaitsOnCopiesNotLaunches) {
 // Small kernels (SM activity half of util) with little PCIe: launches or host work between them,
 // both named, the profiler named to decide; tiny ones (SM ~0) stay launch-bound.
 TEST(Diagnose, SmallKernelsWithoutCopiesNameLaunchesAndHostWork) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = constant(13);
-  s.sm = constant(6);
-  s.power = constant(131);
-  fill_gpu(t, 0, 0, 20, s);
-  const auto d = run(t);
+  const auto d = run(flat_gpu(13, 6, 131));
   const Finding* f = find(d, "plateau");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->details["kind"], "launch_bound");
@@ -190,12 +190,7 @@ TEST(Diagnose, SmallKernelsWithoutCopiesNameLaunchesAndHostWork) {
   EXPECT_NE(f->message.find("cannot tell launch gaps from host work"), std::string::npos) << f->message;
   EXPECT_NE(f->message.find("gpudoc profile -- "), std::string::npos);
 
-  auto tiny = make_trace(1);
-  Shape k;
-  k.util = constant(18);
-  k.power = constant(127);
-  fill_gpu(tiny, 0, 0, 20, k);
-  const auto d2 = run(tiny);
+  const auto d2 = run(flat_gpu(18, 0, 127));
   const Finding* g = find(d2, "plateau");
   ASSERT_NE(g, nullptr);
   EXPECT_FALSE(g->details.contains("undecided_between"));
