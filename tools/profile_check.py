@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads what tools/profile_checks.sh left in OUTDIR and prints PASS or FAIL (or MISSING) for each
-item of issue 18's "Must show", with the figures behind it. Exit 0 when every item passes.
+item of the profile checks (docs/results/profile.md), with the figures behind it. Exit 0 when every item passes.
 
     python3 tools/profile_check.py OUTDIR
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs issue 18's checks of `gpudoc profile` on a machine with a GPU and PyTorch, then prints PASS or
+# Runs the checks of `gpudoc profile` on a machine with a GPU and PyTorch, then prints PASS or
 # FAIL per item (tools/profile_check.py). Everything lands in OUTDIR.
 #
 #   tools/profile_checks.sh OUTDIR [GPUDOC] [LONG_SECONDS]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Loops with a known reason for the GPU to wait, for `gpudoc profile` (issue 18) and its checks.
+"""Loops with a known reason for the GPU to wait, for `gpudoc profile` and its checks.
 
     python3 workloads/profile_loops.py LOOP [--steps N] [--torch-profiler TRACE.json]
 

@@ -1,4 +1,4 @@
-// The CUDA Graph decision (issue 18, seed 000 §3): graphs remove the host's launch cost of a step
+// The CUDA Graph decision (source article 000 §3): graphs remove the host's launch cost of a step
 // whose kernel sequence is static, and only that; they cannot capture a step that synchronizes,
 // allocates or calls back into the host, and a step whose shapes change needs one graph per shape.
 #include <algorithm>

@@ -185,6 +185,65 @@ std::vector<std::size_t> boundaries_from_nvtx(const Context& c, std::string& sou
   return out;
 }
 
+// The hash of a run of kernels' names, in order (launch shapes left out: a step with a new batch
+// size is the same step).
+std::uint64_t names_signature(const Context& c, std::size_t a, std::size_t b) {
+  std::uint64_t h = 1469598103934665603ull ^ (b - a);
+  for (std::size_t k = a; k < b; ++k) h = (h ^ std::hash<std::string>{}(c.kernels[k]->name)) * 1099511628211ull;
+  return h;
+}
+
+// Step boundaries from the host's synchronizations (synchronize calls, synchronous copies, what
+// .item() and .cpu() end in): a step is what the host repeats between them. Each sync ends a
+// segment at the first kernel launched after it; kernels after the last sync make no whole step.
+// When several syncs come in each iteration (a .item() and an event wait), the segments repeat
+// with a period: the shortest (up to kMaxSyncsPerStep) under which 80 % of them match by kernel
+// names, cut where the GPU waited longest. Empty when fewer than 3 segments hold kernels.
+std::vector<std::size_t> boundaries_from_syncs(const Context& c, std::string& source) {
+  constexpr std::size_t kMaxSyncsPerStep = 8;
+  const std::size_t n = c.kernels.size();
+  std::vector<std::uint64_t> ends;
+  for (const auto& api : c.set.api_calls)
+    if (classify_api(api.name) == ApiClass::kSync) ends.push_back(api.end_ns);
+  std::sort(ends.begin(), ends.end());
+  // launch_ns follows the kernels' GPU order, which the launch order matches on one stream; across
+  // streams take the first index launched after the sync.
+  std::vector<std::size_t> bounds;
+  std::size_t k = 0;
+  for (std::uint64_t e : ends) {
+    while (k < n && c.launch_ns[k] < e) ++k;
+    if (bounds.empty() || bounds.back() != k) bounds.push_back(k);
+    if (k == n) break;
+  }
+  std::vector<std::size_t> out;
+  if (bounds.size() < 4) return out;  // fewer than 3 segments
+  const std::size_t segs = bounds.size() - 1;
+  std::vector<std::uint64_t> sig(segs);
+  for (std::size_t i = 0; i < segs; ++i) sig[i] = names_signature(c, bounds[i], bounds[i + 1]);
+  std::size_t period = 1;
+  for (std::size_t p = 1; p <= kMaxSyncsPerStep && p * 3 <= segs; ++p) {
+    std::size_t match = 0;
+    for (std::size_t i = 0; i + p < segs; ++i) match += sig[i] == sig[i + p] ? 1 : 0;
+    if (match * 100 >= (segs - p) * 80) {
+      period = p;
+      break;
+    }
+  }
+  std::size_t phase = 0;
+  if (period > 1) {
+    std::vector<double> wait(period, 0);
+    for (std::size_t i = 0; i < bounds.size(); ++i)
+      if (bounds[i] > 0 && bounds[i] < n)
+        wait[i % period] +=
+            static_cast<double>(c.kernels[bounds[i]]->start_ns) - static_cast<double>(c.kernels[bounds[i] - 1]->end_ns);
+    phase = static_cast<std::size_t>(std::max_element(wait.begin(), wait.end()) - wait.begin());
+  }
+  for (std::size_t i = phase; i < bounds.size(); i += period) out.push_back(bounds[i]);
+  if (out.size() < 4) return {};
+  source = "host-sync";
+  return out;
+}
+
 // The shortest period (at least 2 kernels) over which the kernel sequence repeats in 95 % of a
 // sample of places, with the boundary put where the GPU gap before a kernel is longest on average.
 std::vector<std::size_t> boundaries_from_sequence(const Context& c, std::string& source) {
@@ -503,6 +562,7 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
   kernel_tables(c, p);
   if (!c.kernels.empty()) {
     std::vector<std::size_t> bounds = boundaries_from_nvtx(c, p.step_source);
+    if (bounds.size() < 2) bounds = boundaries_from_syncs(c, p.step_source);
     if (bounds.size() < 2) bounds = boundaries_from_sequence(c, p.step_source);
     if (bounds.size() < 2) {
       bounds = {0, c.kernels.size()};

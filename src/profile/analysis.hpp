@@ -1,12 +1,13 @@
 // gpudoc::profile analysis — from one process's CUPTI records to where each step's GPU time went
-// and whether CUDA Graphs would help (issue 18). Pure: records in, a Profile out; no I/O, no CUDA.
+// and whether CUDA Graphs would help. Pure: records in, a Profile out; no I/O, no CUDA.
 //
 //   auto set = profile::read_records_file(path);
 //   profile::Profile p = profile::analyse(*set, {});       // steps, busy, idle by cause, kernels
 //   p.advice.verdict;  p.advice.predicted_step_ns;         // the CUDA Graph advice
 //
 // Steps come from NVTX ranges (the most frequent range name, preferring one with "step" in it),
-// else from the repeating sequence of kernel names, else the whole run is one step; with sampling
+// else from the host's synchronizations (what it repeats between them: .item(), synchronize,
+// blocking copies), else from the repeating sequence of kernel names, else the whole run is one step; with sampling
 // windows (RecordSet::windows) only steps wholly inside a window are analysed. Each idle gap
 // of the GPU (no kernel, copy or memset of the analysed device running) is given one cause, tested
 // in this order: allocation (a malloc/free call overlaps it), host work (a stretch of at least
@@ -107,7 +108,7 @@ struct Sampling {
 };
 
 struct Profile {
-  std::string step_source;  // "nvtx:NAME", "kernel-sequence", "whole-run"
+  std::string step_source;  // "nvtx:NAME", "host-sync", "kernel-sequence", "whole-run"
   std::uint32_t device = 0;
   std::vector<Step> steps;
   std::uint64_t span_ns = 0, busy_ns = 0;

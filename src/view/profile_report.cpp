@@ -32,8 +32,12 @@ std::uint64_t idle_total(const profile::Profile& p) {
 std::string steps_line(const profile::Profile& p) {
   const std::string from = p.step_source.rfind("nvtx:", 0) == 0
                                ? fmt::format("NVTX ranges \"{}\"", p.step_source.substr(5))
-                           : p.step_source == "kernel-sequence" ? "the repeating kernel sequence"
-                                                                : "the whole run (no repeating step found)";
+                           : p.step_source == "host-sync" ? "the host's synchronizations (what it repeats between them)"
+                           : p.step_source == "kernel-sequence"
+                               ? "the repeating kernel sequence"
+                               : "the whole run: no step found (no NVTX ranges, no synchronization the host repeats, "
+                                 "no repeating kernel sequence); mark one with torch.cuda.nvtx.range_push(\"step\") "
+                                 "... range_pop()";
   return fmt::format("Steps: {} from {}\n", p.steps.size(), from);
 }
 

@@ -110,6 +110,39 @@ TEST(ProfileAnalysis, WithoutNvtxStepsComeFromTheRepeatingKernelSequence) {
   EXPECT_EQ(p.advice.kernels_per_step, 5u);  // the sequence repeats every 5 kernels within a step too
 }
 
+// A loop that reads its loss each step (.item(): a copy and a stream synchronize) and has no NVTX:
+// the step is what the host repeats between the syncs, not the 5-kernel pattern inside it.
+TEST(ProfileAnalysis, WithoutNvtxAnItemEachStepMakesTheStep) {
+  Loop l;
+  l.nvtx = false, l.item_each_step = true;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_EQ(p.step_source, "host-sync");
+  EXPECT_GE(p.steps.size(), 17u);
+  EXPECT_EQ(p.advice.kernels_per_step, 50u);
+  EXPECT_NE(p.advice.verdict, Verdict::kNotEnoughData);
+}
+
+// Two syncs in each step (an event wait after 10 kernels, a .item() at the end): the segments
+// between syncs alternate, and the step is their period.
+TEST(ProfileAnalysis, SeveralSyncsAStepRepeatAsOneStep) {
+  Loop l;
+  l.nvtx = false, l.item_each_step = true, l.event_sync_after = 10;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_EQ(p.step_source, "host-sync");
+  EXPECT_EQ(p.advice.kernels_per_step, 50u);
+  EXPECT_DOUBLE_EQ(p.advice.static_share, 1.0);
+}
+
+// Batch sizes that change each step keep the kernels' names: still one step per sync.
+TEST(ProfileAnalysis, ChangingShapesBetweenSyncsAreStillSteps) {
+  Loop l;
+  l.nvtx = false, l.item_each_step = true, l.dynamic_shapes = true;
+  const Profile p = analyse(make_loop(l), {});
+  EXPECT_EQ(p.step_source, "host-sync");
+  EXPECT_EQ(p.advice.kernels_per_step, 50u);
+  EXPECT_EQ(p.advice.verdict, Verdict::kFixFirst);
+}
+
 // gpudoc profile --sample: only steps wholly inside a traced window are analysed, and the NVTX steps
 // between the windows say what tracing cost.
 TEST(ProfileAnalysis, SampledStepsAreAnalysedInsideTheWindowsAndTheCostIsMeasured) {

@@ -18,6 +18,7 @@ struct Loop {
   std::uint64_t launch_ns = 12'000;      // the host's time per launch (Python + cudaLaunchKernel)
   std::uint64_t host_work_ns = 0;        // per step, before its first launch, no CUDA call (data loading)
   bool item_each_step = false;           // a DtoH copy and a stream synchronize at the end of each step
+  int event_sync_after = 0;              // > 0: an event synchronize after this many kernels of each step
   bool malloc_each_step = false;         // a cudaMalloc at the start of each step
   bool pageable_copy_each_step = false;  // a synchronous HtoD copy from pageable memory each step
   bool dynamic_shapes = false;           // the grid of the kernels changes from step to step
@@ -79,6 +80,10 @@ inline RecordSet make_loop(const Loop& l) {
       api("cudaLaunchKernel_v7000", host + launch_ns - 4'000, host + launch_ns - 1'000, corr++);
       set.kernels.push_back(kr);
       host += launch_ns;
+      if (l.event_sync_after > 0 && k + 1 == l.event_sync_after) {
+        api("cudaEventSynchronize_v3020", host, std::max(host, gpu_free) + 1'000, corr++);
+        host = std::max(host, gpu_free) + 1'000;
+      }
     }
     if (l.item_each_step) {
       const std::uint64_t start = std::max(host + 3'000, gpu_free);
