@@ -14,7 +14,8 @@ const char* id_of(Label l) {
     case Label::kHealthy: return "healthy";
     case Label::kSawtooth:
     case Label::kSawtoothFast:
-    case Label::kSawtoothCopies: return "sawtooth";
+    case Label::kSawtoothCopies:
+    case Label::kMostlyBusy: return "sawtooth";
     case Label::kPlateauLaunch:
     case Label::kPlateauBusyIdle: return "plateau";
     case Label::kMemoryBound: return "memory_bound";
@@ -57,9 +58,13 @@ Label classify(const Features& f, const Signals& s) {
   if (u < th::kIdleUtilPercent && (!gpm || f.sm.mean < th::kIdleUtilPercent)) return Label::kIdle;
 
   const Levels& wl = f.use_util ? f.util : f.sm;
-  if (f.acf && wl.p95 - wl.p05 >= th::kSawtoothAmplitudePercent && wl.p05 <= th::kSawtoothTroughMaxPercent)
-    // Peaks that never saturate: bursts shorter than the sensor's sample.
-    return wl.p95 < th::kSaturatedPercent ? Label::kSawtoothFast : Label::kSawtooth;
+  if (f.acf && wl.p95 - wl.p05 >= th::kSawtoothAmplitudePercent && wl.p05 <= th::kSawtoothTroughMaxPercent) {
+    // Peaks that never saturate with a period the sensor resolves: bursts that do not fill the GPU
+    // (small batches), read from the curve. With a period near the sample period: bursts shorter
+    // than the sensor's sample, averaged down.
+    const bool resolved = f.period_s >= th::kResolvedPeriodSamples * s.util_period_s;
+    return wl.p95 < th::kSaturatedPercent && !resolved ? Label::kSawtoothFast : Label::kSawtooth;
+  }
 
   if (u >= th::kBusyUtilPercent) {
     if (gpm && f.tensor.n > 0 && f.dram.n > 0) {
@@ -83,9 +88,10 @@ Label classify(const Features& f, const Signals& s) {
   // power-bound, healthy.
   if (u >= th::kPowerBoundMinUtilPercent && power_bound(f, s) && (!gpm || f.sm.mean >= th::kBusyIdleSmRatio * u))
     return Label::kHealthy;
-  // Busy most of the time with the chip at work: gaps too short to see lose less than the
-  // warning share; a well-fed job, not a finding.
-  if (u >= 100 * (1 - th::kWarningLostShare) && chip_at_work(f, s, u)) return Label::kHealthy;
+  // Busy most of the time with the chip at work: saturated (work the utilization counts short,
+  // a decode engine) or losing the rest in gaps shorter than the sensor (launches, a sync each
+  // step). The same telemetry has meant both on real jobs: never called healthy, said undecided.
+  if (u >= 100 * (1 - th::kWarningLostShare) && chip_at_work(f, s, u)) return Label::kMostlyBusy;
   if (gpm) {
     // The host's copies, not its launches: PCIe moves far more per unit of busy time than any
     // loop that only computes.

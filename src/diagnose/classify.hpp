@@ -27,7 +27,8 @@ enum class Label {
   kPlateauLaunch,
   kPlateauBusyIdle,
   kMemoryBound,
-  kBusyUnproven  // busy, but nothing in the input can show whether the chip works or waits
+  kBusyUnproven,  // busy, but nothing in the input can show whether the chip works or waits
+  kMostlyBusy     // busy 70-85 % with the chip at work: saturated, or losing the rest in short gaps
 };
 
 // The catalog id a label reports as ("sawtooth" for both sawtooth labels, ...).

@@ -276,6 +276,7 @@ void add_run_finding(int g, const Signals& s, const WindowGrid& wg, const Run& r
     case Label::kPlateauBusyIdle: out.push_back(detail::plateau_finding(g, f, l, s)); break;
     case Label::kMemoryBound: out.push_back(detail::memory_bound_finding(g, f)); break;
     case Label::kBusyUnproven: out.push_back(detail::busy_unproven_finding(g, f)); break;
+    case Label::kMostlyBusy: out.push_back(detail::mostly_busy_finding(g, f, s)); break;
   }
 }
 

@@ -77,8 +77,11 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
     // The share of time the curve stands in its upper half: the bursts' share of the period.
     duty = std::clamp(f.above_mid_share, 0.0, 1.0);
   }
-  const double lost_s = span * (1 - duty);
-  const double lost_share = 1 - duty;
+  // Bursts that do not fill the GPU lose time inside them too: the mean level is what was used.
+  const bool unfilled = !fast && peak < th::kSaturatedPercent;
+  const double used = unfilled ? std::clamp(busy_level(f) / 100.0, 0.0, duty) : duty;
+  const double lost_s = span * (1 - used);
+  const double lost_share = 1 - used;
   Finding out = findings::make_finding("sawtooth", severity_for_lost(lost_share));
   out.gpus = {g};
   out.window = {f.t0, f.t1};
@@ -110,6 +113,16 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
         pct(lost_share * 100), span);
     if (below_resolution)
       out.caveats.push_back("period near the sensor's resolution: confirm with a profiler (gpudoc profile)");
+    if (unfilled) {
+      out.message += fmt::format(
+          "; the bursts themselves reach only {} {}: inside a burst the GPU is not filled either (small "
+          "batches, or launches and syncs between kernels)",
+          pct(peak), f.use_util ? "utilization" : "SM activity");
+      out.next_steps.insert(
+          out.next_steps.begin(),
+          "The bursts do not fill the GPU: batch more work per burst (larger or dynamic batches for a "
+          "service), then see inside one burst with `gpudoc profile -- CMD`");
+    }
   }
   out.confidence = conf;
   if (!fast) {
@@ -122,11 +135,14 @@ Finding sawtooth_finding(int g, const Features& f, bool fast, const Signals& s) 
   add(out, "peak_percent", peak, "percent",
       fast ? "assumed full-chip bursts" : fmt::format("95th percentile of {}", sig));
   add(out, "trough_percent", trough, "percent", fast ? "assumed idle gaps" : fmt::format("5th percentile of {}", sig));
-  add(out, "gpu_time_lost_s", lost_s, "s", "analysed span x (1 - duty cycle)");
-  add(out, "gpu_time_lost_share", lost_share, "1", "1 - duty cycle");
+  add(out, "gpu_time_lost_s", lost_s, "s",
+      unfilled ? "analysed span x (1 - mean utilization): the bursts do not fill the GPU"
+               : "analysed span x (1 - duty cycle)");
+  add(out, "gpu_time_lost_share", lost_share, "1", unfilled ? "1 - mean utilization" : "1 - duty cycle");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   if (has_gpm(f)) add(out, "mean_sm_activity_percent", f.sm.mean, "percent", "GPM SM activity, mean over the span");
   out.details = {{"below_sensor_resolution", below_resolution},
+                 {"bursts_saturate", !fast && !unfilled},
                  {"period_s", fast ? nlohmann::json(nullptr) : nlohmann::json(f.period_s)},
                  {"duty_cycle", duty},
                  {"peak_percent", peak},
@@ -295,6 +311,40 @@ Finding busy_unproven_finding(int g, const Features& f) {
                         "`gpudoc record` (GPM SM activity shows the chip's work directly)");
   add(out, "mean_utilization_percent", busy_level(f), "percent", "mean over the span");
   if (f.power.n > 0) add(out, "mean_power_watts", f.power.mean, "W", "board power");
+  return out;
+}
+
+Finding mostly_busy_finding(int g, const Features& f, const Signals& s) {
+  const double u = busy_level(f), span = f.t1 - f.t0;
+  const double lost_share = std::clamp(1 - u / 100, 0.0, 1.0);
+  Finding out = findings::make_finding("sawtooth", severity_for_lost(lost_share));
+  out.gpus = {g};
+  out.window = {f.t0, f.t1};
+  out.confidence = th::kBaseConfidence * span_confidence(span) * th::kGuessFactor;
+  const bool gpm = has_gpm(f);
+  out.message = fmt::format(
+      "GPU {} is busy {} of the time with the chip at work ({}): the other {} ({:.1f} s of {:.1f} s) may be gaps "
+      "shorter than the {:.0f} ms sensor (launches, a sync each step, host work) or work the utilization counts "
+      "short; the telemetry cannot tell which",
+      g, pct(u),
+      gpm ? fmt::format("GPM SM activity {}", pct(f.sm.mean))
+          : fmt::format("{:.0f} W, {:.1f}x the idle floor", f.power.mean, share_of(f.power.mean, s.power_floor_w)),
+      pct(lost_share * 100), span * lost_share, span, std::max(s.util_period_s, th::kUtilSensorPeriodS) * 1000);
+  out.caveats.push_back("not called healthy: a GPU busy this share of the time may still lose the rest in gaps");
+  out.next_steps.insert(out.next_steps.begin(),
+                        "Measure the gaps: `gpudoc profile -- CMD` says whether the GPU waits between kernels "
+                        "(launches, syncs, host work) and what each step would gain");
+  add(out, "mean_utilization_percent", u, "percent", "mean over the span");
+  if (gpm) add(out, "mean_sm_activity_percent", f.sm.mean, "percent", "GPM SM activity, mean over the span");
+  add(out, "gpu_time_lost_s", span * lost_share, "s", "at most: analysed span x (1 - mean utilization)");
+  add(out, "gpu_time_lost_share", lost_share, "1", "at most: 1 - mean utilization");
+  out.details = {{"below_sensor_resolution", true},
+                 {"period_s", nullptr},
+                 {"duty_cycle", 1 - lost_share},
+                 {"gpu_time_lost_s", span * lost_share},
+                 {"gpu_time_lost_share", lost_share},
+                 {"sensor_period_s", s.util_period_s},
+                 {"undecided_between", {"healthy", "sawtooth"}}};
   return out;
 }
 

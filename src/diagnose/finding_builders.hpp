@@ -37,6 +37,10 @@ namespace gpudoc::diagnose::detail {
 // Busy, but nothing in the input shows whether the chip works or waits (no GPM, no power limit, no
 // idle power floor): an insufficient_data finding that says what to log.
 [[nodiscard]] findings::Finding busy_unproven_finding(int g, const Features& f);
+// Busy 70-85 % with the chip at work: a sawtooth below the sensor's resolution at the severity of
+// the unused share, which says it may as well be saturated (details.undecided_between healthy and
+// sawtooth) and names the command that decides.
+[[nodiscard]] findings::Finding mostly_busy_finding(int g, const Features& f, const Signals& s);
 // gpus[i]: GPU i over the pulse's span.
 [[nodiscard]] findings::Finding pulse_finding(const PulseRoles& r, const std::vector<Activity>& gpus);
 

@@ -75,9 +75,12 @@ inline constexpr double kMemoryBoundTensorMaxPercent = 10;  // tensor activity b
 // --- Sawtooth --------------------------------------------------------------------------------
 inline constexpr double kSawtoothAmplitudePercent = 40;  // p95 - p05 of util at least: a real swing
 inline constexpr double kSawtoothTroughMaxPercent = 25;  // p05 at most: troughs reach (near) idle
-inline constexpr double kAcfPeakMin = 0.3;               // autocorrelation peak at least: periodic
-inline constexpr double kMaxPeriodS = 30;                // longest period looked for (and <= half a window)
-inline constexpr std::size_t kAcfMaxCells = 3000;        // autocorrelation over at most 300 s of a run (speed)
+// A period of at least this many utilization samples is read from the curve (period and duty),
+// whatever the bursts' own level; shorter ones alias and are averaged by the sensor.
+inline constexpr double kResolvedPeriodSamples = 3;
+inline constexpr double kAcfPeakMin = 0.3;         // autocorrelation peak at least: periodic
+inline constexpr double kMaxPeriodS = 30;          // longest period looked for (and <= half a window)
+inline constexpr std::size_t kAcfMaxCells = 3000;  // autocorrelation over at most 300 s of a run (speed)
 // Below sensor resolution: a flat middle level whose SM activity is a large share of util means
 // full-chip bursts alternating with idle faster than the 200 ms sample (sawtooth p100: SM/util
 // 0.93; tiny kernels: 0.0).

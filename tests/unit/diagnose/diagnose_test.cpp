@@ -664,9 +664,10 @@ TEST(DiagnoseRealJobs, StarvedLoopIsSawtoothNotIdle) {
   EXPECT_GT(evidence(*f, "gpu_time_lost_s"), 25);
 }
 
-// Bursts that never reach saturation (util wandering 0-55 %): below resolution, duty from the
-// mean busy level, not from (mean - trough) / (peak - trough).
-TEST(DiagnoseRealJobs, UnsaturatedBurstsAreBelowResolution) {
+// Bursts of a service every 2 s that never fill the GPU (util 50 % inside them, 0 between): the
+// sensor resolves the period, so period and duty are read from the curve, and what the bursts
+// themselves use is said; the time lost counts the unfilled bursts too.
+TEST(DiagnoseRealJobs, UnfilledBurstsWithAResolvedPeriodSayPeriodDutyAndLevel) {
   auto t = make_trace(1);
   Shape s;
   s.util = square(2.0, 0.5, 50, 2);
@@ -676,8 +677,28 @@ TEST(DiagnoseRealJobs, UnsaturatedBurstsAreBelowResolution) {
   const auto d = run(t);
   const Finding* f = find(d, "sawtooth");
   ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->details["below_sensor_resolution"].get<bool>());
+  EXPECT_FALSE(f->details["bursts_saturate"].get<bool>());
+  EXPECT_NEAR(evidence(*f, "period_s"), 2.0, 0.2);
+  EXPECT_NEAR(evidence(*f, "duty_cycle_percent"), 50, 8);
+  EXPECT_NEAR(evidence(*f, "gpu_time_lost_share"), 0.74, 0.05);  // 1 - mean util (26 %)
+  EXPECT_NE(f->message.find("bursts themselves reach only"), std::string::npos) << f->message;
+  ASSERT_FALSE(f->next_steps.empty());
+  EXPECT_NE(f->next_steps.front().find("batch more work per burst"), std::string::npos);
+}
+
+// The same level alternating every 0.4 s (two samples): the sensor cannot resolve it.
+TEST(DiagnoseRealJobs, UnfilledBurstsFasterThanTheSensorAreBelowResolution) {
+  auto t = make_trace(1);
+  Shape s;
+  s.util = square(0.4, 0.5, 50, 2);
+  s.sm = square(0.4, 0.5, 40, 1);
+  s.power = constant(300);
+  fill_gpu(t, 0, 0, 30, s);
+  const auto d = run(t);
+  const Finding* f = find(d, "sawtooth");
+  ASSERT_NE(f, nullptr);
   EXPECT_TRUE(f->details["below_sensor_resolution"].get<bool>());
-  EXPECT_NEAR(evidence(*f, "duty_cycle_percent"), 26, 3);  // the mean util, not 50 %
 }
 
 // A checkpoint of 0.5 s every 5 s loses ~10 %: say so, at info (CI gates on warning stay quiet).
