@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,10 +53,15 @@ class GuardSession : public ::testing::Test {
  protected:
   void SetUp() override { ::setenv("PYTHONPATH", (std::string(GPUDOC_SOURCE_DIR) + "/python").c_str(), 1); }
 
+  // The profile's times count from the moment the job joined (its hello), so that a loaded machine
+  // that starts Python slowly still sees every step of it; before, the first temperature holds.
   void script(const Profile& profile) {
-    fake_.set_value_fn([profile](int, gpu::Metric m, double t) {
+    fake_.set_value_fn([this, profile](int, gpu::Metric m, double t) {
       switch (m) {
-        case gpu::Metric::kGpuTemperatureCelsius: return temperature_at(profile, t);
+        case gpu::Metric::kGpuTemperatureCelsius: {
+          const double joined = joined_at_.load();
+          return joined < 0 ? profile.front().second : temperature_at(profile, t - joined);
+        }
         case gpu::Metric::kMemoryTemperatureCelsius: return 60.0;
         case gpu::Metric::kPowerWatts: return 650.0;
         case gpu::Metric::kMemoryUsedBytes: return 20.0 * (1 << 30);
@@ -72,7 +78,13 @@ class GuardSession : public ::testing::Test {
     std::thread other;
     if (beside) other = std::thread([&] { beside(*channel); });
     std::atomic<int> stops{0};
-    r.result = run_session(fake_, clock_, *channel, o, stops, [&](const json& e) { r.events.push_back(e); });
+    r.result = run_session(fake_, clock_, *channel, o, stops, [&](const json& e) {
+      if (e["type"] == "job_joined" && (e.value("connected", false) || !origin_on_hello_) && joined_at_.load() < 0) {
+        joined_at_ = std::chrono::duration<double>(clock_.now() - created_).count();
+        if (on_join_) on_join_();
+      }
+      r.events.push_back(e);
+    });
     if (other.joinable()) other.join();
     return r;
   }
@@ -86,7 +98,11 @@ class GuardSession : public ::testing::Test {
   }
 
   core::SystemClock clock_;
+  core::MonoTime created_ = clock_.now();  // the fake's time 0 (it is made right after)
   gpu::FakeBackend fake_{clock_, 1};
+  std::atomic<double> joined_at_{-1};  // the job's hello, in the fake's seconds; -1: not yet
+  std::function<void()> on_join_;      // called once, when the job joins
+  bool origin_on_hello_ = true;        // false: a job that never connects joins when it is spawned
 };
 
 TEST_F(GuardSession, LevelsOneTwoThreeReachTheJobAndPauseAndResumeNoncriticalWork) {
@@ -145,6 +161,7 @@ TEST_F(GuardSession, AJobThatDiesEndsTheGuardWithItsExitCode) {
 
 TEST_F(GuardSession, AJobThatDoesNotListenGetsOnlyTheSignalsItOptedInTo) {
   // Level 3 (checkpoint_now, stop) once the job has had time to install its SIGTERM handler.
+  origin_on_hello_ = false;  // it never says hello
   script({{0, 70}, {1.5, 93}});
   SessionOptions o = options({"python3", kJobs + "signal_job.py", "20"});
   o.signal_opt_in = {Action::kStop};  // SIGUSR1 would kill this job: it opted in to stop alone
@@ -162,7 +179,7 @@ TEST_F(GuardSession, AJobThatDoesNotListenGetsOnlyTheSignalsItOptedInTo) {
 
 TEST_F(GuardSession, ALostGpuIsFatalAndOnlySuggestsAReset) {
   script({{0, 70}});
-  fake_.lose_gpu(0, clock_.now() + std::chrono::milliseconds(1500));
+  on_join_ = [this] { fake_.lose_gpu(0, clock_.now() + std::chrono::milliseconds(1500)); };
   Outcome r = run(options({"python3", kJobs + "listening_job.py", "--max-s", "20"}));
   ASSERT_TRUE(r.result);
   EXPECT_EQ(r.result->exit_code, 0);
