@@ -56,6 +56,7 @@ nlohmann::json to_json(const CollectSpec& s) {
   nlohmann::json j = {{"bench", s.bench},   {"bench_keys", s.bench_keys}, {"bench_mode", s.bench_mode},
                       {"device", s.device}, {"probe", s.probe},           {"command", command},
                       {"repeat", s.repeat}, {"timeout_s", s.timeout_s}};
+  if (s.check_repeat > 0) j["check_repeat"] = s.check_repeat;
   if (any_invalid_utf8(s.command)) {
     nlohmann::json hex = nlohmann::json::array();
     for (const auto& a : s.command) hex.push_back(hex_of(a));
@@ -77,6 +78,7 @@ core::Result<CollectSpec> spec_from_json(const nlohmann::json& j) {
     s.probe = j.value("probe", false);
     if (j.contains("command") && j["command"].is_array()) s.command = j["command"].get<std::vector<std::string>>();
     s.repeat = std::max(1, j.value("repeat", 1));
+    s.check_repeat = std::max(0, j.value("check_repeat", 0));
     s.timeout_s = j.value("timeout_s", 0.0);
   } catch (const nlohmann::json::exception& e) {
     return core::Error(core::ErrorKind::kBadInput,
@@ -261,6 +263,12 @@ core::Status collect_probe(const CollectSpec& spec, const CollectEnv& env, Figur
   return {};
 }
 
+nlohmann::json definitions_json(const std::string& scope) {
+  nlohmann::json d = nlohmann::json::object();
+  for (const auto& [name, text] : figure_definitions({{"gpu_figures_scope", scope}})) d[name] = text;
+  return d;
+}
+
 // The figures one workload run adds (its own, wall_s, the GPU's) and its line in details.
 void add_workload_run(const WorkloadRun& run, int index, const std::string& trace, FigureAccumulator& figs,
                       Collected& out) {
@@ -298,7 +306,10 @@ void add_workload_run(const WorkloadRun& run, int index, const std::string& trac
     figs.add("gpu_utilization_mean_percent", "percent", "gpudoc", Direction::kUnknown, *g.utilization_mean_percent);
   if (g.energy_joules && !run.stopped_by)
     figs.add("gpu_energy_joules", "J", "gpudoc", Direction::kLowerIsBetter, *g.energy_joules);
+  if (g.startup_s) figs.add("startup_s", "s", "gpudoc", Direction::kLowerIsBetter, *g.startup_s);
+  if (g.active_s && !run.stopped_by) figs.add("gpu_active_s", "s", "gpudoc", Direction::kLowerIsBetter, *g.active_s);
   out.details["gpu_figures_scope"] = g.scope;
+  out.details["figure_definitions"] = definitions_json(g.scope);
   if (!g.absent_reason.empty()) out.notes.push_back("GPU figures absent: " + g.absent_reason);
 }
 
@@ -352,6 +363,36 @@ core::Status collect_workload(const CollectSpec& spec, const CollectEnv& env, Fi
 }
 
 }  // namespace
+
+int workload_runs(const nlohmann::json& details) {
+  if (!details.is_object() || !details.contains("workload_runs") || !details["workload_runs"].is_array()) return 1;
+  return std::max<int>(1, static_cast<int>(details["workload_runs"].size()));
+}
+
+std::map<std::string, std::string> figure_definitions(const nlohmann::json& details) {
+  std::map<std::string, std::string> d;
+  if (!details.is_object()) return d;
+  if (details.contains("figure_definitions") && details["figure_definitions"].is_object()) {
+    for (const auto& [name, text] : details["figure_definitions"].items())
+      if (text.is_string()) d[name] = text.get<std::string>();
+    return d;
+  }
+  // Before definitions were stored, the scope was: it decides what the GPU figures measured.
+  d["wall_s"] = "the command's wall time, from its spawn to its exit";
+  if (!details.contains("gpu_figures_scope") || !details["gpu_figures_scope"].is_string()) return d;
+  const std::string scope = details["gpu_figures_scope"].get<std::string>();
+  const bool tree = scope == "process tree";
+  d["gpu_memory_peak_bytes"] =
+      tree ? "the peak GPU memory of the command's processes" : "the rise of the whole GPUs' used memory";
+  d["gpu_utilization_mean_percent"] =
+      tree ? "the mean utilization of the GPUs the command used" : "the mean utilization of every GPU";
+  d["gpu_energy_joules"] = tree ? "the energy of the GPUs the command used" : "the energy of every GPU";
+  d["startup_s"] = tree ? "from the spawn to the first busy sample of the GPUs the command used"
+                        : "from the spawn to the first busy sample of any GPU";
+  d["gpu_active_s"] = tree ? "from the first to the last busy sample of the GPUs the command used"
+                           : "from the first to the last busy sample of any GPU";
+  return d;
+}
 
 core::Result<Collected> collect(const CollectSpec& spec, const CollectFilter& filter, const CollectEnv& env) {
   Collected out;

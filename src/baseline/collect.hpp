@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,6 +44,7 @@ struct CollectSpec {
   bool probe = false;
   std::vector<std::string> command;  // the workload; empty: none
   int repeat = 1;                    // runs of the probe and the workload (samples add up)
+  int check_repeat = 0;              // runs a check makes; 0: as repeat (a spec stored before it)
   double timeout_s = 0;              // per workload run; 0: none
 };
 // The spec as stored. A command argument that is not valid UTF-8 is shown with U+FFFD in
@@ -93,6 +95,13 @@ class FigureAccumulator {
   std::vector<Figure> figures_;
   std::unordered_map<std::string, std::size_t> index_;
 };
+
+// What gpudoc's own figures of a run measured, from the run's details (figure_definitions, or for
+// a run stored before they were, its gpu_figures_scope): name -> a sentence. Two runs whose
+// sentence for a figure differs measured different things (compare.hpp: "redefined").
+[[nodiscard]] std::map<std::string, std::string> figure_definitions(const nlohmann::json& details);
+// The workload runs a run's details list (at least 1).
+[[nodiscard]] int workload_runs(const nlohmann::json& details);
 
 // The machine this runs on: GPU models, driver and CUDA version from the backend when there is
 // one (else `no_gpu_reason` is kept in extra).

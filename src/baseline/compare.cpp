@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -18,6 +19,29 @@ double noise_percent(const std::vector<double>& samples) {
   dev.reserve(samples.size());
   for (double s : samples) dev.push_back(std::fabs(s - m));
   return 1.4826 * median(dev) / std::fabs(m) * 100.0;
+}
+
+double student_t_99(std::size_t df) noexcept {
+  // Exact to three decimals up to 30 degrees of freedom; beyond, the Cornish-Fisher expansion
+  // around the normal quantile (2.457 at 30, 2.326 at infinity) is as close.
+  static constexpr double kTable[] = {31.821, 6.965, 4.541, 3.747, 3.365, 3.143, 2.998, 2.896, 2.821, 2.764,
+                                      2.718,  2.681, 2.650, 2.624, 2.602, 2.583, 2.567, 2.552, 2.539, 2.528,
+                                      2.518,  2.508, 2.500, 2.492, 2.485, 2.479, 2.473, 2.467, 2.462, 2.457};
+  if (df == 0) return HUGE_VAL;
+  if (df <= std::size(kTable)) return kTable[df - 1];
+  const double z = 2.326348, n = static_cast<double>(df);
+  const double z3 = z * z * z, z5 = z3 * z * z;
+  return z + (z3 + z) / (4 * n) + (5 * z5 + 16 * z3 + 3 * z) / (96 * n * n);
+}
+
+double standard_deviation(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
 std::optional<double> mann_whitney_greater_p(const std::vector<double>& a, const std::vector<double>& b) {
@@ -85,6 +109,8 @@ const char* to_string(Verdict v) noexcept {
     case Verdict::kMissing: return "missing";
     case Verdict::kNew: return "new";
     case Verdict::kInfo: return "info";
+    case Verdict::kUngated: return "not gated";
+    case Verdict::kRedefined: return "redefined";
   }
   return "?";
 }
@@ -104,7 +130,23 @@ std::vector<std::string> Comparison::failing_sources() const {
 
 namespace {
 
-FigureComparison judge(const Figure& base, const Figure& now, const Config& config) {
+// A per-run figure's noise, bound and (when it cannot gate yet) verdict: CompareContext's rule.
+void per_run_noise(const Figure& base, const Figure& now, const CompareContext& ctx, FigureComparison& c) {
+  c.per_run = true;
+  std::vector<double> runs = base.samples;
+  if (const auto it = ctx.earlier.find(base.name); it != ctx.earlier.end())
+    runs.insert(runs.end(), it->second.begin(), it->second.end());
+  c.noise_runs = runs.size();
+  const double ref = std::fabs(*c.baseline_median);
+  c.noise_percent = runs.size() >= kMinRunsForNoise && ref > 0 ? standard_deviation(runs) / ref * 100.0 : 0;
+  const double spread = std::sqrt(1.0 / static_cast<double>(std::max<std::size_t>(1, base.samples.size())) +
+                                  1.0 / static_cast<double>(std::max<std::size_t>(1, now.samples.size())));
+  c.bound_percent = runs.size() >= kMinRunsForNoise
+                        ? std::max(c.rule.threshold_percent, student_t_99(runs.size() - 1) * c.noise_percent * spread)
+                        : c.rule.threshold_percent;
+}
+
+FigureComparison judge(const Figure& base, const Figure& now, const Config& config, const CompareContext& ctx) {
   FigureComparison c;
   c.name = base.name;
   c.unit = base.unit.empty() ? now.unit : base.unit;
@@ -114,8 +156,15 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
   c.now_samples = now.samples.size();
   c.baseline_median = median(base.samples);
   c.now_median = median(now.samples);
-  c.noise_percent = noise_percent(base.samples);
-  c.bound_percent = std::max(c.rule.threshold_percent, config.noise_k * c.noise_percent);
+  const bool per_run = (base.source == "gpudoc" || base.source == "workload") && ctx.baseline_runs > 0 &&
+                       ctx.now_runs > 0 && base.samples.size() <= static_cast<std::size_t>(ctx.baseline_runs) &&
+                       now.samples.size() <= static_cast<std::size_t>(ctx.now_runs);
+  if (per_run) {
+    per_run_noise(base, now, ctx, c);
+  } else {
+    c.noise_percent = noise_percent(base.samples);
+    c.bound_percent = std::max(c.rule.threshold_percent, config.noise_k * c.noise_percent);
+  }
   const double b = *c.baseline_median, n = *c.now_median;
   if (b != 0) {
     c.change_percent = (n - b) / std::fabs(b) * 100.0;
@@ -123,6 +172,15 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
     c.change_percent = n > 0 ? HUGE_VAL : -HUGE_VAL;  // from zero: any change is unbounded
   } else {
     c.change_percent = 0;
+  }
+  const auto bd = ctx.baseline_definitions.find(base.name), nd = ctx.now_definitions.find(base.name);
+  if (bd != ctx.baseline_definitions.end() && nd != ctx.now_definitions.end() && bd->second != nd->second) {
+    c.verdict = Verdict::kRedefined;
+    c.note = fmt::format(
+        "not compared: measured as \"{}\" in the baseline, as \"{}\" now (record the baseline "
+        "again to gate it)",
+        bd->second, nd->second);
+    return c;
   }
   if (c.rule.direction == Direction::kUnknown) {
     c.verdict = Verdict::kInfo;
@@ -134,13 +192,30 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
     c.note = fmt::format("change below the figure's resolution ({:g} {})", c.rule.min_change, c.unit);
     return c;
   }
+  if (c.per_run && c.noise_runs < kMinRunsForNoise) {
+    const std::size_t need = kMinRunsForNoise - c.noise_runs;
+    c.verdict = Verdict::kUngated;
+    c.note = fmt::format(
+        "not gated yet: one value per run, and its run-to-run noise needs {} runs ({} so far); "
+        "{} more passing check{} or `baseline record --repeat {}` will measure it",
+        kMinRunsForNoise, c.noise_runs, need, need == 1 ? "" : "s", kMinRunsForNoise);
+    return c;
+  }
   const bool lower_better = c.rule.direction == Direction::kLowerIsBetter;
   const double worse_by = lower_better ? *c.change_percent : -*c.change_percent;  // > 0: worse
   const bool beyond = std::fabs(worse_by) > c.bound_percent;
-  const bool rank_test = base.samples.size() >= kMinSamplesForRankTest && now.samples.size() >= kMinSamplesForRankTest;
+  const bool rank_test =
+      !c.per_run && base.samples.size() >= kMinSamplesForRankTest && now.samples.size() >= kMinSamplesForRankTest;
   if (!beyond) {
     c.verdict = Verdict::kOk;
     c.note = c.bound_percent > c.rule.threshold_percent ? "within the measured noise" : "within the threshold";
+    if (c.per_run)
+      c.note += c.bound_percent > c.rule.threshold_percent
+                    ? fmt::format(
+                          " (noise between runs, from {} runs: a change under {:.1f} % cannot be told from "
+                          "it in {} run{}; --repeat N narrows that by about the square root of N)",
+                          c.noise_runs, c.bound_percent, now.samples.size(), now.samples.size() == 1 ? "" : "s")
+                    : fmt::format(" (noise between runs, from {} runs)", c.noise_runs);
     return c;
   }
   const bool worse = worse_by > 0;
@@ -156,15 +231,18 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
     }
   }
   c.verdict = worse ? Verdict::kRegression : Verdict::kImproved;
-  c.note = rank_test ? fmt::format("beyond the bound, rank test p={:.3g}", c.p_value.value_or(1.0))
-                     : fmt::format("beyond the bound ({} samples: too few for a rank test)",
-                                   std::min(base.samples.size(), now.samples.size()));
+  c.note = rank_test   ? fmt::format("beyond the bound, rank test p={:.3g}", c.p_value.value_or(1.0))
+           : c.per_run ? fmt::format("beyond the 99 % bound for an unchanged run (noise between runs, from {} runs)",
+                                     c.noise_runs)
+                       : fmt::format("beyond the bound ({} samples: too few for a rank test)",
+                                     std::min(base.samples.size(), now.samples.size()));
   return c;
 }
 
 }  // namespace
 
-Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now, const Config& config) {
+Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now, const Config& config,
+                   const CompareContext& context) {
   Comparison out;
   // By name, in O(1): a run may carry 100k figures. The first of a name wins, as a scan would.
   auto index_of = [](const std::vector<Figure>& v) {
@@ -196,7 +274,7 @@ Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure
       out.figures.push_back(std::move(c));
       continue;
     }
-    out.figures.push_back(judge(b, *n, config));
+    out.figures.push_back(judge(b, *n, config, context));
   }
   for (const auto& n : now) {
     if (n.samples.empty() || find(baseline_index, n.name) != nullptr) continue;
@@ -259,6 +337,8 @@ nlohmann::json to_json(const FigureComparison& f) {
                       {"change_percent", opt(f.change_percent)},
                       {"noise_percent", f.noise_percent},
                       {"bound_percent", f.bound_percent},
+                      {"noise_between_runs", f.per_run},
+                      {"noise_runs", f.noise_runs},
                       {"p_value", opt(f.p_value)},
                       {"verdict", to_string(f.verdict)},
                       {"confirmed", f.confirmed},

@@ -17,8 +17,21 @@
 //   missing: the baseline has the figure and the new run does not (counts as a failure: a
 //            workload that stopped reporting accuracy must not pass). new: only the new run has it.
 //   A figure with no known direction is shown as "info" and never gates.
+//
+// A per-run figure — at most one value per workload run (gpudoc's wall_s, gpu_active_s, energy...;
+// a workload figure reported once per run) — has no spread inside a run: its noise is the spread
+// between runs, which one golden run cannot show. Its rule (CompareContext):
+//   runs     = the golden run's values and those of earlier checks that judged it ok (the store's);
+//   noise %  = their standard deviation / |golden median| x 100 (0 with fewer than 3 runs);
+//   bound %  = max(threshold %, t(runs - 1, 0.99) x noise % x sqrt(1/golden runs + 1/runs now)):
+//              a one-sided 99 % prediction bound for an unchanged run (Student's t);
+//   fewer than kMinRunsForNoise runs: "not gated" (its noise is not known yet), said with how many
+//   runs are still needed. Each check that passes adds a run, so the bound narrows as it learns.
+//   A figure measured differently in the two runs (its definition changed) is "redefined": not
+//   compared, the note says both definitions.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,10 +62,18 @@ using core::median;  // 0 for an empty vector (core/numeric.hpp)
 [[nodiscard]] std::optional<double> mann_whitney_greater_p(const std::vector<double>& a, const std::vector<double>& b);
 
 inline constexpr std::size_t kMinSamplesForRankTest = 5;
+// Runs of a per-run figure before its noise is known and it gates.
+inline constexpr std::size_t kMinRunsForNoise = 3;
 
-enum class Verdict { kOk, kImproved, kRegression, kMissing, kNew, kInfo };
-[[nodiscard]] const char* to_string(Verdict v) noexcept;  // "ok", "improved", "regression", "missing", "new", "info"
-[[nodiscard]] bool is_failure(Verdict v) noexcept;        // regression or missing
+// The one-sided 0.99 quantile of Student's t with `df` degrees of freedom (df >= 1).
+[[nodiscard]] double student_t_99(std::size_t df) noexcept;
+// Sample standard deviation (n - 1); 0 with fewer than 2 values.
+[[nodiscard]] double standard_deviation(const std::vector<double>& v);
+
+enum class Verdict { kOk, kImproved, kRegression, kMissing, kNew, kInfo, kUngated, kRedefined };
+// "ok", "improved", "regression", "missing", "new", "info", "not gated", "redefined"
+[[nodiscard]] const char* to_string(Verdict v) noexcept;
+[[nodiscard]] bool is_failure(Verdict v) noexcept;  // regression or missing
 
 struct FigureComparison {
   std::string name;
@@ -66,6 +87,8 @@ struct FigureComparison {
   std::optional<double> change_percent;  // signed: now vs baseline
   double noise_percent = 0;              // of the baseline
   double bound_percent = 0;              // max(threshold, k x noise)
+  bool per_run = false;                  // noise between runs (the rule above), not within one
+  std::size_t noise_runs = 0;            // per-run: the runs its noise was measured on
   std::optional<double> p_value;         // the rank test's, when it ran
   Verdict verdict = Verdict::kOk;
   bool confirmed = false;  // a failure seen again in the confirmation run
@@ -78,8 +101,21 @@ struct Comparison {
   [[nodiscard]] std::vector<std::string> failing_sources() const;  // sources of failing figures
 };
 
+// What a comparison knows beyond the two runs' figures; the gate fills it from the store.
+struct CompareContext {
+  // Workload runs in the golden run (its repeat) and in this one; 0: not known, and every figure
+  // is judged on its own samples (no per-run rule).
+  int baseline_runs = 0;
+  int now_runs = 0;
+  // Earlier values of per-run figures by name: one per earlier check of this baseline that judged
+  // the figure ok (or not gated), oldest first.
+  std::map<std::string, std::vector<double>> earlier{};
+  // What a figure measured, where its producer says (figure_definitions in collect.hpp).
+  std::map<std::string, std::string> baseline_definitions{}, now_definitions{};
+};
+
 [[nodiscard]] Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure>& now,
-                                 const Config& config);
+                                 const Config& config, const CompareContext& context = {});
 
 // The final verdict after a confirmation run: a figure stays a failure only if it failed in
 // `first` and again in `rerun`; otherwise it takes the rerun's verdict with a note. Figures the

@@ -68,6 +68,11 @@ bool any_glob(std::initializer_list<std::string_view> patterns, std::string_view
 Rule default_rule(std::string_view name_in, std::string_view unit_in) {
   const std::string name = lower(name_in), unit = lower(unit_in);
   if (name == "wall_s") return {Direction::kLowerIsBetter, 10, 0.2, "default: wall time (changes under 0.2 s ignored)"};
+  if (name == "gpu_active_s")
+    return {Direction::kLowerIsBetter, 5, 0.2,
+            "default: GPU-busy span (changes under 0.2 s, one utilization sample, ignored)"};
+  if (name == "startup_s")
+    return {Direction::kLowerIsBetter, 10, 0.5, "default: start-up (changes under 0.5 s ignored)"};
   // Order matters: "tokens_per_second" is a throughput even though it ends like a time.
   if (unit == "gb/s" || unit == "gib/s" || unit == "by/s" || any_glob({"*bandwidth*", "*gbps*"}, name))
     return {Direction::kHigherIsBetter, 5, 0, "default: bandwidth"};

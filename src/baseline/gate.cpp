@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "baseline/regression_report.hpp"
 #include "core/clock.hpp"
@@ -81,6 +82,48 @@ std::optional<core::Error> unusable_golden(const BaselineInfo& info, const Store
   return std::nullopt;
 }
 
+// Runs of a baseline read for the noise of its per-run figures: the most recent ones.
+constexpr int kHistoryRuns = 200;
+
+// The golden run's run count and definitions, and what earlier checks measured (compare.hpp).
+CompareContext history_context(CheckPlan& plan) {
+  CompareContext ctx;
+  ctx.baseline_runs = workload_runs(plan.golden.details);
+  ctx.baseline_definitions = figure_definitions(plan.golden.details);
+  // Earlier checks of the same command on a comparable machine, after the golden run: each value
+  // of a figure they judged ok (or could not gate yet) is one more run of its noise.
+  auto runs = plan.store.runs_of(plan.info.name, kHistoryRuns);
+  if (!runs) {
+    core::log_warn("the history of baseline '{}' could not be read ({}); noise from the golden run alone",
+                   plan.info.name, runs.error().message());
+    return ctx;
+  }
+  for (const auto& r : *runs) {
+    if (r.role != "check" || r.id <= plan.golden.id || r.interrupted() || !r.details.is_object()) continue;
+    if (r.details.contains("machine_differences") || r.details.contains("workload_failure") ||
+        !r.details.contains("comparison") || !r.details["comparison"].is_array())
+      continue;
+    if (r.details.value("command_replaced", false)) continue;
+    std::set<std::string> ok;
+    for (const auto& c : r.details["comparison"])
+      if (c.is_object() && c.contains("name") && c["name"].is_string() &&
+          (c.value("verdict", "") == "ok" || c.value("verdict", "") == "not gated"))
+        ok.insert(c["name"].get<std::string>());
+    for (const auto& fig : r.figures)
+      if (ok.count(fig.name) != 0 && (fig.source == "gpudoc" || fig.source == "workload"))
+        ctx.earlier[fig.name].insert(ctx.earlier[fig.name].end(), fig.samples.begin(), fig.samples.end());
+  }
+  return ctx;
+}
+
+// The context of comparing `got` with the plan's golden run.
+CompareContext context_for(const CheckPlan& plan, const Collected& got) {
+  CompareContext ctx = plan.context;
+  ctx.now_runs = workload_runs(got.details);
+  ctx.now_definitions = figure_definitions(got.details);
+  return ctx;
+}
+
 // This machine against the golden run's: differences are refused unless allowed.
 core::Status compare_machines(const CheckPlan& plan, const GateEnv& env, bool allow, CheckOutcome& o) {
   o.machine = probe_machine(env.backend, env.no_gpu_reason);
@@ -103,7 +146,7 @@ core::Status confirm_regression(const CheckPlan& plan, const GateEnv& env, Check
   auto again = collect(plan.spec, filter, collect_env(env));
   if (!again) return again.error().with_context("confirmation run");
   tell_notes(env, again->notes);
-  const Comparison second = compare(plan.golden.figures, again->figures, plan.cfg);
+  const Comparison second = compare(plan.golden.figures, again->figures, plan.cfg, context_for(plan, *again));
   o.cmp = confirm(o.cmp, second);
   o.confirmation = {{"sources", filter.sources}, {"figures", to_json(second)}};
   if (!again->trace_path.empty()) {
@@ -138,7 +181,7 @@ core::Status run_collections(const CheckPlan& plan, const GateEnv& env, const Ch
   o.got = std::move(*got);
   tell_notes(env, o.got.notes);
   o.stopped_by = o.got.stopped_by;
-  o.cmp = compare(plan.golden.figures, o.got.figures, plan.cfg);
+  o.cmp = compare(plan.golden.figures, o.got.figures, plan.cfg, context_for(plan, o.got));
   if (o.got.workload_timed_out)
     o.workload_failure = fmt::format("the workload did not finish within --timeout {} s", plan.spec.timeout_s);
   else if (o.got.workload_exit_code && *o.got.workload_exit_code != 0)
@@ -161,6 +204,7 @@ core::Result<std::int64_t> store_check(CheckPlan& plan, const CheckOutcome& o) {
   run.details = o.got.details;
   run.details["notes"] = o.got.notes;
   run.details["comparison"] = to_json(o.cmp);
+  if (plan.command_replaced) run.details["command_replaced"] = true;
   if (!o.workload_failure.empty()) run.details["workload_failure"] = o.workload_failure;
   if (!o.machine_differences.empty()) run.details["machine_differences"] = o.machine_differences;
   if (o.stopped_by) run.details["interrupted"] = interruption_json(*o.stopped_by);
@@ -232,7 +276,8 @@ core::Result<CollectSpec> record_spec(const RecordRequest& r) {
   spec.device = r.device;
   spec.probe = r.probe;
   spec.command = r.command;
-  spec.repeat = r.repeat > 0 ? r.repeat : 1;
+  spec.repeat = r.repeat > 0 ? r.repeat : (r.command.empty() ? 1 : kGoldenRuns);
+  spec.check_repeat = r.repeat > 0 ? r.repeat : 1;
   spec.timeout_s = r.timeout_s;
   return spec;
 }
@@ -287,9 +332,14 @@ core::Result<CheckPlan> plan_check(const CheckRequest& request) {
   if (auto why = unusable_golden(info, *golden, store.path())) return *why;
   auto spec = spec_from_json(info.spec);
   if (!spec) return spec.error().with_context(fmt::format("baseline '{}' in {}", request.name, store.path()));
-  CheckPlan plan{std::move(*cfg), std::move(store), info, std::move(*golden), std::move(*spec)};
+  CheckPlan plan{std::move(*cfg), std::move(store), info, std::move(*golden), std::move(*spec), {}};
+  plan.command_replaced = !request.command.empty() && request.command != plan.spec.command;
   if (!request.command.empty()) plan.spec.command = request.command;
-  if (request.repeat > 0) plan.spec.repeat = request.repeat;
+  plan.context = history_context(plan);
+  if (request.repeat > 0)
+    plan.spec.repeat = request.repeat;
+  else if (plan.spec.check_repeat > 0)
+    plan.spec.repeat = plan.spec.check_repeat;
   if (request.timeout_s > 0) plan.spec.timeout_s = request.timeout_s;
   return plan;
 }

@@ -88,9 +88,14 @@ struct RecordRequest {
   int device = 0;
   bool probe = false;
   std::vector<std::string> command{};  // the workload; empty: none
-  int repeat = 0;                      // 0: once
+  int repeat = 0;                      // 0: kGoldenRuns with a workload (checks then run it once), else once
   double timeout_s = 0;                // 0: none
 };
+
+// Workload runs of a golden run when --repeat is not given: the fewest that measure the spread of
+// a figure with one value per run (compare.hpp), so it gates from the first check. Checks of such
+// a baseline run the workload once; with --repeat N, record and checks run it N times.
+inline constexpr int kGoldenRuns = kMinRunsForNoise;
 
 // The spec a record runs and stores. Errors: kUsage for --quick with --full, nothing to record (no
 // benchmarks, probe or workload), a negative --repeat or --timeout.
@@ -130,7 +135,11 @@ struct CheckPlan {
   Store store;
   BaselineInfo info;
   StoredRun golden;
-  CollectSpec spec;  // the recorded one with the request's overrides
+  CollectSpec spec;  // the recorded one with the request's overrides (repeat: this check's runs)
+  // The golden run's workload runs and what earlier checks measured of its per-run figures, and
+  // what its figures meant (compare.hpp).
+  CompareContext context;
+  bool command_replaced = false;  // the request ran another command than the recorded one
 };
 
 // Errors: kUsage (a negative --repeat or --timeout, no such store or baseline); kBadInput (a golden

@@ -1,12 +1,20 @@
 #include "baseline/gpu_figures.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "telemetry/trace.hpp"
 
 namespace gpudoc::baseline {
+
+namespace {
+// How long after a context's creation the process list may first show it: its period in a
+// baseline run (workload_run.cpp) and one sample more.
+constexpr double kProcessListLagS = 1.0;
+}  // namespace
 
 GpuFigures gpu_figures_from_trace(const std::string& path, const std::set<pid_t>& tree_in) {
   GpuFigures g;
@@ -22,11 +30,14 @@ GpuFigures gpu_figures_from_trace(const std::string& path, const std::set<pid_t>
       tree.insert(e.fields["pid"].get<std::uint32_t>());
   std::vector<std::size_t> used;
   double memory = 0;
+  std::optional<double> tree_seen;  // the first process sample of the tree on a GPU
   for (std::size_t i = 0; i < t->gpus.size(); ++i) {
     std::map<std::uint32_t, double> peak;
     for (const auto& p : t->gpus[i].processes)
-      if (tree.count(p.sample.pid) != 0 && p.sample.memory_used_bytes)
+      if (tree.count(p.sample.pid) != 0 && p.sample.memory_used_bytes) {
         peak[p.sample.pid] = std::max(peak[p.sample.pid], static_cast<double>(*p.sample.memory_used_bytes));
+        tree_seen = std::min(tree_seen.value_or(p.t), p.t);
+      }
     if (peak.empty()) continue;
     used.push_back(i);
     for (const auto& [pid, bytes] : peak) memory += bytes;
@@ -68,6 +79,23 @@ GpuFigures gpu_figures_from_trace(const std::string& path, const std::set<pid_t>
     }
   }
   if (util_n > 0) g.utilization_mean_percent = util_sum / util_n;
+  // The used GPUs' busy span (any of them above 0 %). The command cannot run a kernel before its
+  // process holds a context, which the process list (read every 0.5 s) shows: a busy sample before
+  // that is the tail of what ran before it (the previous job's last 200 ms sample).
+  const double not_before = tree_seen ? *tree_seen - kProcessListLagS : -HUGE_VAL;
+  std::optional<double> first, last;
+  for (std::size_t i : used) {
+    const auto& u = t->gpus[i].metric(gpu::Metric::kGpuUtilizationPercent);
+    for (std::size_t k = 0; k < u.size(); ++k) {
+      if (u.v[k] <= 0 || u.t[k] < not_before) continue;
+      first = std::min(first.value_or(u.t[k]), u.t[k]);
+      last = std::max(last.value_or(u.t[k]), u.t[k]);
+    }
+  }
+  if (first) {
+    g.startup_s = std::max(0.0, *first);
+    g.active_s = *last - *first;
+  }
   if (energy_any) g.energy_joules = energy;
   return g;
 }

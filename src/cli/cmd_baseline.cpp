@@ -176,8 +176,11 @@ void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
   cmd->add_option("--config", f.config,
                   "thresholds and directions per figure (default: ./gpudoc.baseline.json when present)");
   cmd->add_option("--repeat", f.run.repeat,
-                  record ? "run the probe and the workload N times (samples add up; default 1)"
-                         : "runs of the probe and the workload (default: as recorded)");
+                  record ? "run the probe and the workload N times (samples add up); checks then run them N times too. "
+                           "Default with a workload: 3 golden runs, the fewest that measure a figure's run-to-run "
+                           "noise, and checks run it once"
+                         : "runs of the probe and the workload (default: as recorded; once for a baseline "
+                           "recorded with the default 3 golden runs)");
   cmd->add_option("--timeout", f.run.timeout_s,
                   "stop a workload run that takes longer than this many seconds (SIGTERM, then SIGKILL)");
   cmd->add_option("command", f.run.command, "the workload to run (after --); it reports figures with ::gpudoc lines");
@@ -194,10 +197,14 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
       "later runs on them. A workload reports its figures by printing lines\n"
       "  ::gpudoc {\"step_ms\": 41.2, \"accuracy\": 0.9451}\n"
       "on stdout (or JSON lines into the file named by $GPUDOC_METRICS); gpudoc adds wall time and,\n"
-      "with a GPU, the process tree's peak GPU memory, mean utilization and energy.\n\n"
+      "with a GPU, the process tree's peak GPU memory, mean utilization and energy, its start-up\n"
+      "(startup_s: to the first busy GPU sample) and its GPU-busy span (gpu_active_s).\n\n"
       "A figure regresses when it is worse than the baseline's median by more than its bound\n"
       "(bandwidth 5 %, times 10 %, accuracy 1 %... configurable; never inside 2x the measured noise),\n"
       "significantly so by a rank test when both sides have >= 5 samples, and again in a re-run.\n"
+      "A figure with one value per run (wall_s, gpu_active_s, energy...) is judged on its noise between\n"
+      "runs: the golden runs' and every passing check's (a 99 % prediction bound that narrows as checks\n"
+      "add runs); until 3 runs are known it is shown \"not gated yet\".\n"
       "Results live in one SQLite file (WAL, synchronous=FULL). See README, section Baselines.");
   cmd->require_subcommand(1);
 

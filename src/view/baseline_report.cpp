@@ -71,32 +71,58 @@ std::string render_comparison(const baseline::Comparison& c) {
   return core::render_table(rows);
 }
 
-nlohmann::json figures_json(const std::vector<baseline::Figure>& figs, const baseline::Config& cfg) {
+namespace {
+
+// Each figure's noise and bound as a check would judge it: the golden run against itself, with
+// `runs` workload runs (a per-run figure's noise is the spread between them, compare.hpp).
+std::unordered_map<std::string, baseline::FigureComparison> judged_alone(const std::vector<baseline::Figure>& figs,
+                                                                         const baseline::Config& cfg, int runs) {
+  baseline::CompareContext ctx;
+  ctx.baseline_runs = ctx.now_runs = runs;
+  std::unordered_map<std::string, baseline::FigureComparison> out;
+  for (auto& f : baseline::compare(figs, figs, cfg, ctx).figures) out.try_emplace(f.name, std::move(f));
+  return out;
+}
+
+std::string bound_cell(const baseline::FigureComparison& f) {
+  if (f.verdict == baseline::Verdict::kInfo) return "not gated";
+  if (f.verdict == baseline::Verdict::kUngated) return "not gated yet";
+  return fmt::format("{:.1f} %", f.bound_percent);
+}
+
+}  // namespace
+
+nlohmann::json figures_json(const std::vector<baseline::Figure>& figs, const baseline::Config& cfg, int runs) {
   nlohmann::json arr = nlohmann::json::array();
+  const auto judged = judged_alone(figs, cfg, runs);
   for (const auto& fig : figs) {
-    const auto rule = cfg.rule_for(fig.name, fig.unit, fig.direction);
+    if (fig.samples.empty()) continue;
+    const auto& f = judged.at(fig.name);
     arr.push_back({{"name", fig.name},
                    {"unit", fig.unit},
                    {"source", fig.source},
-                   {"direction", baseline::to_string(rule.direction)},
-                   {"threshold_percent", rule.threshold_percent},
+                   {"direction", baseline::to_string(f.rule.direction)},
+                   {"threshold_percent", f.rule.threshold_percent},
                    {"median", baseline::median(fig.samples)},
-                   {"noise_percent", baseline::noise_percent(fig.samples)},
+                   {"noise_percent", f.noise_percent},
+                   {"noise_between_runs", f.per_run},
+                   {"bound_percent", f.bound_percent},
+                   {"gated", f.verdict != baseline::Verdict::kInfo && f.verdict != baseline::Verdict::kUngated},
                    {"samples", fig.samples}});
   }
   return arr;
 }
 
-std::string render_figures(const std::vector<baseline::Figure>& figs, const baseline::Config& cfg) {
+std::string render_figures(const std::vector<baseline::Figure>& figs, const baseline::Config& cfg, int runs) {
   std::vector<std::vector<std::string>> rows{{"figure", "median", "samples", "noise", "better", "bound", "rule"}};
+  const auto judged = judged_alone(figs, cfg, runs);
   for (const auto& fig : figs) {
-    const auto rule = cfg.rule_for(fig.name, fig.unit, fig.direction);
-    const double noise = baseline::noise_percent(fig.samples);
-    const double bound = std::max(rule.threshold_percent, cfg.noise_k * noise);
-    rows.push_back(
-        {fig.name, core::value_with_unit(baseline::median(fig.samples), fig.unit), std::to_string(fig.samples.size()),
-         fmt::format("{:.1f} %", noise), baseline::to_string(rule.direction),
-         rule.direction == baseline::Direction::kUnknown ? "not gated" : fmt::format("{:.1f} %", bound), rule.origin});
+    if (fig.samples.empty()) continue;
+    const auto& f = judged.at(fig.name);
+    rows.push_back({fig.name, core::value_with_unit(baseline::median(fig.samples), fig.unit),
+                    std::to_string(fig.samples.size()),
+                    fmt::format("{:.1f} %{}", f.noise_percent, f.per_run ? " (runs)" : ""),
+                    baseline::to_string(f.rule.direction), bound_cell(f), f.rule.origin});
   }
   return core::render_table(rows);
 }
@@ -181,18 +207,19 @@ BaselineHistory history_page(const baseline::BaselineInfo& info, const std::vect
   }
   // The golden run may be older than the shown runs (--limit): its figures still set the lines.
   if (golden) {
+    const auto judged = judged_alone(golden->figures, cfg, baseline::workload_runs(golden->details));
     for (const auto& fig : golden->figures) {
       if (fig.samples.empty()) continue;
+      const auto& f = judged.at(fig.name);
       auto it = names.index.find(fig.name);
       if (it == names.index.end()) continue;
       auto& hf = h.figures[it->second];
-      const baseline::Rule rule = cfg.rule_for(fig.name, fig.unit, fig.direction);
       const double med = baseline::median(fig.samples);
-      hf.direction = baseline::to_string(rule.direction);
-      hf.rule = rule.origin;
+      hf.direction = baseline::to_string(f.rule.direction);
+      hf.rule = f.rule.origin;
       hf.baseline_value = med;
-      hf.bound_percent = std::max(rule.threshold_percent, cfg.noise_k * baseline::noise_percent(fig.samples));
-      hf.bound_value = regression_bound(med, hf.bound_percent, rule);
+      hf.bound_percent = f.bound_percent;
+      hf.bound_value = regression_bound(med, hf.bound_percent, f.rule);
     }
   }
   for (auto& hf : h.figures)
@@ -216,7 +243,7 @@ std::string render_recorded(const baseline::Recorded& r, const std::string& stor
   else
     out = fmt::format("{} baseline '{}' ({}) in {}, run {}\n", r.existed ? "re-recorded" : "recorded", nb.name,
                       nb.kinds, store_path, r.run_id);
-  return out + render_figures(r.got.figures, cfg);
+  return out + render_figures(r.got.figures, cfg, baseline::workload_runs(r.got.details));
 }
 
 nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg) {
@@ -228,7 +255,7 @@ nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& sto
           {"interrupted", r.stopped_by ? baseline::interruption_json(*r.stopped_by) : nlohmann::json()},
           {"kinds", r.baseline.kinds},
           {"machine", baseline::to_json(r.baseline.run.machine)},
-          {"figures", figures_json(r.got.figures, cfg)},
+          {"figures", figures_json(r.got.figures, cfg, baseline::workload_runs(r.got.details))},
           {"notes", r.got.notes},
           {"details", r.got.details}};
 }
@@ -258,7 +285,22 @@ std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckO
                      "interrupted\n",
                      core::signal_name(*o.stopped_by), o.run_id);
   if (!o.workload_failure.empty()) out += fmt::format("FAILED: {}\n", o.workload_failure);
-  if (o.exit_code == core::kExitOk) return out + "ok: every figure within its bound\n";
+  if (o.exit_code == core::kExitOk) {
+    std::vector<std::string> ungated, redefined;
+    for (const auto& fig : o.cmp.figures) {
+      if (fig.verdict == baseline::Verdict::kUngated) ungated.push_back(fig.name);
+      if (fig.verdict == baseline::Verdict::kRedefined) redefined.push_back(fig.name);
+    }
+    out += ungated.empty() && redefined.empty() ? "ok: every figure within its bound\n"
+                                                : "ok: every gated figure within its bound\n";
+    if (!ungated.empty())
+      out += fmt::format("not gated yet (their noise between runs is still being measured): {}\n",
+                         fmt::join(ungated, ", "));
+    if (!redefined.empty())
+      out += fmt::format("not compared (measured differently from the baseline; record it again): {}\n",
+                         fmt::join(redefined, ", "));
+    return out;
+  }
   std::size_t n = 0;
   for (const auto& fig : o.cmp.figures) n += baseline::is_failure(fig.verdict) ? 1 : 0;
   if (n > 0)
@@ -368,7 +410,7 @@ std::string render_baseline(const baseline::BaselineInfo& info, const baseline::
                      golden_status_line(golden), spec_lines(spec), m.host,
                      m.gpus.empty() ? std::string("none") : fmt::format("{}", fmt::join(m.gpus, ", ")),
                      m.driver_version.empty() ? "—" : m.driver_version, m.cuda_version.empty() ? "—" : m.cuda_version) +
-         render_figures(golden.figures, cfg);
+         render_figures(golden.figures, cfg, baseline::workload_runs(golden.details));
 }
 
 nlohmann::json baseline_json(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
@@ -385,7 +427,7 @@ nlohmann::json baseline_json(const baseline::BaselineInfo& info, const baseline:
           {"machine", baseline::to_json(golden.machine)},
           {"run_id", golden.id},
           {"gpudoc_version", golden.gpudoc_version},
-          {"figures", figures_json(golden.figures, cfg)},
+          {"figures", figures_json(golden.figures, cfg, baseline::workload_runs(golden.details))},
           {"details", golden.details}};
 }
 

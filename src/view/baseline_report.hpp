@@ -31,8 +31,12 @@ namespace gpudoc::view {
 [[nodiscard]] std::string render_comparison(const baseline::Comparison& c);
 
 // figure | median | samples | noise | better | bound | rule, under the config's rules.
-[[nodiscard]] std::string render_figures(const std::vector<baseline::Figure>& figures, const baseline::Config& cfg);
-[[nodiscard]] nlohmann::json figures_json(const std::vector<baseline::Figure>& figures, const baseline::Config& cfg);
+// A golden run's figures (`runs`: its workload runs), each with its noise and bound as a check
+// judges them (compare.hpp).
+[[nodiscard]] std::string render_figures(const std::vector<baseline::Figure>& figures, const baseline::Config& cfg,
+                                         int runs);
+[[nodiscard]] nlohmann::json figures_json(const std::vector<baseline::Figure>& figures, const baseline::Config& cfg,
+                                          int runs);
 
 // The runs (oldest first, * marks the golden one) and a trend line per figure.
 [[nodiscard]] std::string render_history(const baseline::BaselineInfo& info,

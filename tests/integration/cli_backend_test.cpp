@@ -281,7 +281,7 @@ TEST(CliBackend, BaselineRecordsTheGpusOfAReplay) {
   EXPECT_TRUE(contains(figure_names(j), "gpu_utilization_mean_percent")) << j["figures"].dump();
 }
 
-// ---- flags (issue 21) ----
+// ---- flags ----
 
 TEST(CliFlags, GpusAndPeriodDoNotSwallowTheTrace) {
   auto r = run_gpudoc("watch --gpus 0 " + data_file("sawtooth_p1000_d50.jsonl") + " --speed 20 --once --no-clear");

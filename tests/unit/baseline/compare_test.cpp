@@ -172,6 +172,107 @@ TEST(Compare, WallTimeBelowResolutionIsOk) {
   EXPECT_EQ(g.verdict, Verdict::kRegression);
 }
 
+CompareContext runs(int golden, int now) {
+  CompareContext ctx;
+  ctx.baseline_runs = golden;
+  ctx.now_runs = now;
+  return ctx;
+}
+
+Figure wall(std::vector<double> samples) { return fig("wall_s", std::move(samples), "s", std::nullopt, "gpudoc"); }
+
+TEST(StudentT, QuantilesMatchTheTablesAndApproachTheNormal) {
+  EXPECT_NEAR(student_t_99(1), 31.821, 1e-3);
+  EXPECT_NEAR(student_t_99(2), 6.965, 1e-3);
+  EXPECT_NEAR(student_t_99(30), 2.457, 1e-3);
+  EXPECT_NEAR(student_t_99(40), 2.423, 2e-3);   // tables: 2.423
+  EXPECT_NEAR(student_t_99(120), 2.358, 2e-3);  // tables: 2.358
+  EXPECT_GT(student_t_99(31), 2.326);
+  EXPECT_LT(student_t_99(31), student_t_99(30));
+  EXPECT_NEAR(student_t_99(100000), 2.3263, 1e-3);
+  EXPECT_NEAR(standard_deviation({1, 2, 3}), 1.0, 1e-12);
+  EXPECT_EQ(standard_deviation({5}), 0.0);
+}
+
+TEST(PerRun, OneGoldenRunIsNotGatedAndSaysWhatIsMissing) {
+  const Config cfg;
+  // The unchanged 5 s job of the gate's results page: one golden run of 17.2 s, a check of 13.7 s.
+  auto f = only(compare({wall({17.2})}, {wall({13.7})}, cfg, runs(1, 1)));
+  EXPECT_EQ(f.verdict, Verdict::kUngated);
+  EXPECT_FALSE(is_failure(f.verdict));
+  EXPECT_TRUE(f.per_run);
+  EXPECT_EQ(f.noise_runs, 1u);
+  EXPECT_THAT(f.note, HasSubstr("needs 3 runs (1 so far)"));
+  EXPECT_THAT(f.note, HasSubstr("--repeat 3"));
+  // Without the context (a caller that does not know the runs), the old rule: the bound decides.
+  EXPECT_EQ(only(compare({wall({17.2})}, {wall({13.7})}, cfg)).verdict, Verdict::kImproved);
+}
+
+TEST(PerRun, EarlierChecksTeachTheNoise) {
+  const Config cfg;
+  CompareContext ctx = runs(1, 1);
+  ctx.earlier["wall_s"] = {15.0};
+  EXPECT_EQ(only(compare({wall({16.0})}, {wall({20.0})}, cfg, ctx)).verdict, Verdict::kUngated);
+  ctx.earlier["wall_s"] = {15.0, 17.0};  // runs 16, 15, 17: SD 1 s, 6.25 % of 16 s
+  const auto f = only(compare({wall({16.0})}, {wall({20.0})}, cfg, ctx));
+  EXPECT_EQ(f.noise_runs, 3u);
+  EXPECT_NEAR(f.noise_percent, 6.25, 1e-9);
+  // t(2) x 6.25 % x sqrt(1 + 1) = 61.6 %: +25 % is inside an unchanged run's spread.
+  EXPECT_NEAR(f.bound_percent, 6.965 * 6.25 * std::sqrt(2.0), 1e-6);
+  EXPECT_EQ(f.verdict, Verdict::kOk);
+  EXPECT_THAT(f.note, HasSubstr("from 3 runs"));
+}
+
+TEST(PerRun, ManyQuietRunsCatchATenPercentSlowdownAndPassNoise) {
+  const Config cfg;
+  // A GPU-busy span of 4.0 s, +-1 % between runs: 3 golden runs and 20 checks since.
+  std::vector<double> golden = {4.00, 4.04, 3.96};
+  CompareContext ctx = runs(3, 1);
+  for (int i = 0; i < 20; ++i) ctx.earlier["gpu_active_s"].push_back(4.0 + 0.04 * ((i % 5) - 2) / 2.0);
+  auto active = [](double v) { return fig("gpu_active_s", {v}, "s", std::nullopt, "gpudoc"); };
+  Figure g = fig("gpu_active_s", golden, "s", std::nullopt, "gpudoc");
+  const auto slow = only(compare({g}, {active(4.4)}, cfg, ctx));
+  EXPECT_EQ(slow.verdict, Verdict::kRegression);
+  EXPECT_LT(slow.bound_percent, 6.0);
+  EXPECT_THAT(slow.note, HasSubstr("99 % bound"));
+  EXPECT_FALSE(slow.p_value);  // no rank test on one value a run
+  EXPECT_EQ(only(compare({g}, {active(4.08)}, cfg, ctx)).verdict, Verdict::kOk);
+}
+
+TEST(PerRun, OnlyGpudocAndWorkloadFiguresWithOneValueARun) {
+  const Config cfg;
+  // A benchmark's samples are repetitions inside one run: their own spread is the noise.
+  auto b = only(compare({fig("hbm.copy", {4000}, "GB/s", std::nullopt, "bench")},
+                        {fig("hbm.copy", {3000}, "GB/s", std::nullopt, "bench")}, cfg, runs(1, 1)));
+  EXPECT_FALSE(b.per_run);
+  EXPECT_EQ(b.verdict, Verdict::kRegression);
+  // A workload's step times, many a run: the rank test's rule.
+  auto s = only(
+      compare({fig("step_ms", {10, 10.1, 9.9, 10, 10.2})}, {fig("step_ms", {10, 10.1, 9.9, 10, 10})}, cfg, runs(1, 1)));
+  EXPECT_FALSE(s.per_run);
+  // Reported once a run, in each of 3 golden runs: per run.
+  auto a = only(compare({fig("accuracy", {0.95, 0.95, 0.95})}, {fig("accuracy", {0.90})}, cfg, runs(3, 1)));
+  EXPECT_TRUE(a.per_run);
+  EXPECT_EQ(a.verdict, Verdict::kRegression);  // no spread at all: the 1 % threshold decides
+}
+
+TEST(PerRun, AFigureMeasuredDifferentlyIsNotCompared) {
+  const Config cfg;
+  CompareContext ctx = runs(3, 1);
+  ctx.baseline_definitions["gpu_memory_peak_bytes"] = "the rise of the whole GPUs' used memory";
+  ctx.now_definitions["gpu_memory_peak_bytes"] = "the peak GPU memory of the command's processes";
+  auto mem = [](std::vector<double> v) {
+    return fig("gpu_memory_peak_bytes", std::move(v), "By", std::nullopt, "gpudoc");
+  };
+  const auto f = only(compare({mem({8e9, 8e9, 8e9})}, {mem({2e9})}, cfg, ctx));
+  EXPECT_EQ(f.verdict, Verdict::kRedefined);
+  EXPECT_FALSE(is_failure(f.verdict));
+  EXPECT_THAT(f.note, HasSubstr("whole GPUs"));
+  EXPECT_THAT(f.note, HasSubstr("record the baseline again"));
+  ctx.now_definitions = ctx.baseline_definitions;
+  EXPECT_EQ(only(compare({mem({8e9, 8e9, 8e9})}, {mem({8e9})}, cfg, ctx)).verdict, Verdict::kOk);
+}
+
 TEST(Confirm, AFlukeIsNotConfirmed) {
   const Config cfg;
   auto first = compare({fig("step_ms", {10})}, {fig("step_ms", {20})}, cfg);

@@ -22,6 +22,14 @@ std::vector<std::string> step(int ms) {
   return {"sh", "-c", "echo '::gpudoc {\"step_ms\": " + std::to_string(ms) + "}'"};
 }
 
+const FigureComparison& named(const Comparison& c, const std::string& name) {
+  for (const auto& f : c.figures)
+    if (f.name == name) return f;
+  static const FigureComparison none;
+  ADD_FAILURE() << "no figure " << name;
+  return none;
+}
+
 class GateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -146,6 +154,59 @@ TEST_F(GateTest, AFailedWorkloadFailsTheCheckWithoutAConfirmation) {
   EXPECT_EQ(out->workload_failure, "the workload exited with code 3");
   EXPECT_EQ(out->exit_code, core::kExitFinding);
   EXPECT_FALSE(out->rerun);
+}
+
+TEST_F(GateTest, AWorkloadIsRecordedThreeTimesAndCheckedOnce) {
+  auto spec = record_spec({.command = step(10)});
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->repeat, kGoldenRuns);
+  EXPECT_EQ(spec->check_repeat, 1);
+  auto asked = record_spec({.command = step(10), .repeat = 2});
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(asked->repeat, 2);
+  EXPECT_EQ(asked->check_repeat, 2) << "a repeat asked for holds for the checks too";
+
+  const Recorded rec = record_step("train", 10);
+  EXPECT_EQ(workload_runs(rec.got.details), kGoldenRuns);
+  auto plan = plan_check({.name = "train", .store_path = store_path_});
+  ASSERT_TRUE(plan) << plan.error().message();
+  EXPECT_EQ(plan->spec.repeat, 1);
+  EXPECT_EQ(plan->context.baseline_runs, kGoldenRuns);
+  auto out = check(*plan, env_, {});
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_EQ(workload_runs(out->got.details), 1);
+  EXPECT_TRUE(named(out->cmp, "step_ms").per_run);
+  EXPECT_EQ(named(out->cmp, "step_ms").verdict, Verdict::kOk);
+}
+
+TEST_F(GateTest, OneGoldenRunGatesOnlyOnceChecksHaveMeasuredTheNoise) {
+  auto spec = record_spec({.command = step(10), .repeat = 1});
+  ASSERT_TRUE(spec);
+  {
+    Store s = store();
+    ASSERT_TRUE(record(s, "once", *spec, env_));
+  }
+  auto check_same = [this] {
+    auto plan = plan_check({.name = "once", .store_path = store_path_});
+    EXPECT_TRUE(plan) << plan.error().message();
+    auto out = check(*plan, env_, {});
+    EXPECT_TRUE(out) << out.error().message();
+    return std::move(*out);
+  };
+  for (int k = 1; k <= 2; ++k) {
+    const CheckOutcome out = check_same();
+    EXPECT_EQ(out.verdict, "ok");
+    EXPECT_EQ(named(out.cmp, "step_ms").verdict, Verdict::kUngated) << "check " << k;
+    EXPECT_EQ(named(out.cmp, "step_ms").noise_runs, static_cast<std::size_t>(k));
+  }
+  // Golden run and two checks: the noise is known (none), the threshold gates.
+  const CheckOutcome third = check_same();
+  EXPECT_EQ(named(third.cmp, "step_ms").verdict, Verdict::kOk);
+  EXPECT_EQ(named(third.cmp, "step_ms").noise_runs, 3u);
+  auto slow = check_step("once", 20);
+  ASSERT_TRUE(slow) << slow.error().message();
+  EXPECT_EQ(slow->verdict, "regression");
+  EXPECT_EQ(named(slow->cmp, "step_ms").noise_runs, 4u) << "a check of another command does not teach the noise";
 }
 
 TEST_F(GateTest, AFailedWorkloadIsNeverRecorded) {
