@@ -387,10 +387,10 @@ std::map<std::string, std::string> figure_definitions(const nlohmann::json& deta
   d["gpu_utilization_mean_percent"] =
       tree ? "the mean utilization of the GPUs the command used" : "the mean utilization of every GPU";
   d["gpu_energy_joules"] = tree ? "the energy of the GPUs the command used" : "the energy of every GPU";
-  d["startup_s"] = tree ? "from the spawn to the first busy sample of the GPUs the command used"
-                        : "from the spawn to the first busy sample of any GPU";
-  d["gpu_active_s"] = tree ? "from the first to the last busy sample of the GPUs the command used"
-                           : "from the first to the last busy sample of any GPU";
+  d["startup_s"] = tree ? "from the spawn to the steady work of the GPUs the command used"
+                        : "from the spawn to the steady work of any GPU";
+  d["gpu_active_s"] =
+      tree ? "the span of the steady work of the GPUs the command used" : "the span of the steady work of any GPU";
   return d;
 }
 

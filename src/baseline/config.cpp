@@ -70,7 +70,7 @@ Rule default_rule(std::string_view name_in, std::string_view unit_in) {
   if (name == "wall_s") return {Direction::kLowerIsBetter, 10, 0.2, "default: wall time (changes under 0.2 s ignored)"};
   if (name == "gpu_active_s")
     return {Direction::kLowerIsBetter, 5, 0.2,
-            "default: GPU-busy span (changes under 0.2 s, one utilization sample, ignored)"};
+            "default: steady GPU work (changes under 0.2 s, one utilization sample, ignored)"};
   if (name == "startup_s")
     return {Direction::kLowerIsBetter, 10, 0.5, "default: start-up (changes under 0.5 s ignored)"};
   // Order matters: "tokens_per_second" is a throughput even though it ends like a time.

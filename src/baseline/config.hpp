@@ -73,8 +73,8 @@ struct Config {
 //   energy (*joules*, *energy*)                                  lower, 10 %
 //   wall_s (gpudoc's own wall time)                               lower, 10 %, changes under 0.2 s ignored
 //                                                                (process start-up jitter)
-//   gpu_active_s (first to last busy GPU sample)                  lower, 5 %, changes under 0.2 s ignored
-//   startup_s (start to the first busy GPU sample)               lower, 10 %, changes under 0.5 s ignored
+//   gpu_active_s (the span of the steady GPU work)               lower, 5 %, changes under 0.2 s ignored
+//   startup_s (start to the steady GPU work)                     lower, 10 %, changes under 0.5 s ignored
 //   anything else                                                unknown (shown, not gated)
 [[nodiscard]] Rule default_rule(std::string_view name, std::string_view unit);
 

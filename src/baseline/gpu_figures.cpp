@@ -16,6 +16,49 @@ namespace {
 constexpr double kProcessListLagS = 1.0;
 }  // namespace
 
+std::optional<BusySpan> steady_busy_span(const std::vector<const telemetry::Series*>& util, double not_before) {
+  std::vector<double> busy;
+  for (const auto* u : util)
+    for (std::size_t k = 0; k < u->size(); ++k)
+      if (u->v[k] > 0 && u->t[k] >= not_before) busy.push_back(u->v[k]);
+  if (busy.empty()) return std::nullopt;
+  std::nth_element(busy.begin(), busy.begin() + static_cast<std::ptrdiff_t>(busy.size() / 2), busy.end());
+  const double level = busy[busy.size() / 2], half = level / 2;
+  std::optional<BusySpan> steady, any;
+  for (const auto* u : util) {
+    const auto& t = u->t;
+    const auto& v = u->v;
+    const std::size_t n = u->size();
+    auto held = [&](std::size_t k) {  // samples k .. k + kSteadySamples - 1 all at the working level
+      if (k + kSteadySamples > n) return false;
+      for (std::size_t j = k; j < k + kSteadySamples; ++j)
+        if (v[j] < half || t[j] < not_before) return false;
+      return true;
+    };
+    for (std::size_t k = 0; k < n; ++k) {
+      if (v[k] <= 0 || t[k] < not_before) continue;
+      any = BusySpan{std::min(any ? any->start : t[k], t[k]), std::max(any ? any->end : t[k], t[k])};
+    }
+    // The first and last samples of a held stretch, then their edges to a fraction of a sample:
+    // each sample is the busy share of the period before it, so at the steady level a sample at
+    // f x that level was busy for f of its period (sub-sample edges: docs/methodology.md).
+    std::optional<std::size_t> a, b;
+    for (std::size_t k = 0; k + kSteadySamples <= n; ++k) {
+      if (!held(k)) continue;
+      if (!a) a = k;
+      b = k + kSteadySamples - 1;
+    }
+    if (!a) continue;
+    const double period = n >= 2 ? (t[n - 1] - t[0]) / static_cast<double>(n - 1) : 0.2;
+    auto share = [&](std::size_t k) { return std::clamp(v[k] / level, 0.0, 1.0); };
+    auto before = [&](std::size_t k) { return k > 0 && t[k - 1] >= not_before ? share(k - 1) : 0.0; };
+    const double from = t[*a] - period * (share(*a) + before(*a));
+    const double to = t[*b] - period * (1 - share(*b)) + (*b + 1 < n ? period * share(*b + 1) : 0.0);
+    steady = BusySpan{std::min(steady ? steady->start : from, from), std::max(steady ? steady->end : to, to)};
+  }
+  return steady ? steady : any;
+}
+
 GpuFigures gpu_figures_from_trace(const std::string& path, const std::set<pid_t>& tree_in) {
   GpuFigures g;
   auto t = telemetry::read_trace_file(path);
@@ -79,22 +122,15 @@ GpuFigures gpu_figures_from_trace(const std::string& path, const std::set<pid_t>
     }
   }
   if (util_n > 0) g.utilization_mean_percent = util_sum / util_n;
-  // The used GPUs' busy span (any of them above 0 %). The command cannot run a kernel before its
-  // process holds a context, which the process list (read every 0.5 s) shows: a busy sample before
-  // that is the tail of what ran before it (the previous job's last 200 ms sample).
+  // The command cannot run a kernel before its process holds a context, which the process list
+  // (read every 0.5 s) shows: a busy sample before that is the tail of what ran before it (the
+  // previous job's last 200 ms sample).
   const double not_before = tree_seen ? *tree_seen - kProcessListLagS : -HUGE_VAL;
-  std::optional<double> first, last;
-  for (std::size_t i : used) {
-    const auto& u = t->gpus[i].metric(gpu::Metric::kGpuUtilizationPercent);
-    for (std::size_t k = 0; k < u.size(); ++k) {
-      if (u.v[k] <= 0 || u.t[k] < not_before) continue;
-      first = std::min(first.value_or(u.t[k]), u.t[k]);
-      last = std::max(last.value_or(u.t[k]), u.t[k]);
-    }
-  }
-  if (first) {
-    g.startup_s = std::max(0.0, *first);
-    g.active_s = *last - *first;
+  std::vector<const telemetry::Series*> util;
+  for (std::size_t i : used) util.push_back(&t->gpus[i].metric(gpu::Metric::kGpuUtilizationPercent));
+  if (const auto span = steady_busy_span(util, not_before)) {
+    g.startup_s = std::max(0.0, span->start);
+    g.active_s = span->end - span->start;
   }
   if (energy_any) g.energy_joules = energy;
   return g;

@@ -198,7 +198,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
       "  ::gpudoc {\"step_ms\": 41.2, \"accuracy\": 0.9451}\n"
       "on stdout (or JSON lines into the file named by $GPUDOC_METRICS); gpudoc adds wall time and,\n"
       "with a GPU, the process tree's peak GPU memory, mean utilization and energy, its start-up\n"
-      "(startup_s: to the first busy GPU sample) and its GPU-busy span (gpu_active_s).\n\n"
+      "(startup_s: to its steady GPU work) and that work's span (gpu_active_s).\n\n"
       "A figure regresses when it is worse than the baseline's median by more than its bound\n"
       "(bandwidth 5 %, times 10 %, accuracy 1 %... configurable; never inside 2x the measured noise),\n"
       "significantly so by a rank test when both sides have >= 5 samples, and again in a re-run.\n"
