@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 #include <time.h>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <memory>
+#include <thread>
 
 #include "core/host.hpp"
 
@@ -85,6 +90,12 @@ Server::Server(ServerOptions options, Handlers handlers)
   // Answers go out at once: without it Nagle's algorithm holds the last segment of an answer for the
   // client's delayed ACK (~40 ms), capping a keep-alive connection at ~25 requests a second.
   http.set_tcp_nodelay(true);
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, with which a second server binds
+  // the same port and the kernel splits the scrapes between the two; a port in use must fail.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    (void)::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http.set_payload_max_length(1024);
   http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
                             {"Cache-Control", "no-store"},
@@ -211,10 +222,15 @@ core::Result<int> Server::start() {
     return core::Error(
         core::ErrorKind::kEnvironment,
         fmt::format("cannot listen on {}:{} (in use, or not an address of this host)", options_.host, options_.port));
-  thread_ = std::thread([&http] {
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([&http, ended] {
     core::name_this_thread("serve-listen");
     http.listen_after_bind();
+    *ended = true;
   });
+  // Until the listening thread runs, the library's stop() does nothing and the thread would then
+  // wait in accept() for ever: a stop right after the start (a signal, a test) must find it running.
+  while (!http.is_running() && !*ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return port;
 }
 

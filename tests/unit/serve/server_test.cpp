@@ -259,6 +259,16 @@ TEST(Server, LoopbackAndBindErrors) {
   EXPECT_NE(p.error().message().find("203.0.113.1:1"), std::string::npos);
 }
 
+// A second server on a port one already serves must fail, not share it: with SO_REUSEPORT (the
+// HTTP library's default) the kernel split the scrapes between the two.
+TEST_F(ServerTest, ASecondServerOnTheSamePortIsRefused) {
+  Server second({.host = "127.0.0.1", .port = port_, .threads = 1, .io_timeout = std::chrono::seconds(1)}, Handlers());
+  auto p = second.start();
+  ASSERT_FALSE(p) << "a second server listens on port " << port_;
+  EXPECT_EQ(p.error().kind(), core::ErrorKind::kEnvironment);
+  EXPECT_NE(p.error().message().find("127.0.0.1:" + std::to_string(port_)), std::string::npos);
+}
+
 TEST_F(ServerTest, SecurityHeadersOnEveryAnswer) {
   auto c = client();
   for (const char* path : {"/metrics", "/api/v1/snapshot", "/", "/nope"}) {
