@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads what tools/slice_checks.sh left in OUTDIR and prints PASS, FAIL or NOT RUN for each item
-of issue 20 it covers, with the figures behind it. Exit 0 when nothing failed, 1 otherwise.
+of docs/results/slice.md it covers, with the figures behind it. Exit 0 when nothing failed, 1 otherwise.
 
     python3 tools/check_slice.py OUTDIR
 """

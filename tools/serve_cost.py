@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What `gpudoc serve` costs, measured against the sampler's own budget (issue 19's three figures).
+"""What `gpudoc serve` costs, measured against the sampler's own budget (the three figures of docs/results/serve.md).
 
     tools/serve_cost.py OUTDIR [--gpudoc BIN] [--backend fake:8] [--seconds 120] [--load-seconds 60]
                                [--rate 1000]

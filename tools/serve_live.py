@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`gpudoc serve` live on a GPU machine under a real training job, beside nvidia-smi (issue 19).
+"""`gpudoc serve` live on a GPU machine under a real training job, beside nvidia-smi (docs/results/serve.md).
 
     tools/serve_live.py OUTDIR [--gpudoc BIN] [--seconds 600] [--candidate FLAGS ...]
                                [--job "workloads/jobs/image_classify.py --arch resnet50 --workers 2"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks gpudoc slice on a real GPU (issue 20) and leaves the evidence in OUTDIR for
+# Checks gpudoc slice on a real GPU (docs/results/slice.md) and leaves the evidence in OUTDIR for
 # tools/check_slice.py, which prints PASS/FAIL per item:
 #
 #   tools/slice_checks.sh OUTDIR

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpudoc's framework probe: the time of one PyTorch matmul on the GPU (seed 000 section 5).
+"""gpudoc's framework probe: the time of one PyTorch matmul on the GPU (source article 000 section 5).
 
 `gpudoc baseline record NAME --probe` runs this (it is compiled into gpudoc, so the binary needs
 no copy of this file) and keeps its figures like a workload's: it prints them with the

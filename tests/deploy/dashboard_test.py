@@ -2,7 +2,7 @@
 (unique panel ids, grid positions, a `datasource` variable every panel and query uses, a `gpu`
 variable), and every query of every panel and variable reads only series `gpudoc serve` exposes
 (tests/deploy/exporter_metrics.py: src/gpu/metrics.hpp's catalog and the exporter's own series),
-filtered to the selected GPUs where the series is per GPU. It covers what issue 19 asks of it:
+filtered to the selected GPUs where the series is per GPU. It covers what the dashboard must do (docs/serve.md):
 power, temperature, clocks, utilization, memory, throttle reasons, findings and health.
 Standard library only.
 

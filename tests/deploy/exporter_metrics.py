@@ -1,4 +1,4 @@
-"""The metric names `gpudoc serve` exposes (issue 19), for the deploy/ tests. Standard library only.
+"""The metric names `gpudoc serve` exposes, for the deploy/ tests. Standard library only.
 
 Per-GPU gauges are `gpudoc_` + each name of src/gpu/metrics.hpp's catalog (GPUDOC_METRICS), read
 from that file so that a metric added there is allowed here at once; the rest are the series the

@@ -1,6 +1,6 @@
 // The CPU one scrape of `gpudoc serve`'s /metrics costs to render: 8 GPUs with every metric of the
 // catalog and 4 processes each (with container and pod labels), two findings, the sampler's
-// counters; both formats, with and without dcgm-exporter's names. Issue 19's target: <= 1 ms of
+// counters; both formats, with and without dcgm-exporter's names. The target (docs/results/serve.md): <= 1 ms of
 // CPU per scrape. Google Benchmark's "CPU" column is the figure (the calling thread's CPU time).
 //
 //   build/tests/perf/bench_serve_exposition [--benchmark_repetitions=5]

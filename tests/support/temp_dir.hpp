@@ -1,7 +1,7 @@
 // gpudoc::testing::TempDir — a fresh directory under the system's temp directory for one test,
 // removed with everything in it when the object goes. mkdtemp: mode 0700 and a name nobody can
 // guess, so unique also when ctest runs tests in parallel, and safe when the tests run as root
-// (issue 21: a predictable name in a shared /tmp lets another user plant a symlink or a FIFO).
+// (a predictable name in a shared /tmp lets another user plant a symlink or a FIFO).
 // Every file a test writes lives in one of these; no test makes a name of its own in $TMPDIR.
 //
 //   TempDir tmp("gpudoc-store");      // /tmp/gpudoc-store-Ab3xYz

@@ -667,14 +667,19 @@ TEST(DiagnoseRealJobs, StarvedLoopIsSawtoothNotIdle) {
 // Bursts of a service every 2 s that never fill the GPU (util 50 % inside them, 0 between): the
 // sensor resolves the period, so period and duty are read from the curve, and what the bursts
 // themselves use is said; the time lost counts the unfilled bursts too.
-TEST(DiagnoseRealJobs, UnfilledBurstsWithAResolvedPeriodSayPeriodDutyAndLevel) {
+// 30 s of bursts every `period` seconds, half of it at 50 % utilization (40 % SM), 2 % between.
+Diagnosis unfilled_bursts(double period) {
   auto t = make_trace(1);
   Shape s;
-  s.util = square(2.0, 0.5, 50, 2);
-  s.sm = square(2.0, 0.5, 40, 1);
+  s.util = square(period, 0.5, 50, 2);
+  s.sm = square(period, 0.5, 40, 1);
   s.power = constant(300);
   fill_gpu(t, 0, 0, 30, s);
-  const auto d = run(t);
+  return run(t);
+}
+
+TEST(DiagnoseRealJobs, UnfilledBurstsWithAResolvedPeriodSayPeriodDutyAndLevel) {
+  const auto d = unfilled_bursts(2.0);
   const Finding* f = find(d, "sawtooth");
   ASSERT_NE(f, nullptr);
   EXPECT_FALSE(f->details["below_sensor_resolution"].get<bool>());
@@ -689,13 +694,7 @@ TEST(DiagnoseRealJobs, UnfilledBurstsWithAResolvedPeriodSayPeriodDutyAndLevel) {
 
 // The same level alternating every 0.4 s (two samples): the sensor cannot resolve it.
 TEST(DiagnoseRealJobs, UnfilledBurstsFasterThanTheSensorAreBelowResolution) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = square(0.4, 0.5, 50, 2);
-  s.sm = square(0.4, 0.5, 40, 1);
-  s.power = constant(300);
-  fill_gpu(t, 0, 0, 30, s);
-  const auto d = run(t);
+  const auto d = unfilled_bursts(0.4);
   const Finding* f = find(d, "sawtooth");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(f->details["below_sensor_resolution"].get<bool>());
