@@ -89,6 +89,17 @@ def _synchronize() -> None:
         cuda.synchronize()
 
 
+def _is_fraction(value: Any) -> bool:
+    """A real number strictly between 0 and 1 (not a bool, not NaN; numpy scalars pass)."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        return False
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return math.isfinite(number) and 0.0 < number < 1.0
+
+
 def _length(batch: Any) -> int:
     if isinstance(batch, dict):
         return _length(next(iter(batch.values())))
@@ -296,9 +307,15 @@ class BatchSizeController:
     def shrink(self, factor: float, reason: str = "advice") -> Optional[Change]:
         """The guard's ``shrink_batch``: the micro-batch times ``factor`` (0 < factor < 1) at
         once, the effective batch kept by more accumulation; no size above it until ``release``.
-        None when it is at its minimum already."""
-        if not 0 < factor < 1:
-            raise ValueError(f"a shrink factor lies in (0, 1), not {factor!r}")
+        None when it is at its minimum already.
+
+        A factor that is not a finite number in (0, 1) (NaN, infinity, 2, None, "0.5", True) is
+        refused with ValueError and changes nothing. A ``Guard`` never delivers such an advice (it
+        checks every advice on arrival), so ``ctl.shrink(advice.factor)`` in the loop above
+        cannot raise."""
+        if not _is_fraction(factor):
+            raise ValueError(f"a shrink factor is a finite number in (0, 1), not {factor!r}"[:200])
+        factor = float(factor)
         smaller = self._round_down(self.micro_batch * factor)
         if self._before_cap is None:
             self._before_cap = self.micro_batch

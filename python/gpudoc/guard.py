@@ -12,11 +12,21 @@
 A daemon thread reads the socket and queues advice; sends never block the training step: a
 line that does not fit the outgoing buffer is dropped and counted. The guard going away, garbage
 lines, partial lines and over-long lines never raise into the training loop.
+
+What a hostile or broken guard can send is bounded: every line is handled on its own (whatever
+goes wrong with one is caught, counted in ``lines_rejected`` and answered with an ``error``, and
+the reader goes on with the next); an advice is held to the protocol's table before it is queued
+(``protocol.check_advice``: a ``shrink_batch`` factor is a finite number in (0, 1), so
+``ctl.shrink(advice.factor)`` cannot fail on it); the queue keeps at most ``MAX_QUEUED_ADVICE``
+advices (dropping the least severe, oldest first, never a stop while anything else can go:
+``advice_dropped``), the guard's errors at most ``MAX_KEPT_ERRORS``, and a line at most
+``protocol.MAX_LINE_BYTES`` bytes while it is read.
 """
 from __future__ import annotations
 
 import collections
 import errno
+import itertools
 import json
 import os
 import select
@@ -27,7 +37,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterable, List, Optional, TextIO
+from typing import Any, Deque, Dict, Iterable, List, Optional, TextIO, Tuple
 
 from . import protocol
 
@@ -38,6 +48,13 @@ DEFAULT_CAPABILITIES = ("shrink_batch", "checkpoint_now", "pause_noncritical", "
 MAX_PENDING_BYTES = 256 * 1024
 # What each opted-in signal means (the guard sends them through a pidfd).
 SIGNAL_ACTIONS = {"SIGUSR1": "checkpoint_now", "SIGTERM": "stop"}
+# Advices waiting for poll(): when full, the least severe (then the oldest) goes first; a stop or
+# a level-3 advice goes only when every queued one is one too (then the new one: the loop has
+# plenty to stop on). With protocol.check_advice's limits on each advice, 256 of them hold at
+# most about 12 MB however a guard fills them; the guard's own advices, under 1 MB.
+MAX_QUEUED_ADVICE = 256
+# The guard's error messages kept in ``errors_received`` (the newest; older ones are counted).
+MAX_KEPT_ERRORS = 64
 
 _active: Optional["Guard"] = None
 
@@ -65,23 +82,22 @@ class Advice:
     raw: Dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_message(cls, message: Dict[str, Any]) -> "Advice":
-        factor = message.get("factor")
-        deadline = message.get("deadline_unix")
-        reason = message.get("reason")
-        level = message.get("level")
-        return cls(id=str(message["id"]),
-                   level=level if isinstance(level, int) and not isinstance(level, bool) else 0,
-                   action=str(message["action"]),
-                   factor=float(factor) if _is_number(factor) else None,
-                   reason=reason if isinstance(reason, dict) else {},
-                   message=str(message.get("message", "")),
-                   deadline_unix=float(deadline) if _is_number(deadline) else None,
-                   raw=message)
+    def from_message(cls, message: Dict[str, Any],
+                     actions: Iterable[str] = protocol.ACTIONS) -> "Advice":
+        """An advice from a decoded ``advice`` message, held to the protocol's table first
+        (``protocol.check_advice``; ``actions``: those the job declared). Raises
+        ``protocol.ProtocolError`` (a ValueError, code ``bad_advice``) for one that breaks it:
+        an advice is never made half-valid."""
+        fields = protocol.check_advice(message, actions)
+        return cls(raw=message, **fields)
 
+    @property
+    def critical(self) -> bool:
+        """A stop, or an advice of the last level: the bounded queue keeps it above all others."""
+        return self.action == "stop" or self.level >= 3
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    def _severity(self) -> int:
+        return 3 if self.critical else max(0, min(self.level, 2))
 
 
 class Guard:
@@ -94,7 +110,29 @@ class Guard:
     checkpoint now, SIGTERM: stop): they arrive through ``poll()`` as advice with
     ``source == "signal"`` (handlers are installed only from the main thread).
 
-    Thread safety: ``poll``, ``ack``, ``report`` and ``close`` may be called from any thread."""
+    Thread safety: ``poll``, ``ack``, ``report`` and ``close`` may be called from any thread.
+
+    Counters, read at any time (the reader thread updates them):
+
+    - ``lines_received``: lines read from the guard; ``lines_sent``: lines handed to the socket.
+    - ``lines_rejected``: lines from the guard not acted on: over-long, not JSON, not an object,
+      nested deeper than 32 levels, a missing ``v`` or ``type``, another version, an unknown type,
+      an advice that breaks the protocol (also in ``advice_rejected``), or one whose handling
+      failed. Each is answered with an ``error`` (while the outgoing buffer is at most half
+      full, so that acks keep their room) and none stops the reader. ``garbage_lines`` is the
+      older name of the same count.
+    - ``advice_rejected``: advices refused whole (``bad_advice``; ack ``failed``, or
+      ``unsupported`` for an action this job did not declare, when the advice has a usable id).
+    - ``advice_dropped``: valid advices dropped because ``MAX_QUEUED_ADVICE`` were waiting for
+      ``poll()``; the guard hears of it in an ``error`` (``advice_dropped``, at most one between
+      two polls) and in the ``advice_dropped`` of every ``report`` and the ``bye``.
+    - ``dropped_sends``: lines not sent (buffer full, too long, guard gone).
+    - ``errors_received``: the guard's last ``MAX_KEPT_ERRORS`` error messages (a deque);
+      ``errors_dropped``: the older ones not kept.
+    - ``queued``: advices waiting for ``poll()``.
+
+    Should the reader thread stop on something it cannot carry on from, ``connected`` turns
+    False, one line on stderr says why, and the guard becomes a no-op as if it had gone away."""
 
     def __init__(self, path: Optional[str] = None, *, name: Optional[str] = None,
                  gpus: Any = None, capabilities: Iterable[str] = DEFAULT_CAPABILITIES,
@@ -102,18 +140,27 @@ class Guard:
                  connect_timeout_s: float = 2.0) -> None:
         self._stderr = stderr
         self._lock = threading.Lock()
-        self._advice: Deque[Advice] = collections.deque()
+        # Queued advice by severity (0: resume, 1, 2, 3: critical), each oldest first, as
+        # (arrival number, advice); signals have their own queue (a handler takes no lock).
+        self._queue_lock = threading.Lock()
+        self._queues: Tuple[Deque[Tuple[int, Advice]], ...] = tuple(collections.deque() for _ in range(4))
+        self._signalled: Deque[Tuple[int, Advice]] = collections.deque()
+        self._arrival = itertools.count()
+        self._drop_told = False       # an advice_dropped error went out since the last poll
         self._pending = bytearray()
         self._stop = threading.Event()
         self._said: set = set()
         self._sock: Optional[socket.socket] = None
         self._reader: Optional[threading.Thread] = None
         self.welcome: Optional[Dict[str, Any]] = None
-        self.garbage_lines = 0        # lines that were not valid messages
+        self.lines_rejected = 0       # lines from the guard not acted on (class docstring)
+        self.advice_rejected = 0      # advices that broke the protocol's table
+        self.advice_dropped = 0       # valid advices dropped: the queue was full
         self.dropped_sends = 0        # lines not sent: buffer full, too long, or guard gone
         self.lines_received = 0
         self.lines_sent = 0
-        self.errors_received: List[Dict[str, Any]] = []
+        self.errors_received: Deque[Dict[str, Any]] = collections.deque(maxlen=MAX_KEPT_ERRORS)
+        self.errors_dropped = 0
         self._splitter = protocol.LineSplitter()
         self.capabilities = [c for c in capabilities]
         self.signals = bool(signals)
@@ -133,8 +180,21 @@ class Guard:
 
     @property
     def connected(self) -> bool:
-        """True while the socket to the guard is open and the guard has not gone away."""
-        return self._sock is not None
+        """True while the socket to the guard is open, the guard has not gone away and the reader
+        thread runs."""
+        reader = self._reader
+        return self._sock is not None and (reader is None or reader.is_alive())
+
+    @property
+    def garbage_lines(self) -> int:
+        """The older name of ``lines_rejected``."""
+        return self.lines_rejected
+
+    @property
+    def queued(self) -> int:
+        """How many advices wait for ``poll()`` (at most ``MAX_QUEUED_ADVICE`` from the guard,
+        and one per signal)."""
+        return sum(len(q) for q in self._queues) + len(self._signalled)
 
     def hello(self) -> bool:
         """Send the hello (done once by the constructor when connected). False when not sent."""
@@ -146,13 +206,22 @@ class Guard:
         return self._send(body)
 
     def poll(self) -> List[Advice]:
-        """Every advice received since the last call, oldest first; never blocks."""
-        out: List[Advice] = []
+        """Every advice received since the last call, oldest first; never blocks. Each one holds
+        to the protocol's table (``Advice.from_message``); when the loop polled too rarely, the
+        least severe were dropped (``advice_dropped``)."""
+        taken: List[Tuple[int, Advice]] = []
+        with self._queue_lock:
+            for queue in self._queues:
+                taken.extend(queue)
+                queue.clear()
+            self._drop_told = False
         while True:  # popleft one by one: a signal handler may append meanwhile
             try:
-                out.append(self._advice.popleft())
+                taken.append(self._signalled.popleft())
             except IndexError:
-                return out
+                break
+        taken.sort(key=lambda item: item[0])
+        return [advice for _, advice in taken]
 
     def ack(self, advice: Advice, status: str = "done", **what_was_done: Any) -> bool:
         """Tell the guard what was done about ``advice``: ``status`` is ``done``, ``refused``,
@@ -171,13 +240,20 @@ class Guard:
         body: Dict[str, Any] = {"type": "report", "figures": figures}
         if self.dropped_sends:
             body["dropped"] = self.dropped_sends
+        body.update(self._counts(always=False))
         return self._send(body)
+
+    def _counts(self, always: bool) -> Dict[str, int]:
+        """What the guard hears of in a report (when not 0) and the bye (always)."""
+        counts = {"advice_dropped": self.advice_dropped, "lines_rejected": self.lines_rejected}
+        return {k: v for k, v in counts.items() if always or v}
 
     def close(self, reason: str = "done") -> None:
         """Say bye and close; safe to call twice."""
         global _active
         if self._sock is not None:
-            self._send({"type": "bye", "reason": reason, "dropped": self.dropped_sends})
+            self._send({"type": "bye", "reason": reason, "dropped": self.dropped_sends,
+                        **self._counts(always=True)})
             self._flush(final=True)
         self._stop.set()
         if self._reader is not None and self._reader is not threading.current_thread():
@@ -234,19 +310,24 @@ class Guard:
 
     # -- sending ------------------------------------------------------------------------------
 
-    def _send(self, body: Dict[str, Any]) -> bool:
+    def _send(self, body: Dict[str, Any], answer: bool = False) -> bool:
+        """Queue a line and write what the socket takes; never blocks, never raises (what cannot
+        be encoded, a deep or circular value too, is dropped and counted). ``answer``: the
+        reader's answer to a line (an error): it may fill only half of the outgoing buffer."""
         if self._sock is None:
             return False
         try:
             line = protocol.encode(body)
-        except (protocol.ProtocolError, TypeError, ValueError) as error:
+        except Exception as error:  # ProtocolError, TypeError, ValueError, RecursionError, ...
             self.dropped_sends += 1
-            self._say("encode", f"gpudoc: a {body.get('type')!r} line was not sent: {error}")
+            self._say("encode", f"gpudoc: a {body.get('type')!r} line was not sent: "
+                                f"{type(error).__name__}: {str(error)[:200]}")
             return False
+        limit = MAX_PENDING_BYTES // 2 if answer else MAX_PENDING_BYTES
         with self._lock:
             if self._sock is None:
                 return False
-            if len(self._pending) + len(line) > MAX_PENDING_BYTES:
+            if len(self._pending) + len(line) > limit:
                 self.dropped_sends += 1
                 self._say("full", "gpudoc: the guard reads slowly; lines are dropped (counted, "
                                   "sent in the next report)")
@@ -283,6 +364,15 @@ class Guard:
     # -- receiving ----------------------------------------------------------------------------
 
     def _read_loop(self) -> None:
+        try:
+            self._read_until_stopped()
+        except Exception as error:  # a failure outside any one line: stop, and say so once
+            if self._sock is not None and not self._stop.is_set():
+                self._say("reader", f"gpudoc: the guard's reader stopped ({type(error).__name__}: "
+                                    f"{str(error)[:200]}); training carries on without the guard")
+            self._drop_socket()
+
+    def _read_until_stopped(self) -> None:
         while not self._stop.is_set():
             sock = self._sock
             if sock is None:
@@ -301,51 +391,113 @@ class Guard:
             if not data:
                 self._gone("it closed the connection")
                 return
-            before = self._splitter.too_long
-            for line in self._splitter.feed(data):
-                self._handle_line(line)
-            if self._splitter.too_long > before:
-                self.garbage_lines += self._splitter.too_long - before
-                self._send(protocol.error_message(protocol.ERR_LINE_TOO_LONG,
-                                                  f"a line over {protocol.MAX_LINE_BYTES} bytes was skipped"))
+            # In bounded memory however long a line; None: a line too long, in its place.
+            for line in self._splitter.feed(data, mark_too_long=True):
+                if line is None:
+                    self.lines_rejected += 1
+                    self._send(protocol.error_message(protocol.ERR_LINE_TOO_LONG,
+                                                      f"a line over {protocol.MAX_LINE_BYTES} bytes was skipped"),
+                               answer=True)
+                else:
+                    self._take_line(line)
             self._flush()
 
-    def _handle_line(self, line: bytes) -> None:
+    def _take_line(self, line: bytes) -> None:
+        """One line, whatever it holds: a failure is this line's alone (counted, answered)."""
         self.lines_received += 1
         if not line.strip():
             return
         try:
-            message = protocol.decode(line)
+            self._handle_line(line)
         except protocol.ProtocolError as error:
-            self.garbage_lines += 1
+            self._reject(line, error)
+        except Exception as error:  # RecursionError, OverflowError, MemoryError, a bug: not fatal
+            self.lines_rejected += 1
+            self._say("failed", f"gpudoc: a line from the guard could not be handled "
+                                f"({type(error).__name__}); skipped, counted in lines_rejected")
+            try:
+                self._send(protocol.error_message(protocol.ERR_BAD_JSON, "the line could not be handled: "
+                                                  + type(error).__name__), answer=True)
+            except Exception:
+                pass
+
+    def _reject(self, line: bytes, error: protocol.ProtocolError) -> None:
+        self.lines_rejected += 1
+        if error.code == protocol.ERR_BAD_ADVICE:
+            self.advice_rejected += 1
+            self._say("bad-advice", f"gpudoc: refused an advice from the guard ({error}): "
+                                    f"{json.dumps(line[:120].decode('utf-8', 'replace'))}")
+        else:
             self._say("garbage", f"gpudoc: skipped a line from the guard that is not a message "
                                  f"({error}): {json.dumps(line[:120].decode('utf-8', 'replace'))}")
-            if error.message_type != "error":  # an error is never answered with an error
-                self._send(protocol.error_message(error.code, str(error)))
+        if error.message_type == "error":  # an error is never answered with an error
             return
+        self._send(protocol.error_message(error.code, str(error), ref=error.ref), answer=True)
+
+    def _handle_line(self, line: bytes) -> None:
+        message = protocol.decode(line)
         kind = message["type"]
         if kind == "advice":
             self._on_advice(message)
         elif kind == "welcome":
             self.welcome = message
         elif kind == "error":
+            if len(self.errors_received) == MAX_KEPT_ERRORS:
+                self.errors_dropped += 1
             self.errors_received.append(message)
             self._say("error", "gpudoc: the guard answered with an error: "
-                               + json.dumps({k: message.get(k) for k in ("code", "message", "ref")}))
+                               + json.dumps({k: message.get(k) for k in ("code", "message", "ref")})[:500])
         elif kind == "bye":
-            self._gone("it said bye: " + json.dumps(message.get("reason")))
+            self._gone("it said bye: " + json.dumps(message.get("reason"))[:200])
         else:
-            self.garbage_lines += 1
-            self._send(protocol.error_message(protocol.ERR_UNKNOWN_TYPE,
-                                              f"unknown message type {kind!r}", ref=kind[:64]))
+            raise protocol.ProtocolError(protocol.ERR_UNKNOWN_TYPE, f"unknown message type {kind[:64]!r}",
+                                         kind, ref=kind[:64])
 
     def _on_advice(self, message: Dict[str, Any]) -> None:
-        if not isinstance(message.get("id"), (str, int)) or not isinstance(message.get("action"), str):
-            self.garbage_lines += 1
-            self._send(protocol.error_message(protocol.ERR_MISSING_FIELD,
-                                              'an advice needs "id" and "action"', ref="advice"))
+        try:
+            advice = Advice.from_message(message, self.capabilities)
+        except protocol.ProtocolError as error:
+            # The guard waits for an ack until the advice's deadline: answer it now when the
+            # advice names an id (the error line follows from _reject).
+            if error.ref is not None:
+                action = message.get("action")
+                known = isinstance(action, str) and action in self.capabilities
+                body: Dict[str, Any] = {"type": "ack", "id": error.ref,
+                                        "status": "failed" if known else "unsupported",
+                                        "error": str(error)}
+                if isinstance(action, str) and len(action) <= protocol.MAX_ID_CHARS:
+                    body["action"] = action
+                self._send(body, answer=True)
+            raise
+        self._queue(advice)
+
+    def _queue(self, advice: Advice) -> None:
+        """Queue an advice for poll(); at the bound, drop the least severe (oldest first)."""
+        severity = advice._severity()
+        dropped: Optional[Advice] = None
+        with self._queue_lock:
+            if sum(len(q) for q in self._queues) >= MAX_QUEUED_ADVICE:
+                lowest = next(i for i, q in enumerate(self._queues) if q)
+                if lowest > severity or lowest == 3:
+                    dropped = advice  # all queued are as severe or more: the new one goes
+                else:
+                    dropped = self._queues[lowest].popleft()[1]
+            if dropped is not advice:
+                self._queues[severity].append((next(self._arrival), advice))
+            tell = dropped is not None and not self._drop_told
+            if dropped is not None:
+                self.advice_dropped += 1
+                self._drop_told = True
+        if dropped is None:
             return
-        self._advice.append(Advice.from_message(message))
+        self._say("dropped", f"gpudoc: {MAX_QUEUED_ADVICE} advices wait for poll(); the least severe "
+                             "are dropped (counted in advice_dropped, told to the guard)")
+        if tell:
+            body = protocol.error_message(protocol.ERR_ADVICE_DROPPED,
+                                          f"{MAX_QUEUED_ADVICE} advices wait for the job's poll(); "
+                                          f"{self.advice_dropped} dropped so far", ref=dropped.id)
+            body["advice_dropped"] = self.advice_dropped
+            self._send(body, answer=True)
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -358,9 +510,13 @@ class Guard:
             level = 3 if action == "stop" else 2
 
             def handler(signum: int, frame: Any, action: str = action, level: int = level) -> None:
-                # A handler runs between bytecodes of the main thread: only a deque append here.
-                self._advice.append(Advice(id=None, level=level, action=action, source="signal",
-                                           message=f"signal {signal.Signals(signum).name}"))
+                # A handler runs between bytecodes of the main thread: no lock, only a deque
+                # append, and none while the same action waits (a repeated signal asks the same).
+                if any(queued.action == action for _, queued in self._signalled):
+                    return
+                self._signalled.append((next(self._arrival),
+                                        Advice(id=None, level=level, action=action, source="signal",
+                                               message=f"signal {signal.Signals(signum).name}")))
 
             signal.signal(getattr(signal, name), handler)
 

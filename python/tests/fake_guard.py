@@ -60,10 +60,20 @@ class FakeGuard:
                 raise AssertionError("the client never connected")
             time.sleep(0.01)
 
-    def send_raw(self, data: bytes) -> None:
+    def send_raw(self, data: bytes, timeout: float = 60.0) -> None:
+        """Send all of ``data``, however slowly the client reads (hang guard: ``timeout``)."""
         self.wait_connected()
         assert self.conn is not None
-        self.conn.sendall(data)
+        view = memoryview(data)
+        deadline = time.monotonic() + timeout
+        while view:
+            try:
+                sent = self.conn.send(view)  # the socket's 0.1 s timeout serves the reading loop
+            except socket.timeout:
+                if time.monotonic() > deadline:
+                    raise
+                continue
+            view = view[sent:]
 
     def send(self, message: Dict[str, Any]) -> None:
         self.send_raw((json.dumps(message) + "\n").encode())

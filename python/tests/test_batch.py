@@ -189,6 +189,15 @@ class AdviceTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 ctl.shrink(factor)
 
+    def test_shrink_refuses_what_is_not_a_finite_fraction_and_changes_nothing(self):
+        ctl = BatchSizeController(256, micro_batch=128)
+        for factor in (float("nan"), float("inf"), float("-inf"), None, "0.5", b"0.5", True, 2, 10 ** 400,
+                       [0.5], {}):
+            with self.assertRaises(ValueError, msg=repr(factor)):
+                ctl.shrink(factor)
+        self.assertEqual((ctl.micro_batch, ctl.cap, ctl.history), (128, None, []))
+        self.assertEqual(ctl.shrink(0.5).new, 64)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -38,7 +38,7 @@ class GuardTest(unittest.TestCase):
     def test_advice_is_queued_and_acknowledged(self):
         self.assertEqual(self.guard.poll(), [])
         self.server.send(ADVICE)
-        self.assertTrue(wait_until(lambda: self.guard._advice))
+        self.assertTrue(wait_until(lambda: self.guard.queued))
         advice = self.guard.poll()
         self.assertEqual(len(advice), 1)
         self.assertEqual((advice[0].id, advice[0].level, advice[0].action, advice[0].factor),
@@ -52,7 +52,7 @@ class GuardTest(unittest.TestCase):
 
     def test_unknown_fields_are_ignored(self):
         self.server.send({**ADVICE, "id": "a-2", "colour": "blue", "reason": {"new": [1, 2]}})
-        self.assertTrue(wait_until(lambda: self.guard._advice))
+        self.assertTrue(wait_until(lambda: self.guard.queued))
         self.assertEqual(self.guard.poll()[0].id, "a-2")
         self.assertEqual(self.guard.garbage_lines, 0)
 
@@ -64,7 +64,7 @@ class GuardTest(unittest.TestCase):
         self.server.send_raw(half[20:] + b"\n")
         self.server.send_raw(b"{\"pad\": \"" + b"x" * (protocol.MAX_LINE_BYTES * 3) + b"\"}\n")
         self.server.send({**ADVICE, "id": "a-4"})
-        self.assertTrue(wait_until(lambda: len(self.guard._advice) >= 2))
+        self.assertTrue(wait_until(lambda: self.guard.queued >= 2))
         self.assertEqual([a.id for a in self.guard.poll()], ["a-3", "a-4"])
         self.assertEqual(self.guard.garbage_lines, 5)  # 4 bad lines and the long one
         errors = self.server.wait_for("error", 5)
@@ -183,7 +183,7 @@ class SignalTest(unittest.TestCase):
             guard = Guard("", signals=True, stderr=io.StringIO())
             os.kill(os.getpid(), signal.SIGUSR1)
             os.kill(os.getpid(), signal.SIGTERM)
-            self.assertTrue(wait_until(lambda: len(guard._advice) == 2))
+            self.assertTrue(wait_until(lambda: guard.queued == 2))
             got = guard.poll()
             self.assertEqual([(a.action, a.source, a.id) for a in got],
                              [("checkpoint_now", "signal", None), ("stop", "signal", None)])
