@@ -1,8 +1,7 @@
-// gpudoc::serve::Server — the HTTP side of `gpudoc serve`, over cpp-httplib (Debian's
-// libcpp-httplib-dev; no hand-written HTTP parser). It only routes and renders: every answer comes
-// from the handlers it is given, each called on one of the server's threads and expected to copy
-// what it needs under a short lock, so a slow or stuck client costs one of the server's threads,
-// never a sample.
+// gpudoc::serve::Server — the HTTP side of `gpudoc serve`: one event loop (epoll) owns every
+// connection, and a few handler threads make the answers. A client costs a socket and at most one
+// head's bytes (serve/http.hpp) until its request is whole; it never holds a thread, so no client,
+// however slow or silent, keeps Prometheus from its scrape. docs/serve.md ("Serving under load").
 //
 //   serve::Handlers h;
 //   h.metrics = [&] { return service.metrics_snapshot(); };
@@ -11,17 +10,25 @@
 //   ...
 //   server.stop();
 //
-// Routes (read-only: GET and HEAD; any other method on a route is 405; any other path 404):
+// Routes (read-only: GET and HEAD; any other method is 405 with Allow; any other path 404):
 //   /metrics            Prometheus text 0.0.4, or OpenMetrics 1.0 when the Accept header asks for it
 //   /api/v1/snapshot    handlers.state's JSON
-//   /api/v1/history     handlers.history's JSON for ?seconds=S (1..86400; default 600; else 400)
+//   /api/v1/history     handlers.history's JSON for ?seconds=S (1..86400; default 600; else 400); at
+//                       most `max_heavy` made or being sent at once (503 with Retry-After beyond)
 //   /api/v1/events      text/event-stream: "event: snapshot" with handlers.state's JSON on each update,
 //                       a ": keep-alive" comment every 15 s without one; at most `max_streams` at once
 //                       (503 beyond, with Retry-After)
 //   /healthz            "ok" while the sampler runs, 503 otherwise
 //   /, /assets/NAME     handlers.asset's files (the dashboard), when given
-// No request body is read (at most 1 KiB is accepted); a client that sends or reads nothing is
-// dropped after `io_timeout`. Every answer carries the security headers below.
+//
+// What a client cannot do: hold a thread (handlers run on their own threads, one of which never
+// takes /api/v1/history, so /metrics waits for no history); send a head longer than 8 KiB (414 or
+// 431, and the rest is never buffered); send a body (400, or 405 for another method); take longer
+// than `request_timeout` to send a whole head, slowly or not at all (closed); leave an answer unread
+// for `io_timeout` (closed); keep more than its share of `max_connections` when the server is full
+// (the client holding the most connections loses its oldest idle one); make the server hold more
+// than `max_pending_bytes` of unread answers (503). The listen queue is the kernel's largest
+// (SOMAXCONN), and the open-file limit is raised to its hard limit for the connections.
 #pragma once
 
 #include <atomic>
@@ -29,11 +36,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "core/result.hpp"
 #include "serve/exposition.hpp"
@@ -50,9 +55,16 @@ inline constexpr const char* kContentSecurityPolicy =
 struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback unless another address is given explicitly
   int port = kDefaultPort;         // 0: any free port (tests)
-  int threads = 8;                 // clients served at once; more wait in the listen queue
-  int max_streams = 4;             // event streams at once (each holds a thread); < threads
-  std::chrono::seconds io_timeout{5};
+  int threads = 3;                 // handler threads (at least 2: one never takes /api/v1/history)
+  int max_streams = 32;            // event streams at once
+  int max_heavy = 4;               // /api/v1/history answers made or being sent at once
+  int max_connections = 4096;      // open connections at once (and at most the open-file limit allows)
+  // A request's head must arrive whole within this, counted from when the connection starts
+  // waiting for it: a slow sender and an idle keep-alive connection are closed alike.
+  std::chrono::milliseconds request_timeout{10000};
+  // An answer that makes no progress for this long (its client does not read): closed.
+  std::chrono::milliseconds io_timeout{5000};
+  std::size_t max_pending_bytes = std::size_t{64} << 20;  // unread answers, all connections together
   bool dcgm_compatible = false;
 };
 
@@ -92,26 +104,16 @@ class Server {
   void stop();
   [[nodiscard]] std::uint64_t scrapes() const { return scrapes_.load(); }
   [[nodiscard]] int streams() const { return streams_.load(); }
+  [[nodiscard]] int connections() const { return connections_.load(); }
 
  private:
-  struct Impl;
-  void route_metrics();
-  void route_api();
-  void route_events();
-  void route_assets();
-  // handlers_.state() for update number `sequence`, rendered once for every stream.
-  [[nodiscard]] std::string state_for(std::uint64_t sequence);
+  struct Impl;  // the loop, the handler threads, the event streams' notifier (server.cpp)
   ServerOptions options_;
   Handlers handlers_;
-  std::unique_ptr<Impl> impl_;
-  std::thread thread_;
   std::atomic<std::uint64_t> scrapes_{0};
-  std::atomic<double> last_render_seconds_{-1};
   std::atomic<int> streams_{0};
-  std::atomic<bool> stopping_{false};
-  std::mutex state_mu_;
-  std::uint64_t state_sequence_ = 0;
-  std::string state_text_;
+  std::atomic<int> connections_{0};
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace gpudoc::serve
