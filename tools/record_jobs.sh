@@ -399,7 +399,7 @@ run_one() {  # NAME DURATION SPLIT; uses full; returns the command's exit code
     return "$rc"
 }
 
-# SIGINT/SIGTERM: stop the running job (gpudoc passes the signal on and closes its trace), run
+# SIGINT/SIGTERM: stop the running job (gpudoc stops its process group and closes its trace), run
 # no further job, and still write the manifest.
 on_stop_signal() {
     interrupted=1

@@ -340,7 +340,7 @@ run_one() {  # NAME DURATION SPLIT; uses full; returns the command's exit code
     return "$rc"
 }
 
-# SIGINT/SIGTERM: stop the running program (gpudoc passes the signal on and closes its trace),
+# SIGINT/SIGTERM: stop the running program (gpudoc stops its process group, closes its trace),
 # run no further program, and still write the manifest.
 on_stop_signal() {
     interrupted=1

@@ -146,12 +146,22 @@ void per_run_noise(const Figure& base, const Figure& now, const CompareContext& 
                         : c.rule.threshold_percent;
 }
 
-FigureComparison judge(const Figure& base, const Figure& now, const Config& config, const CompareContext& ctx) {
+// Wall time adds start-up to the GPU's work; where the GPU's work is measured on its own, that is what gates.
+constexpr const char* kWallNotGated =
+    "not gated: the GPU's work is gated as gpu_active_s; wall time adds start-up, which moves with the host "
+    "(\"gate\": true in the config gates it)";
+
+FigureComparison judge(const Figure& base, const Figure& now, const Config& config, const CompareContext& ctx,
+                       bool wall_not_gated) {
   FigureComparison c;
   c.name = base.name;
   c.unit = base.unit.empty() ? now.unit : base.unit;
   c.source = base.source;
   c.rule = config.rule_for(base.name, c.unit, base.direction ? base.direction : now.direction);
+  if (wall_not_gated && c.name == "wall_s" && !c.rule.gate_from_config) {
+    c.rule.gated = false;
+    c.rule.why_not_gated = kWallNotGated;
+  }
   c.baseline_samples = base.samples.size();
   c.now_samples = now.samples.size();
   c.baseline_median = median(base.samples);
@@ -185,6 +195,11 @@ FigureComparison judge(const Figure& base, const Figure& now, const Config& conf
   if (c.rule.direction == Direction::kUnknown) {
     c.verdict = Verdict::kInfo;
     c.note = "no direction known (set one in the config to gate it)";
+    return c;
+  }
+  if (!c.rule.gated) {
+    c.verdict = Verdict::kInfo;
+    c.note = c.rule.why_not_gated;
     return c;
   }
   if (c.rule.min_change > 0 && std::fabs(n - b) <= c.rule.min_change) {
@@ -256,6 +271,10 @@ Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure
     const auto it = index.find(name);
     return it == index.end() ? nullptr : it->second;
   };
+  const Figure* base_active = find(baseline_index, "gpu_active_s");
+  const Figure* now_active = find(now_index, "gpu_active_s");
+  const bool wall_not_gated =
+      base_active != nullptr && now_active != nullptr && !base_active->samples.empty() && !now_active->samples.empty();
   for (const auto& b : baseline) {
     if (b.samples.empty()) continue;
     const Figure* n = find(now_index, b.name);
@@ -269,12 +288,13 @@ Comparison compare(const std::vector<Figure>& baseline, const std::vector<Figure
       c.baseline_samples = b.samples.size();
       c.noise_percent = noise_percent(b.samples);
       c.bound_percent = std::max(c.rule.threshold_percent, config.noise_k * c.noise_percent);
-      c.verdict = Verdict::kMissing;
-      c.note = "the baseline has it; this run did not report it";
+      c.verdict = c.rule.gated ? Verdict::kMissing : Verdict::kInfo;
+      c.note = c.rule.gated ? "the baseline has it; this run did not report it"
+                            : "the baseline has it; this run did not report it (" + c.rule.why_not_gated + ")";
       out.figures.push_back(std::move(c));
       continue;
     }
-    out.figures.push_back(judge(b, *n, config, context));
+    out.figures.push_back(judge(b, *n, config, context, wall_not_gated));
   }
   for (const auto& n : now) {
     if (n.samples.empty() || find(baseline_index, n.name) != nullptr) continue;

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file.hpp"
 #include "core/result.hpp"
 
 namespace gpudoc::baseline {
@@ -38,6 +39,9 @@ struct Rule {
   double threshold_percent = 5;  // a change smaller than this (relative to the baseline median) is ok
   double min_change = 0;         // a change smaller than this, in the figure's unit, is ok (resolution)
   std::string origin;            // "config: step_ms", "default: *_ms (time)", "benchmark"
+  bool gated = true;             // false: compared and shown, never a failure (why_not_gated says why)
+  std::string why_not_gated{};
+  bool gate_from_config = false;  // `gated` was set by the config's "gate" (no default overrides it)
 };
 
 struct MetricOverride {
@@ -45,6 +49,7 @@ struct MetricOverride {
   std::optional<Direction> direction;
   std::optional<double> threshold_percent;
   std::optional<double> min_change;
+  std::optional<bool> gate{};
 };
 
 inline constexpr double kDefaultNoiseK = 2.0;
@@ -72,9 +77,11 @@ struct Config {
 //   memory (*_bytes, *memory*)                                   lower, 10 %
 //   energy (*joules*, *energy*)                                  lower, 10 %
 //   wall_s (gpudoc's own wall time)                               lower, 10 %, changes under 0.2 s ignored
-//                                                                (process start-up jitter)
+//                                                                (process start-up jitter); shown, not
+//                                                                gated, when gpu_active_s is compared
 //   gpu_active_s (the span of the steady GPU work)               lower, 5 %, changes under 0.2 s ignored
-//   startup_s (start to the steady GPU work)                     lower, 10 %, changes under 0.5 s ignored
+//   startup_s (start to the steady GPU work)                     lower, 10 %, changes under 0.5 s ignored;
+//                                                                shown, not gated (it moves with the host)
 //   anything else                                                unknown (shown, not gated)
 [[nodiscard]] Rule default_rule(std::string_view name, std::string_view unit);
 
@@ -85,9 +92,13 @@ struct Config {
 // ("gpudoc.baseline.json: metrics.step_ms.direction: expected \"lower\" or \"higher\", got \"up\"").
 [[nodiscard]] core::Result<Config> parse_config(std::string_view text, std::string_view source_name);
 
+// A config is a page of JSON; 4 MiB is far beyond any, and /dev/zero or an endless FIFO given as
+// --config is refused there (docs/limits.md).
+inline constexpr core::InputLimits kConfigInput{.max_bytes = 4 << 20, .what = "a baseline config"};
+
 // Loads `path` when given (it must exist), else `gpudoc.baseline.json` in the working directory
 // when present, else the built-in defaults. Errors: kIo for an unreadable file given by path,
-// kBadInput as parse_config.
+// kBadInput as parse_config or beyond kConfigInput.
 [[nodiscard]] core::Result<Config> load_config(const std::optional<std::string>& path);
 
 }  // namespace gpudoc::baseline

@@ -224,7 +224,7 @@ core::Result<std::int64_t> store_check(CheckPlan& plan, const CheckOutcome& o) {
 
 }  // namespace
 
-int exit_code_for_signal(int sig) noexcept { return 128 + sig; }
+int exit_code_for_signal(int sig) noexcept { return core::exit_code_for_signal(sig); }
 
 nlohmann::json interruption_json(int sig) { return {{"signal", sig}, {"signal_name", core::signal_name(sig)}}; }
 

@@ -70,6 +70,27 @@ void MetricsCollector::add_file_text(std::string_view text, std::string_view sou
   }
 }
 
+void MetricsCollector::add_doubtful_note_once(const std::string& key, std::size_t line_number, std::string_view source,
+                                              std::string message) {
+  if (doubted_names_.insert(key).second) note(source, line_number, std::move(message));
+}
+
+void MetricsCollector::note_doubtful(const std::string& key, double v, std::size_t line_number,
+                                     std::string_view source) {
+  // Kept (the workload said so), but said: a time, a size, a count or a rate is never negative, and
+  // no figure a job measures comes near 1e18; either is more often a bug in the report.
+  if (v < 0)
+    add_doubtful_note_once(key, line_number, source,
+                           fmt::format("\"{}\" = {:g} is negative: kept, but a time, size, count or rate cannot be "
+                                       "(check what the workload reports)",
+                                       key, v));
+  else if (std::fabs(v) >= kDoubtfulMagnitude)
+    add_doubtful_note_once(key, line_number, source,
+                           fmt::format("\"{}\" = {:g} is beyond any measured figure: kept, but check what the "
+                                       "workload reports",
+                                       key, v));
+}
+
 void MetricsCollector::add_json(std::string_view json_in, std::size_t line_number, std::string_view source) {
   std::string_view json = trim(json_in);
   // JSON must be UTF-8: a stray byte (a Latin-1 name, a cut multi-byte character) would make the
@@ -103,8 +124,10 @@ void MetricsCollector::add_json(std::string_view json_in, std::size_t line_numbe
   for (const auto& [key, value] : j.items()) {
     if (is_progress_key(key)) continue;
     if (value.is_number() && std::isfinite(value.get<double>())) {
-      figures_[key].push_back(value.get<double>());
+      const double v = value.get<double>();
+      figures_[key].push_back(v);
       any = true;
+      note_doubtful(key, v, line_number, source);
       continue;
     }
     ++ignored_values_;

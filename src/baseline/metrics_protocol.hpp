@@ -12,6 +12,8 @@
 //   * a non-numeric value (string, bool, null, array, object) is ignored with a note, once per name;
 //   * a line that is not valid JSON, or not an object, is counted and named with its line number
 //     in a note; it never stops the run;
+//   * a negative value, or one of magnitude kDoubtfulMagnitude or more, is kept with a note, once per
+//     name (a time, size, count or rate is never negative; no measured figure comes near 1e18);
 //   * bytes that are not valid UTF-8 are replaced by U+FFFD (noted) and the line is read;
 //   * a stdout line longer than kMaxMetricsLineBytes is not read; a ::gpudoc line of that size is
 //     counted as malformed and named in a note.
@@ -25,6 +27,7 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +35,7 @@
 namespace gpudoc::baseline {
 
 inline constexpr std::string_view kMetricsPrefix = "::gpudoc ";
+inline constexpr double kDoubtfulMagnitude = 1e18;
 inline constexpr std::size_t kMaxNotes = 20;                               // notes kept; the rest are only counted
 inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t{1} << 20;  // 1 MiB
 
@@ -66,10 +70,14 @@ class MetricsCollector {
  private:
   void add_json(std::string_view json, std::size_t line_number, std::string_view source);
   void note(std::string_view source, std::size_t line, std::string message);
+  void note_doubtful(const std::string& key, double v, std::size_t line_number, std::string_view source);
+  void add_doubtful_note_once(const std::string& key, std::size_t line_number, std::string_view source,
+                              std::string message);
 
   std::map<std::string, std::vector<double>> figures_;
   std::vector<MetricsNote> notes_;
   std::map<std::string, bool> noted_names_;
+  std::set<std::string> doubted_names_;
   std::size_t metric_lines_ = 0, event_lines_ = 0, malformed_lines_ = 0, ignored_values_ = 0, notes_dropped_ = 0,
               invalid_utf8_lines_ = 0;
 };

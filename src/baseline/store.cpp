@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <unordered_set>
 
 #include "core/version.hpp"
 
@@ -117,6 +119,40 @@ std::string samples_damage(const std::string& text, const nlohmann::json& sample
     if (!std::isfinite(v.get<double>())) return fmt::format("sample {} is not a finite number", i + 1);
   }
   return {};
+}
+
+// The run's details with the names of the figures it stored ("figure_names"): a figure row lost
+// later (deleted, a damaged page dropped by a recovery) is then found by load_run, not read as a
+// figure the run never had.
+nlohmann::json details_with_figure_names(const NewRun& r) {
+  nlohmann::json details = r.details.is_object() ? r.details : nlohmann::json::object();
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& fig : r.figures) names.push_back(fig.name);
+  details[kFigureNamesKey] = std::move(names);
+  return details;
+}
+
+// What load_run adds to `damaged` for each name in the run's "figure_names" with no figure row.
+void note_lost_figures(StoredRun& r) {
+  if (!r.details.is_object() || !r.details.contains(kFigureNamesKey)) return;  // stored before the list was kept
+  const auto& names = r.details[kFigureNamesKey];
+  if (!names.is_array()) {
+    r.damaged.push_back(fmt::format("the run's \"{}\" is not a list of names", kFigureNamesKey));
+    return;
+  }
+  std::unordered_set<std::string_view> have;
+  for (const auto& fig : r.figures) have.insert(fig.name);
+  for (const auto& name : names) {
+    if (!name.is_string()) {
+      r.damaged.push_back(
+          fmt::format("the run's \"{}\" holds {}, not a name", kFigureNamesKey, dump(name).substr(0, 40)));
+      continue;
+    }
+    if (have.count(name.get_ref<const std::string&>()) == 0)
+      r.damaged.push_back(
+          fmt::format("figure '{}': stored with the run, now missing from the store (its row was deleted?)",
+                      name.get<std::string>()));
+  }
 }
 
 // Percent-encodes what an SQLite URI file name may not hold literally.
@@ -255,7 +291,7 @@ struct Store::Impl {
     else
       s.bind_null(6);
     s.bind(7, std::string(core::kVersion));
-    s.bind(8, dump(r.details));
+    s.bind(8, dump(details_with_figure_names(r)));
     if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) return err(rc, "adding a run");
     const std::int64_t id = sqlite3_last_insert_rowid(db);
     Stmt f;
@@ -373,16 +409,19 @@ bool is_access_error(int e) { return e == EACCES || e == EROFS || e == EPERM; }
 // file read-only without a word and fails at the first write, sometimes with "not an error").
 core::Status check_write_access(const std::string& path, bool exists) {
   namespace fs = std::filesystem;
-  if (exists && ::access(path.c_str(), W_OK) != 0 && is_access_error(errno))
+  // errno is taken at once: any later call (the -wal file's stat below) may overwrite it.
+  const int file_err = exists && ::access(path.c_str(), W_OK) != 0 ? errno : 0;
+  if (is_access_error(file_err))
     return core::Error(core::ErrorKind::kIo,
                        fmt::format("the store {} is read-only: {}; record and check write to it (list, "
                                    "show and history only read it)",
-                                   path, std::strerror(errno)));
+                                   path, std::strerror(file_err)));
   std::string dir = fs::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   std::error_code ec;
-  if (::access(dir.c_str(), W_OK) != 0 && is_access_error(errno) && !(exists && fs::exists(path + "-wal", ec))) {
-    const std::string why = std::strerror(errno);
+  const int dir_err = ::access(dir.c_str(), W_OK) != 0 ? errno : 0;
+  if (is_access_error(dir_err) && !(exists && fs::exists(path + "-wal", ec))) {
+    const std::string why = std::strerror(dir_err);
     if (!exists)
       return core::Error(
           core::ErrorKind::kIo,
@@ -743,6 +782,7 @@ core::Result<StoredRun> Store::load_run(std::int64_t id) {
     r.figures.push_back(std::move(fig));
   }
   if (rc != SQLITE_DONE) return impl_->err(rc, "reading figures");
+  note_lost_figures(r);
   return r;
 }
 

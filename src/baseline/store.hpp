@@ -54,6 +54,9 @@ namespace gpudoc::baseline {
 inline constexpr int kSchemaVersion = 2;
 // The verdict (status) of a record or check run that gpudoc was asked to stop (SIGINT...).
 inline constexpr const char* kVerdictInterrupted = "interrupted";
+// The key of a run's details_json that lists the names of the figures stored with it: load_run
+// names each one whose row is gone in StoredRun::damaged (the gate then refuses the baseline).
+inline constexpr const char* kFigureNamesKey = "figure_names";
 inline constexpr std::int32_t kApplicationId = 0x47504443;  // "GPDC"
 
 // --store, else $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else

@@ -229,22 +229,14 @@ class GpuRecording {
 // or cannot be stopped). Returns the time of the exit as first seen (every 5 ms).
 SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptions& o, WorkloadRun& run) {
   const auto start = SteadyClock::now();
-  std::optional<SteadyClock::time_point> deadline, kill_at, exit_seen;
+  std::optional<SteadyClock::time_point> deadline, exit_seen;
   if (o.timeout_s > 0)
     deadline = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.timeout_s));
   auto last_scan = start - std::chrono::seconds(1);
   std::set<pid_t> current{child.pid()};
   run.tree.insert(child.pid());
-  // The group, and every process of the tree (one may have left the group), by `sig`.
-  auto stop_all = [&](int sig) {
-    child.signal_group(sig);
-    for (pid_t p : current)
-      if (p != child.pid() || !child.exited()) ::kill(p, sig);
-  };
-  auto begin_stop = [&](SteadyClock::time_point now) {
-    stop_all(SIGTERM);
-    kill_at = now + o.stop_grace;
-  };
+  // The group, and every process of the tree (one may have left the group).
+  core::GroupStopper stopper(o.stop_grace);
   while (true) {
     const bool exited = child.poll();
     const auto now = SteadyClock::now();
@@ -254,24 +246,13 @@ SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptio
       run.tree.insert(current.begin(), current.end());
       last_scan = now;
     }
-    const bool stopping = run.stopped_by || run.timed_out;
-    if (o.stop != nullptr && !run.stopped_by && o.stop->signal.load() != 0) {
-      run.stopped_by = o.stop->signal.load();
-      if (!run.timed_out) begin_stop(now);
-    }
-    if (run.stopped_by && o.stop->count.load() >= 2 && kill_at && *kill_at > now)
-      kill_at = now;  // asked twice: no grace
-    if (deadline && now >= *deadline && !stopping) {
-      run.timed_out = true;
-      begin_stop(now);
-    }
-    if (kill_at && now >= *kill_at) {
-      stop_all(SIGKILL);
-      kill_at = now + std::chrono::seconds(1);
-    }
+    if (o.stop != nullptr && !run.stopped_by && o.stop->signal.load() != 0) run.stopped_by = o.stop->signal.load();
+    if (deadline && now >= *deadline && !run.stopped_by) run.timed_out = true;
+    // SIGTERM, SIGKILL after the grace period; at once when asked twice
+    if (run.stopped_by || run.timed_out) stopper.step(child, run.stopped_by && o.stop->count.load() >= 2, current);
     // Stopped by gpudoc: the group goes with the command (bounded: an unkillable process is left).
-    if (exited && (!stopping || core::live_group_members(child.pid()).empty() ||
-                   now - *exit_seen > o.stop_grace + std::chrono::seconds(2)))
+    if (exited &&
+        (!stopper.started() || stopper.done(child) || now - *exit_seen > o.stop_grace + std::chrono::seconds(2)))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -282,7 +263,7 @@ SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptio
 
 core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, const WorkloadOptions& o) {
   WorkloadRun run;
-  core::SpawnOptions spawn;
+  core::SpawnOptions spawn = core::workload_spawn_options();  // its own process group, stdin not the terminal
   if (!o.metrics_path.empty()) {
     auto made = core::create_new_file(o.metrics_path);
     if (!made) return made.error().with_context("making the $GPUDOC_METRICS file");
@@ -294,8 +275,6 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
   if (auto st = recording.start(); !st) return st.error();
 
   spawn.stdout_fd = tap.write_end();
-  spawn.new_process_group = true;
-  spawn.stdin_from_null = ::isatty(STDIN_FILENO) != 0;  // outside the terminal's foreground group: no reading it
   const auto t0 = SteadyClock::now();
   auto child = core::ChildProcess::spawn(argv, spawn);
   tap.close_write_end();  // the command holds the only write end now: its exit ends the pipe
@@ -308,8 +287,12 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
   tap.finish();
   if (!recorded) return recorded.error();
   if (!o.metrics_path.empty()) {
-    if (auto text = core::read_file(o.metrics_path); text) run.metrics.add_file_text(*text, "$GPUDOC_METRICS");
+    // 64 MiB is a million samples; a workload that writes more is refused, not read into memory.
+    auto text = core::read_file(o.metrics_path, {.max_bytes = 64 << 20, .what = "a workload's metrics file"});
     std::remove(o.metrics_path.c_str());
+    if (!text && text.error().kind() == core::ErrorKind::kBadInput)
+      return text.error().with_context("reading $GPUDOC_METRICS");
+    if (text) run.metrics.add_file_text(*text, "$GPUDOC_METRICS");
   }
   return run;
 }

@@ -11,7 +11,8 @@
 //   run->stopped_by;                               // SIGINT... when gpudoc was asked to stop
 //
 // Stopping: a timeout or a stop signal sends SIGTERM to the command's whole process group (and
-// every process of its tree), then SIGKILL after the grace period (at once on a second signal).
+// every process of its tree), then SIGKILL after the grace period (at once on a second signal):
+// core::GroupStopper, the stop policy of every command.
 // The terminal's Ctrl-C reaches gpudoc alone: the command is in another process group, so gpudoc
 // decides how it ends and measures what it did until then. For the same reason it cannot read the
 // terminal: when gpudoc's stdin is one, the command's stdin is /dev/null.
@@ -32,19 +33,18 @@
 
 #include "baseline/metrics_protocol.hpp"
 #include "core/clock.hpp"
+#include "core/process.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
 
 namespace gpudoc::baseline {
 
 // How the caller says "stop": its signal handler stores the first stop signal's number and counts
-// them (lock-free atomics: safe in a signal handler). The baseline code only reads it.
-struct StopSignal {
-  std::atomic<int> signal{0};  // SIGINT, SIGTERM, SIGHUP...; 0: no stop asked
-  std::atomic<int> count{0};   // a second signal skips the grace period
-};
+// them (lock-free atomics: safe in a signal handler). The baseline code only reads it. The stop
+// policy and its grace period are core's (core/process.hpp), the same for every command.
+using StopSignal = core::StopSignal;
 
-inline constexpr std::chrono::milliseconds kDefaultStopGrace{5000};
+inline constexpr std::chrono::milliseconds kDefaultStopGrace = core::kStopGrace;
 
 struct WorkloadOptions {
   gpu::Backend* backend = nullptr;  // with one: the GPUs are recorded into trace_path while it runs
@@ -68,8 +68,9 @@ struct WorkloadRun {
   pid_t pid = -1;
 };
 
-// Runs argv once. Errors: kBadInput (the command cannot be run), kIo (the metrics file cannot be
-// made, the trace cannot be written), the recorder's (GPU sampling could not start).
+// Runs argv once. Errors: kBadInput (the command cannot be run, or wrote more than 64 MiB into
+// $GPUDOC_METRICS), kIo (the metrics file cannot be made, the trace cannot be written), the
+// recorder's (GPU sampling could not start).
 [[nodiscard]] core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv,
                                                      const WorkloadOptions& options);
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,7 +67,7 @@ int report_error(const core::Error& error, bool json) {
                           {"exit_code", core::exit_code(error.kind())}}}};
     print_json(j);
   }
-  std::fputs(fmt::format("gpudoc: error: {}\n", error.message()).c_str(), stderr);
+  print_text(stderr, fmt::format("gpudoc: error: {}\n", error.message()));
   return core::exit_code(error.kind());
 }
 
@@ -137,7 +138,10 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    std::ostringstream out, err;  // the message quotes the arguments: shown terminal-safe
+    app.exit(e, out, err);
+    print_text(stdout, out.str());
+    print_text(stderr, err.str());
     return core::kExitUsage;
   }
   if (verbose) core::set_log_level(core::LogLevel::kDebug);

@@ -33,23 +33,24 @@ struct BaselineFlags {
 };
 
 // A failed write (stdout closed by `| head -1`) is ignored: what was measured is stored first.
-void print(const std::string& s) { std::fputs(s.c_str(), stdout); }
+// Baseline, figure, GPU and host names come from the store and the workload: shown terminal-safe.
+void print(const std::string& s) { print_text(stdout, s); }
 
-void print_note(const std::string& n) { std::fprintf(stderr, "gpudoc: note: %s\n", n.c_str()); }
+void print_note(const std::string& n) { print_text(stderr, fmt::format("gpudoc: note: {}\n", n)); }
 
 // record and check: SIGINT, SIGTERM or SIGHUP ends the workload (its whole process group), what
 // was measured is stored marked interrupted, and gpudoc exits 128 + the signal. The backend is the
 // one chosen for the run; a replay or fake GPUs are not this machine, which is said before anything
 // runs (the stored machine context names the backend too). Every file goes in one private folder.
 core::Result<baseline::GateEnv> gate_env(const BaselineFlags& f, Context& ctx, std::optional<core::PrivateDir>& dir) {
-  install_stop_handlers({SIGINT, SIGTERM, SIGHUP});
+  install_stop_handlers();  // SIGINT, SIGTERM, SIGHUP: the stop policy of every command
   baseline::GateEnv env;
   const telemetry::BackendOrReason b = ctx.backend.open_or_reason();
   env.backend = b.backend;
   env.clock = b.clock;
   env.no_gpu_reason = b.why_not.substr(0, b.why_not.find('\n'));
   if (auto live = ctx.backend.open(); live && !live->banner.empty())
-    std::fprintf(stderr, "gpudoc: baseline: %s\n", live->banner.c_str());
+    print_text(stderr, fmt::format("gpudoc: baseline: {}\n", live->banner));
   auto made = core::PrivateDir::create("gpudoc-baseline");
   if (!made) return made.error();
   dir = std::move(*made);
@@ -57,13 +58,13 @@ core::Result<baseline::GateEnv> gate_env(const BaselineFlags& f, Context& ctx, s
   env.stop = &stop_signal();
   env.echo_to_stderr = f.json;
   env.on_note = print_note;
-  env.on_progress = [](const std::string& s) { std::fprintf(stderr, "gpudoc: baseline: %s\n", s.c_str()); };
+  env.on_progress = [](const std::string& s) { print_text(stderr, fmt::format("gpudoc: baseline: {}\n", s)); };
   return env;
 }
 
 // Stopped before anything was measured: nothing stored. Returns the exit code, 128 + sig.
 int stopped_before_measuring(const BaselineFlags& f, int sig) {
-  std::fputs(view::stopped_before_measuring_text(sig).c_str(), stderr);
+  print_text(stderr, view::stopped_before_measuring_text(sig));
   if (f.json) print_json(view::stopped_before_measuring_json(f.name, sig));
   return baseline::exit_code_for_signal(sig);
 }
@@ -175,14 +176,19 @@ void add_common(CLI::App* cmd, BaselineFlags& f) {
 void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
   cmd->add_option("--config", f.config,
                   "thresholds and directions per figure (default: ./gpudoc.baseline.json when present)");
-  cmd->add_option("--repeat", f.run.repeat,
-                  record ? "run the probe and the workload N times (samples add up); checks then run them N times too. "
-                           "Default with a workload: 3 golden runs, the fewest that measure a figure's run-to-run "
-                           "noise, and checks run it once"
-                         : "runs of the probe and the workload (default: as recorded; once for a baseline "
-                           "recorded with the default 3 golden runs)");
-  cmd->add_option("--timeout", f.run.timeout_s,
-                  "stop a workload run that takes longer than this many seconds (SIGTERM, then SIGKILL)");
+  add_number(*cmd, "--repeat", f.run.repeat, {.min = 1, .max = 1000, .whole = true},
+             record ? "run the probe and the workload N times (samples add up); checks then run them N times too. "
+                      "Default with a workload: 3 golden runs, the fewest that measure a figure's run-to-run "
+                      "noise, and checks run it once"
+                    : "runs of the probe and the workload (default: as recorded; once for a baseline "
+                      "recorded with the default 3 golden runs)");
+  add_number(*cmd, "--timeout", f.run.timeout_s,
+             {.min = 0,
+              .max = kMaxDurationSeconds,
+              .above_min = true,
+              .unit = "seconds",
+              .note = "leave the flag out for no timeout"},
+             "stop a workload run that takes longer than this many seconds (SIGTERM, then SIGKILL)");
   cmd->add_option("command", f.run.command, "the workload to run (after --); it reports figures with ::gpudoc lines");
 }
 
@@ -217,7 +223,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
   rec->add_flag("--full", f->run.full, "benchmarks with more repetitions");
   rec->add_flag("--probe", f->run.probe,
                 "framework: the built-in PyTorch matmul probe (needs python3 with torch and a GPU)");
-  rec->add_option("--device", f->run.device, "CUDA device for --bench and --probe");
+  add_number(*rec, "--device", f->run.device, kDeviceRange, "CUDA device for --bench and --probe");
   add_run_options(rec, *f, true);
   add_common(rec, *f);
   rec->footer(
@@ -268,7 +274,8 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
 
   auto* his = cmd->add_subcommand("history", "Every run of a baseline, with a trend line per figure");
   his->add_option("name", f->name, "baseline name")->required();
-  his->add_option("--limit", f->limit, "the last N runs (default 30; 0: all)");
+  add_number(*his, "--limit", f->limit, {.min = 0, .max = 1'000'000, .whole = true},
+             "the last N runs (default 30; 0: all)");
   his->add_option("--html", f->html,
                   "also write a self-contained page (opens offline) to FILE: a zoomable chart per figure over time "
                   "with the baseline's value, the regression bound and each check's verdict")

@@ -48,7 +48,8 @@ int render_saved(const BenchFlags& f) {
     return report_error(core::Error(core::ErrorKind::kUsage,
                                     "--from renders a saved run; --list, --only, --quick and --full are for a new run"),
                         f.json);
-  auto text = core::read_file(*f.from);
+  // A saved run is a few hundred KiB (a --full run on one H200, tests/data/bench_h200_full.json: 250 KiB).
+  auto text = core::read_file(*f.from, {.max_bytes = 32 << 20, .what = "a saved bench run"});
   if (!text) return report_error(text.error(), f.json);
   auto saved = view::render_saved_bench_html(*text, *f.from);
   if (!saved) return report_error(saved.error(), f.json);
@@ -57,7 +58,7 @@ int render_saved(const BenchFlags& f) {
   if (f.json)
     print_json(nlohmann::json{{"html", *f.html}, {"from", *f.from}, {"results", n}});
   else
-    std::fputs(fmt::format("HTML page: {} ({} results from {})\n", *f.html, n, *f.from).c_str(), stdout);
+    print_text(stdout, fmt::format("HTML page: {} ({} results from {})\n", *f.html, n, *f.from));
   return core::kExitOk;
 }
 
@@ -99,14 +100,14 @@ int run_bench(const BenchFlags& f, Context& context) {
   if (f.json)
     print_json(j);
   else
-    std::fputs(view::render_bench_text(rep).c_str(), stdout);
+    print_text(stdout, view::render_bench_text(rep));  // GPU and host names: terminal-safe
   if (f.html) {
     // The results are printed first: a page that cannot be written loses none of them.
     if (auto st = write_html(j, *f.html); !st) {
       report_error(st.error(), false);
       return std::max(bench::exit_code(rep), core::exit_code(st.error().kind()));
     }
-    if (!f.json) std::fputs(fmt::format("HTML page: {}\n", *f.html).c_str(), stdout);
+    if (!f.json) print_text(stdout, fmt::format("HTML page: {}\n", *f.html));
   }
   return bench::exit_code(rep);
 }
@@ -140,7 +141,7 @@ void register_bench(CLI::App& app, Action& action, Context& context) {
   cmd->add_flag("--quick", f->quick, "fewer repetitions (about a minute for the whole suite)");
   cmd->add_flag("--full", f->full, "more repetitions, for a baseline to keep");
   cmd->add_flag("--json", f->json, "print the results (machine, parameters, raw samples) as JSON on stdout");
-  cmd->add_option("--device", f->device, "CUDA device index (CUDA_VISIBLE_DEVICES applies)");
+  add_number(*cmd, "--device", f->device, kDeviceRange, "CUDA device index (CUDA_VISIBLE_DEVICES applies)");
   cmd->add_option("--html", f->html,
                   "also write the results as a page that opens offline: the table, every benchmark's samples in "
                   "the order measured, the NCCL size curves, the GPU-pair matrices")

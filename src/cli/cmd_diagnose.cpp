@@ -42,8 +42,6 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
                     "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
                     "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help"),
         f.out.json);
-  if (f.duration_s < 0)
-    return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be positive"), f.out.json);
   if (!record_mode && (f.duration_s > 0 || !f.output.empty() || f.keep_trace))
     return report_error(
         core::Error(core::ErrorKind::kUsage, "--duration, -o and --keep-trace apply to --live and -- CMD only"),
@@ -98,10 +96,14 @@ void add_output_flags(CLI::App& cmd, OutputFlags& out) {
   cmd.add_option("--min-severity", out.min_severity,
                  "exit 1 when a finding is at or above this: info, warning, critical")
       ->capture_default_str();
-  cmd.add_option("--window", out.window_s,
-                 "analyse long traces in windows of this many seconds, 2 to 1e6 (pattern changes between them are "
-                 "reported)")
-      ->capture_default_str();
+  // A window shorter than kMinWindowS can never hold enough of the 0.1 s grid to say anything.
+  add_number(cmd, "--window", out.window_s,
+             {.min = diagnose::kMinWindowS,
+              .max = 1e6,
+              .unit = "seconds",
+              .note = "a window holds at least 20 samples of the 0.1 s analysis grid before anything is concluded"},
+             "analyse long traces in windows of this many seconds (default 60; pattern changes between them are "
+             "reported)");
 }
 
 std::string findings_help() {
@@ -125,7 +127,8 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
                   "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
   add_output_flags(*cmd, f->out);
   cmd->add_flag("--live", f->live, "sample the live GPUs for --duration seconds (default 30), then diagnose");
-  cmd->add_option("-d,--duration", f->duration_s, "--live: how long to look; -- CMD: stop recording after this long");
+  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
+             "--live: how long to look (default 30); -- CMD: stop recording after this long");
   cmd->add_option("-o,--output", f->output, "--live / -- CMD: keep the recorded trace in this file")->type_name("FILE");
   cmd->add_flag("--keep-trace", f->keep_trace,
                 "--live / -- CMD without -o: keep the temporary trace and print its path");
@@ -142,10 +145,12 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
       "Several traces give one report (JSON: each under \"traces\", all findings under \"findings\").\n"
       "With -- CMD the command's output is untouched (with --json its stdout goes to stderr, so\n"
       "stdout holds only the JSON document) and its exit code is reported (text and\n"
-      "\"command_exit_code\"); gpudoc's exit code is the diagnosis'.\n"
+      "\"command_exit_code\"); gpudoc's exit code is the diagnosis'. The command runs in a process\n"
+      "group of its own: Ctrl-C, SIGTERM or SIGHUP stops that group (SIGTERM, SIGKILL 5 s later or at\n"
+      "a second signal), and with --live too ends the recording; what was recorded is diagnosed.\n"
       "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
       "2 bad flags or input (the message names file and line); 3 no GPU or driver (--live, -- CMD),\n"
-      "or --html in a build without the plot library.");
+      "or --html in a build without the plot library; 128+N stopped by signal N (130: Ctrl-C).");
   cmd->callback([f, &action, &context] {
     action = [f, &context] {
       DiagnoseFlags copy = *f;
@@ -155,7 +160,7 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
         copy.command.assign(copy.traces.end() - static_cast<long>(n), copy.traces.end());
         copy.traces.resize(copy.traces.size() - n);
       }
-      return run_diagnose(std::move(copy), context);
+      return exit_code_after_stop(run_diagnose(std::move(copy), context));  // 128 + N after stop signal N
     };
   });
 }

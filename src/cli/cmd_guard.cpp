@@ -62,9 +62,11 @@ class EventLog {
  public:
   static core::Result<EventLog> open(const std::string& path) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
+    if (fd < 0) {
+      const int err = errno;  // before anything else can overwrite it
       return core::Error(core::ErrorKind::kIo,
-                         fmt::format("--log {}: {}", core::terminal_safe(path), std::strerror(errno)));
+                         fmt::format("--log {}: {}", core::terminal_safe(path), std::strerror(err)));
+    }
     return EventLog(fd);
   }
   EventLog(EventLog&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
@@ -138,8 +140,6 @@ int run_guard(GuardFlags f, Context& ctx) {
                         f.json);
   auto signals = parse_signals(f.signals);
   if (!signals) return report_error(signals.error(), f.json);
-  if (!(f.ack_deadline_s > 0) || f.ack_deadline_s > 3600)
-    return report_error(core::Error(core::ErrorKind::kUsage, "--ack-deadline must be in (0, 3600] seconds"), f.json);
   // The guard reads only what it decides on: power, clocks and die temperature (fast), memory and
   // HBM temperature (slow), processes (non-critical work on a GPU) and XID events. Utilization,
   // GPM and energy cost about 0.2 % of a core per GPU on an H200 (docs/results/sampler-cost.md)
@@ -183,7 +183,7 @@ int run_guard(GuardFlags f, Context& ctx) {
     const auto c = health::classify_xid(xid);
     return c == health::XidClass::kResetGpu || c == health::XidClass::kReboot;
   };
-  if (!f.quiet && !live->banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", live->banner.c_str());
+  if (!f.quiet && !live->banner.empty()) print_text(stderr, fmt::format("gpudoc: {}\n", live->banner));
   const std::string backend_kind = live->spec->text;
   bool store_failed = false;
   guard::EventSink sink = [&](const nlohmann::json& e) {
@@ -197,7 +197,7 @@ int run_guard(GuardFlags f, Context& ctx) {
       }
     }
     if (!f.quiet)
-      if (auto line = human_line(e)) std::fprintf(stderr, "gpudoc guard: %s\n", line->c_str());
+      if (auto line = human_line(e)) print_text(stderr, fmt::format("gpudoc guard: {}\n", *line));
   };
   install_stop_handlers();
   auto r = guard::run_session(*live->backend, *live->clock, *channel, o, stop_requests(), sink);
@@ -213,8 +213,7 @@ int run_guard(GuardFlags f, Context& ctx) {
                 {"log", f.log ? nlohmann::json(*f.log) : nlohmann::json()},
                 {"store", keeper ? nlohmann::json(keeper->path()) : nlohmann::json()},
                 {"run_id", keeper ? nlohmann::json(keeper->run_id()) : nlohmann::json()}});
-  if (r->exit_code) return *r->exit_code;
-  return r->end_reason == "interrupted" ? 130 : 0;
+  return r->exit_code.value_or(0);  // after stop signal N: 128 + N (run_guard's caller)
 }
 
 }  // namespace
@@ -241,7 +240,8 @@ void register_guard(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_option("--log", f->log, "append every event as a JSON line to this file");
   cmd->add_option("--store", f->store, "the store for decisions (default: $GPUDOC_STORE or the user's data folder)");
   cmd->add_flag("--no-store", f->no_store, "do not keep decisions in the store");
-  cmd->add_option("--ack-deadline", f->ack_deadline_s, "seconds an advice waits for its ack (default 10)");
+  add_number(*cmd, "--ack-deadline", f->ack_deadline_s, {.min = 0, .max = 3600, .above_min = true, .unit = "seconds"},
+             "seconds an advice waits for its ack (default 10)");
   f->sampler.add_to(*cmd);
   cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
   cmd->add_flag("-q,--quiet", f->quiet, "no lines on stderr");
@@ -252,8 +252,11 @@ void register_guard(CLI::App& app, Action& action, Context& ctx) {
       "  gpudoc guard --signal checkpoint,stop --pid 4242       # a running job that handles SIGUSR1/SIGTERM\n"
       "  gpudoc guard --dry-run --log guard.jsonl -- torchrun --nproc_per_node=8 train.py\n"
       "  gpudoc --backend replay:hot.jsonl guard -- python3 train.py   # rehearse on a recorded trace\n"
-      "Exit codes: the command's own, else 0; 130 after Ctrl-C; 2 bad flags or policy; 3 no GPU or driver.");
-  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_guard(*f, ctx); }; });
+      "The job runs in a process group of its own: one Ctrl-C, SIGTERM or SIGHUP stops the guard and\n"
+      "that whole group (SIGTERM, SIGKILL 5 s later or at a second signal).\n"
+      "Exit codes: the command's own, else 0; 128+N stopped by signal N (130: Ctrl-C, 143: SIGTERM);\n"
+      "2 bad flags or policy; 3 no GPU or driver.");
+  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_guard(*f, ctx)); }; });
 }
 
 }  // namespace gpudoc::cli

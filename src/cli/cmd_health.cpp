@@ -46,7 +46,7 @@ int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
         view::render_health_table(results, wall_s, "No GPU checks: " + no_gpu.message() + "\n\n", color()).c_str(),
         stdout);
   }
-  std::fputs(fmt::format("gpudoc: error: {}\n", no_gpu.message()).c_str(), stderr);
+  print_text(stderr, fmt::format("gpudoc: error: {}\n", no_gpu.message()));
   return core::kExitEnvironment;
 }
 
@@ -77,7 +77,7 @@ int print_gate(const HealthFlags& f, const std::vector<health::CheckResult>& res
             .c_str(),
         stdout);
   } else {
-    std::fputs((reason + "\n").c_str(), stdout);
+    print_text(stdout, reason + "\n");
   }
   return reason.empty() ? core::kExitOk : core::kExitFinding;
 }
@@ -127,8 +127,8 @@ void register_health(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_option("--gpus", flags->gpus, "GPU indices to check (default: all), e.g. --gpus 0,2")
       ->delimiter(',')
       ->allow_extra_args(false);
-  cmd->add_option("--load-seconds", flags->load_seconds, "how long the load runs (default 5)")
-      ->check(CLI::Range(1.0, 120.0));
+  add_number(*cmd, "--load-seconds", flags->load_seconds, {.min = 1, .max = 120, .unit = "seconds"},
+             "how long the load runs (default 5)");
   cmd->add_flag("--no-store", flags->no_store, "do not record the results in the store (for `gpudoc report`)");
   cmd->add_option("--store", flags->store,
                   "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");

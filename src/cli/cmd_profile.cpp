@@ -117,31 +117,35 @@ core::Result<std::vector<std::string>> find_cupti() {
   return found;
 }
 
-// Runs the command with the injection library; stops it after `duration` (SIGINT, then SIGTERM,
-// then SIGKILL, 10 s apart, to its process group). Returns its exit code as a shell reports it.
+// Runs the command with the injection library, in a process group of its own; stops it after
+// `duration` (SIGINT, then SIGTERM, then SIGKILL, 10 s apart, to its process group), or by the
+// stop policy on a stop signal (core::GroupStopper). Returns its exit code as a shell reports it.
 core::Result<int> run_command(const ProfileFlags& f, const std::string& library, const std::vector<std::string>& cupti,
                               const std::string& dir) {
   std::string cupti_list;
   for (const auto& c : cupti) cupti_list += (cupti_list.empty() ? "" : ":") + c;
-  core::SpawnOptions o;
+  core::SpawnOptions o = core::workload_spawn_options();
   o.extra_env = {"CUDA_INJECTION64_PATH=" + library, std::string(profile::kEnvOutputDir) + "=" + dir,
                  std::string(profile::kEnvCuptiPath) + "=" + cupti_list,
                  std::string(profile::kEnvSample) + "=" + f.sample_env,
                  // NVTX ranges reach CUPTI only when NVTX loads CUPTI as its tool
                  "NVTX_INJECTION64_PATH=" + cupti.front()};
   o.stdout_to_stderr = f.json;
-  o.new_process_group = true;
+  install_stop_handlers();  // before the spawn: from then on a stop signal stops the program's group
   auto child = core::ChildProcess::spawn(f.command, o);
   if (!child) return child.error();
-  install_stop_handlers();
   const auto start = std::chrono::steady_clock::now();
   int sent = 0;
   auto last_signal = start;
+  core::GroupStopper stopper;
   while (!child->poll()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const auto now = std::chrono::steady_clock::now();
-    const bool stop =
-        stop_requests().load() > 0 || (f.duration_s > 0 && now - start >= std::chrono::duration<double>(f.duration_s));
+    if (stop_requests().load() > 0) {
+      stopper.step(*child, stop_requests().load() >= 2);
+      continue;
+    }
+    const bool stop = f.duration_s > 0 && now - start >= std::chrono::duration<double>(f.duration_s);
     if (stop && (sent == 0 || now - last_signal >= std::chrono::seconds(10))) {
       // SIGINT first: Python raises KeyboardInterrupt and runs its exit handlers, which flush CUPTI.
       const int sig = sent == 0 ? SIGINT : sent == 1 ? SIGTERM : SIGKILL;
@@ -150,6 +154,7 @@ core::Result<int> run_command(const ProfileFlags& f, const std::string& library,
       last_signal = now;
     }
   }
+  if (stopper.started()) stopper.finish(*child, [] { return stop_requests().load() >= 2; });
   return child->exit_code_for_shell();
 }
 
@@ -196,7 +201,6 @@ int run_profile(ProfileFlags& f) {
                                     "give a command to profile after -- (gpudoc profile -- python3 train.py), or "
                                     "--input RECORDS to analyse saved records, not both"),
                         f.json);
-  if (f.duration_s < 0) return report_error(core::Error(core::ErrorKind::kUsage, "--duration must be >= 0"), f.json);
   if (!f.sample.empty() && (f.sample_env = sample_to_env(f.sample)).empty())
     return report_error(
         core::Error(core::ErrorKind::kUsage, fmt::format("--sample {}: give seconds traced and seconds not, as ON:OFF "
@@ -232,6 +236,11 @@ int run_profile(ProfileFlags& f) {
     if (!code) return report_error(code.error(), f.json);
     exit_code = *code;
     set = pick_records(dir->path(), files);
+    if (!set && stop_signal().signal.load() != 0) {  // the caller exits 128 + N
+      std::fprintf(stderr, "gpudoc: profile: stopped by %s before the program wrote its records: nothing to analyse\n",
+                   core::signal_name(stop_signal().signal.load()).c_str());
+      return exit_code;
+    }
   }
   if (!set) return report_error(set.error(), f.json);
   if (!f.records_copy.empty()) {
@@ -252,8 +261,8 @@ int run_profile(ProfileFlags& f) {
     j["exit_code"] = exit_code;
     print_json(j);
   } else {
-    std::fputs(view::profile_text(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command).c_str(),
-               stdout);
+    // Kernel names and the command come from the profiled program: shown terminal-safe.
+    print_text(stdout, view::profile_text(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command));
     if (files > 1) std::printf("(%zu processes were profiled; this is the one that ran the most kernels)\n", files);
   }
   return exit_code;
@@ -279,12 +288,14 @@ void register_profile(CLI::App& app, Action& action) {
       "(Nsight Systems) gpudoc profile refuses to start, exit 3.");
   cmd->add_option("-o,--output", f->trace_output, "write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   cmd->add_option("--html", f->html, "write a self-contained HTML page");
-  cmd->add_option("-d,--duration", f->duration_s, "stop the program after this many seconds (SIGINT, then SIGTERM)");
+  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
+             "stop the program after this many seconds (SIGINT, then SIGTERM)");
   cmd->add_option("--sample", f->sample,
                   "ON:OFF seconds: trace kernels, copies and API calls ON seconds, then not for OFF, over and "
                   "over (2:18 traces a tenth of the run); NVTX steps are timed throughout, so the report says "
                   "what tracing cost the program's steps");
-  cmd->add_option("--steps", f->steps, "analyse at most this many steps (after the warm-up step)");
+  add_number(*cmd, "--steps", f->steps, {.min = 1, .max = 1e9, .whole = true},
+             "analyse at most this many steps (after the warm-up step; default: all)");
   cmd->add_flag("--json", f->json, "print the analysis as JSON on stdout (the program's stdout goes to stderr)");
   cmd->add_option("--records", f->records_copy, "keep the raw records (docs/profile.md) in this file");
   cmd->add_option("--input", f->input, "analyse records saved with --records; run nothing");
@@ -295,9 +306,11 @@ void register_profile(CLI::App& app, Action& action) {
       "  gpudoc profile --duration 60 -o train.trace.json --html train.html -- python3 train.py\n"
       "  gpudoc profile --json --steps 50 -- ./my_cuda_app\n"
       "  gpudoc profile --input records.txt\n"
+      "The program runs in a process group of its own: Ctrl-C, SIGTERM or SIGHUP stops that whole group\n"
+      "(SIGTERM, SIGKILL 5 s later or at a second signal); what it recorded until then is analysed.\n"
       "Exit codes: the program's own (0 when it succeeded); 2 bad flags or records; 3 no GPU, no CUDA\n"
-      "context, CUPTI missing or held by another profiler.");
-  cmd->callback([f, &action] { action = [f] { return run_profile(*f); }; });
+      "context, CUPTI missing or held by another profiler; 128+N stopped by signal N (130: Ctrl-C).");
+  cmd->callback([f, &action] { action = [f] { return exit_code_after_stop(run_profile(*f)); }; });
 }
 
 }  // namespace gpudoc::cli

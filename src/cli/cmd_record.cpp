@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
 #include "view/record_text.hpp"
@@ -24,8 +25,6 @@ struct RecordFlags {
 };
 
 int run_record(const RecordFlags& f, Context& ctx) {
-  auto duration = parse_duration(f.duration_s);
-  if (!duration) return report_error(duration.error(), f.json);
   if (f.output == "-" && !f.command.empty())
     return report_error(
         core::Error(core::ErrorKind::kUsage,
@@ -42,29 +41,30 @@ int run_record(const RecordFlags& f, Context& ctx) {
   opt.command = f.command;
   opt.sampler = *config;
   opt.wake_interval = live->wall_time(opt.wake_interval);
-  opt.duration = *duration;
+  opt.duration = duration_of(f.duration_s);
+  const std::string shown_output = core::terminal_safe(f.output);
   const bool show_progress = !f.quiet && f.command.empty() && isatty(STDERR_FILENO) != 0;
   if (show_progress)
     opt.on_progress = [&](double elapsed, std::uint64_t lines) {
-      std::fprintf(stderr, "\rgpudoc: recording %s: %.0f s, %llu sample lines  (Ctrl-C stops)", f.output.c_str(),
+      std::fprintf(stderr, "\rgpudoc: recording %s: %.0f s, %llu sample lines  (Ctrl-C stops)", shown_output.c_str(),
                    elapsed, static_cast<unsigned long long>(lines));
     };
   install_stop_handlers();
   if (!f.quiet) {
-    if (!live->banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", live->banner.c_str());
+    if (!live->banner.empty()) print_text(stderr, fmt::format("gpudoc: {}\n", live->banner));
     const int n = config->gpus.empty() ? live->gpu_count : static_cast<int>(config->gpus.size());
-    std::fputs(view::record_start_line(n, f.output, f.command, f.duration_s, live->replay != nullptr).c_str(), stderr);
+    print_text(stderr, view::record_start_line(n, f.output, f.command, f.duration_s, live->replay != nullptr));
   }
 
-  auto r = telemetry::record(*live->backend, *live->clock, opt, stop_requests(), &forward_signal());
+  auto r = telemetry::record(*live->backend, *live->clock, opt, stop_requests());
   if (show_progress) std::fputs("\n", stderr);
   if (!r) return report_error(r.error(), f.json);
 
   if (f.json) print_json(view::record_json(*r, f.output, *live->spec));
-  if (!f.quiet) std::fputs(view::record_summary_line(*r, f.output).c_str(), stderr);
-  // The command's exit code passes through, so `gpudoc record -- CMD` can stand in for CMD.
-  if (r->command_exit_code) return *r->command_exit_code;
-  return r->end_reason == "interrupted" ? 130 : 0;
+  if (!f.quiet) print_text(stderr, view::record_summary_line(*r, f.output));
+  // The command's exit code passes through, so `gpudoc record -- CMD` can stand in for CMD; after a
+  // stop signal N, 128 + N (run_record's caller).
+  return r->command_exit_code.value_or(0);
 }
 
 }  // namespace
@@ -77,13 +77,15 @@ void register_record(CLI::App& app, Action& action, Context& ctx) {
       "Each metric group is read on its own period, matched to how often the sensor really\n"
       "updates; a metric the GPU does not support is left out, never written as 0. With a command\n"
       "after --, gpudoc runs it (output untouched), records while it runs and exits with its exit\n"
-      "code. Ctrl-C leaves a valid file: the trace ends with an \"end\" line saying why it stopped.\n\n"
+      "code. The command runs in a process group of its own (its stdin is /dev/null when gpudoc's is\n"
+      "a terminal). Ctrl-C, SIGTERM or SIGHUP stops that whole group (SIGTERM, SIGKILL 5 s later or\n"
+      "at a second signal) and leaves a valid file: the trace ends with an \"end\" line saying why.\n\n"
       "With --backend replay:FILE it records the replayed trace (header backend \"replay\") until\n"
       "the replay ends; with --backend fake:N, N scripted GPUs (backend \"fake\").");
   cmd->add_option("-o,--output", f->output, "trace file to write (- for stdout, without a command)")->required();
-  cmd->add_option("-d,--duration", f->duration_s,
-                  "stop after this many seconds (with a command: whichever comes first); left out: until the command "
-                  "ends or Ctrl-C");
+  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
+             "stop after this many seconds (with a command: whichever comes first); left out: until the command "
+             "ends or Ctrl-C");
   f->sampler.add_to(*cmd);
   cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress or summary on stderr");
@@ -94,8 +96,9 @@ void register_record(CLI::App& app, Action& action, Context& ctx) {
       "  gpudoc record -o train.jsonl -- python3 train.py --epochs 1\n"
       "  gpudoc record -o fast.jsonl --period fast=100,gpm=100 --gpus 0 -- ./bench\n"
       "  gpudoc --backend fake:2 record -o demo.jsonl --duration 10\n"
-      "Exit codes: the command's own, else 0; 130 after Ctrl-C; 2 bad flags; 3 no GPU or driver.");
-  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_record(*f, ctx); }; });
+      "Exit codes: the command's own, else 0; 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129\n"
+      "SIGHUP); 2 bad flags; 3 no GPU or driver.");
+  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_record(*f, ctx)); }; });
 }
 
 }  // namespace gpudoc::cli

@@ -55,26 +55,15 @@ struct Settings {
   telemetry::SamplerConfig sampler;
 };
 
-core::Status check_range(double v, double lo, double hi, const char* flag) {
-  if (v == 0) return core::ok_status();
-  if (!(v >= lo && v <= hi))
-    return core::Error(core::ErrorKind::kUsage, fmt::format("{} must be from {} to {} seconds", flag, lo, hi));
-  return core::ok_status();
-}
-
 core::Result<Settings> settings_of(const ServeFlags& f) {
   serve::ConfigFile file;
   if (!f.config.empty()) {
-    auto text = core::read_file(f.config);
+    auto text = core::read_file(f.config, {.max_bytes = 4 << 20, .what = "a serve config"});
     if (!text) return core::Error(core::ErrorKind::kUsage, fmt::format("--config: {}", text.error().message()));
     auto parsed = serve::parse_config(*text, f.config);
     if (!parsed) return parsed.error();
     file = std::move(*parsed);
   }
-  for (const auto& s :
-       {check_range(f.diagnose_window_s, 2, 3600, "--diagnose-window"),
-        check_range(f.diagnose_every_s, 1, 3600, "--diagnose-every"), check_range(f.history_s, 60, 86400, "--history")})
-    if (!s) return s.error();
   Settings s;
   const std::string listen = !f.listen.empty() ? f.listen : file.listen.value_or("");
   if (!listen.empty()) {
@@ -174,7 +163,6 @@ void announce(const Settings& s, int port, const telemetry::Live& live) {
 int run_serve(const ServeFlags& f, Context& ctx) {
   auto s = settings_of(f);
   if (!s) return report_error(s.error(), false);
-  if (auto d = parse_duration(f.duration_s); !d) return report_error(d.error(), false);
   auto live = ctx.backend.open_gpus();
   if (!live) return report_error(live.error(), false);
   auto header = telemetry::make_header(*live->backend, *live->clock, s->sampler, {});
@@ -248,13 +236,18 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_option("--config", f->config, "a JSON file of settings (docs/serve.md); flags override it");
   cmd->add_flag("--dcgm-compatible", f->dcgm_compatible,
                 "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");
-  cmd->add_option("--diagnose-window", f->diagnose_window_s, "seconds the sliding diagnosis looks at (default 120)");
-  cmd->add_option("--diagnose-every", f->diagnose_every_s, "seconds between two diagnoses (default 10)");
-  cmd->add_option("--history", f->history_s, "seconds of waveforms kept for the dashboard (default 600)");
+  // The same ranges as the config file's keys (serve/config.hpp).
+  add_number(*cmd, "--diagnose-window", f->diagnose_window_s, {.min = 2, .max = 3600, .unit = "seconds"},
+             "seconds the sliding diagnosis looks at (default 120)");
+  add_number(*cmd, "--diagnose-every", f->diagnose_every_s, {.min = 1, .max = 3600, .unit = "seconds"},
+             "seconds between two diagnoses (default 10)");
+  add_number(*cmd, "--history", f->history_s, {.min = 60, .max = 86400, .unit = "seconds"},
+             "seconds of waveforms kept for the dashboard (default 600)");
   cmd->add_option("--store", f->store,
                   "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");
   cmd->add_flag("--no-store", f->no_store, "read no store: no health or baseline series");
-  cmd->add_option("-d,--duration", f->duration_s, "stop after this many seconds (default: until SIGINT/SIGTERM)");
+  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
+             "stop after this many seconds (default: until SIGINT/SIGTERM)");
   f->sampler.add_to(*cmd, "serve reads gpm every 1000 ms, not 200 (docs/serve.md)");
   cmd->footer(
       "Examples:\n"

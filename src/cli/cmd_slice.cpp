@@ -107,9 +107,9 @@ int run_slice(SliceFlags& f) {
     warn_unenforced(*limits, placement);
   }
   install_stop_handlers();
-  auto code = slice::run(request, placement, library, &forward_signal());
+  auto code = slice::run(request, placement, library, &stop_requests());
   if (!code) return report_error(code.error(), false);
-  return *code;  // the job's own exit status passes through
+  return *code;  // the job's own exit status passes through (after stop signal N: 128 + N, the caller)
 }
 
 nlohmann::json listed_json(const slice::Listed& s) {
@@ -215,14 +215,16 @@ void register_slice(CLI::App& app, Action& action) {
       "  gpudoc slice --mem 40G -- python3 finetune.py\n"
       "  gpudoc slice --mem 16G --sm 30 --name infer -- python3 serve.py --port 8000\n"
       "  gpudoc slice list\n"
-      "Exit codes: the job's own (128+N when signal N ended it); 2 a malformed or impossible limit;\n"
-      "3 no CUDA driver, no GPU or no interception library.");
+      "The job runs in a process group of its own: Ctrl-C, SIGTERM or SIGHUP stops that whole group\n"
+      "(SIGTERM, SIGKILL 5 s later or at a second signal) and removes the slice's folder.\n"
+      "Exit codes: the job's own (128+N when signal N ended it); 128+N when gpudoc was stopped by\n"
+      "signal N; 2 a malformed or impossible limit; 3 no CUDA driver, no GPU or no interception library.");
   auto* list = cmd->add_subcommand("list", "The slices that run now: processes, use against limits");
   list->add_flag("--json", f->list_json, "one JSON document on stdout");
   list->callback([f, &action] { action = [f] { return run_list(*f); }; });
   cmd->callback([f, list, &action] {
     if (list->parsed()) return;
-    action = [f] { return run_slice(*f); };
+    action = [f] { return exit_code_after_stop(run_slice(*f)); };
   });
 }
 

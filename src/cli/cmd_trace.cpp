@@ -28,7 +28,7 @@ int run_info(const InfoOptions& opts) {
   if (opts.json)
     print_json(view::trace_info_json(opts.path, *stats));
   else
-    std::fputs(view::render_trace_info(opts.path, *stats).c_str(), stdout);
+    print_text(stdout, view::render_trace_info(opts.path, *stats));
   return core::kExitOk;
 }
 }  // namespace

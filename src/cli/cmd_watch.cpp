@@ -28,14 +28,6 @@ struct WatchFlags {
   SamplerFlags sampler;
 };
 
-core::Status check_flags(const WatchFlags& f) {
-  if (f.interval_ms < 100) return core::Error(core::ErrorKind::kUsage, "--interval must be at least 100 ms");
-  if (!(f.speed > 0) || f.speed > telemetry::kMaxReplaySpeed)
-    return core::Error(core::ErrorKind::kUsage, "--speed must be in (0, 1000]");
-  if (auto d = parse_duration(f.duration_s); !d) return d.error();
-  return core::ok_status();
-}
-
 // The backend this view reads: a TRACE argument is a replay of it at --speed; otherwise the one
 // chosen for the run. Both are opened by telemetry::BackendSource, so `watch TRACE` and
 // `--backend replay:TRACE watch` show the same thing.
@@ -52,7 +44,6 @@ core::Result<telemetry::Live> open_watched(const WatchFlags& f, Context& ctx,
 }
 
 int run_watch(const WatchFlags& f, Context& ctx) {
-  if (auto s = check_flags(f); !s) return report_error(s.error(), f.json);
   // A live view drains the utilization buffer more often than a recording does, so the newest
   // bars are not seconds behind; still never faster than the buffer's 200 ms samples.
   auto defaults = telemetry::SamplerConfig::default_periods();
@@ -64,7 +55,7 @@ int run_watch(const WatchFlags& f, Context& ctx) {
   if (!live) return report_error(live.error(), f.json);
   if (live->replay != nullptr)
     for (const auto& w : live->replay->trace().warnings)
-      std::fprintf(stderr, "gpudoc: warning: %s\n", core::terminal_safe(w).c_str());
+      print_text(stderr, fmt::format("gpudoc: warning: {}\n", core::terminal_safe(w)));
   auto header = telemetry::make_header(*live->backend, *live->clock, *config, {});
   if (!header) return report_error(header.error(), f.json);
   view::WatchLoop loop(*live, *header, *config,
@@ -87,9 +78,9 @@ int run_watch(const WatchFlags& f, Context& ctx) {
       [] { return stop_requests().load() > 0; });
   if (clear) std::fputs("\x1b[?25h", stdout);
   if (live->replay != nullptr && !f.json)
-    std::fprintf(stderr, "gpudoc: that was a replay of %s, not a live GPU.\n", live->spec->file.c_str());
+    print_text(stderr, fmt::format("gpudoc: that was a replay of {}, not a live GPU.\n", live->spec->file));
   else if (!live->real() && !f.json)
-    std::fprintf(stderr, "gpudoc: those were %s, not this machine's GPUs.\n", live->spec->text.c_str());
+    print_text(stderr, fmt::format("gpudoc: those were {}, not this machine's GPUs.\n", live->spec->text));
   return frames > 0 || stop_requests().load() > 0 || std::ferror(stdout) != 0 ? 0 : core::kExitInternal;
 }
 
@@ -108,10 +99,13 @@ void register_watch(CLI::App& app, Action& action, Context& ctx) {
       "With a TRACE argument, watch replays a recorded trace instead, and says so (the same as\n"
       "gpudoc --backend replay:TRACE@SPEED watch).");
   cmd->add_option("trace", f->trace, "a trace recorded by `gpudoc record` to replay instead of the live GPUs");
-  cmd->add_option("--speed", f->speed, "with TRACE: replay speed (2 = twice as fast)")->capture_default_str();
-  cmd->add_option("--interval", f->interval_ms, "refresh every N milliseconds")->capture_default_str();
-  cmd->add_option("-d,--duration", f->duration_s,
-                  "stop after this many seconds (left out: until Ctrl-C or the replay's end)");
+  add_number(*cmd, "--speed", f->speed,
+             {.min = 0, .max = telemetry::kMaxReplaySpeed, .above_min = true, .unit = "times as fast"},
+             "with TRACE: replay speed (2 = twice as fast; default 1)");
+  add_number(*cmd, "--interval", f->interval_ms, {.min = 100, .max = 3'600'000, .whole = true, .unit = "milliseconds"},
+             "refresh every N milliseconds (default 500)");
+  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
+             "stop after this many seconds (left out: until Ctrl-C or the replay's end)");
   cmd->add_flag("--once", f->once, "print one frame (after 1.5 s of sampling) and exit");
   cmd->add_flag("--json", f->json, "print each frame as one JSON line of the latest values instead");
   cmd->add_flag("--no-clear", f->no_clear, "print frames one after another instead of redrawing");

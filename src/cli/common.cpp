@@ -9,13 +9,20 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include "core/text.hpp"
+
 namespace gpudoc::cli {
+
+void print_text(std::FILE* to, std::string_view text) {
+  std::fputs(core::terminal_safe(text, core::Newlines::kKeep).c_str(), to);
+}
 
 void SamplerFlags::add_to(CLI::App& cmd, std::string_view defaults_note) {
   cmd.add_option("--gpus", gpus, "GPU indices to sample (default: all), e.g. --gpus 0,2")
@@ -29,15 +36,50 @@ void SamplerFlags::add_to(CLI::App& cmd, std::string_view defaults_note) {
   cmd.add_flag("--no-xid", no_xid, "do not listen for XID error events");
 }
 
-core::Result<std::optional<core::Nanos>> parse_duration(double seconds, std::string_view flag) {
-  if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxDurationSeconds)
-    return core::Error(
-        core::ErrorKind::kUsage,
-        fmt::format("{} {}: expected a finite number of seconds from 0 to {:g} (leave it out to run until "
-                    "the end or Ctrl-C)",
-                    flag, seconds, kMaxDurationSeconds));
-  if (seconds == 0) return std::optional<core::Nanos>();
-  return std::optional<core::Nanos>(std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(seconds)));
+namespace {
+
+// The long name of "-d,--duration": what the messages call the flag.
+std::string long_name(const std::string& names) {
+  const std::size_t at = names.rfind("--");
+  return at == std::string::npos ? names : names.substr(at);
+}
+
+CLI::Option* add_checked(CLI::App& cmd, const std::string& names, std::function<void(double)> set,
+                         const core::NumberRange& range, const std::string& help) {
+  auto read = [flag = long_name(names), range, set = std::move(set)](const std::string& text) {
+    auto value = core::parse_number(flag, text, range);
+    if (!value) throw CLI::ValidationError(value.error().message());
+    set(*value);
+  };
+  return cmd.add_option_function<std::string>(names, std::move(read), help + " [" + core::describe(range) + "]")
+      ->type_name(range.unit == "seconds"        ? "S"
+                  : range.unit == "milliseconds" ? "MS"
+                                                 : "N");
+}
+
+}  // namespace
+
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, double& target, const core::NumberRange& range,
+                        const std::string& help) {
+  return add_checked(
+      cmd, names, [&target](double v) { target = v; }, range, help);
+}
+
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, int& target, const core::NumberRange& range,
+                        const std::string& help) {
+  return add_checked(
+      cmd, names, [&target](double v) { target = static_cast<int>(v); }, range, help);
+}
+
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, std::size_t& target, const core::NumberRange& range,
+                        const std::string& help) {
+  return add_checked(
+      cmd, names, [&target](double v) { target = static_cast<std::size_t>(v); }, range, help);
+}
+
+std::optional<core::Nanos> duration_of(double seconds) {
+  if (!(seconds > 0)) return std::nullopt;
+  return std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(std::min(seconds, kMaxDurationSeconds)));
 }
 
 core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
@@ -55,17 +97,13 @@ core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
 }
 
 namespace {
-baseline::StopSignal g_stop;  // the first stop signal, and how many came
-std::atomic<int> g_forward_signal{0};
+core::StopSignal g_stop;        // the first stop signal, and how many came
 int g_stop_pipe[2] = {-1, -1};  // the handler writes a byte, wait_for_stop() polls the other end
 
-void on_stop_signal(int sig, siginfo_t* info, void*) {
+void on_stop_signal(int sig) {
   int none = 0;
   g_stop.signal.compare_exchange_strong(none, sig);
   g_stop.count.fetch_add(1);
-  // SI_USER/SI_QUEUE: sent by a process (kill), so the command did not get it; the terminal's
-  // Ctrl-C reaches the whole foreground group and must not be delivered twice.
-  if (info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) g_forward_signal.store(sig);
   if (g_stop_pipe[1] >= 0) {
     const int saved = errno;  // write() is async-signal-safe; a full pipe already wakes the waiter
     [[maybe_unused]] const auto n = ::write(g_stop_pipe[1], "s", 1);
@@ -74,14 +112,14 @@ void on_stop_signal(int sig, siginfo_t* info, void*) {
 }
 }  // namespace
 
-void install_stop_handlers(std::initializer_list<int> signals) {
+void install_stop_handlers() {
   if (g_stop_pipe[0] < 0 && ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_stop_pipe[0] = g_stop_pipe[1] = -1;
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_stop_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (int sig : signals) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGHUP, SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
 }
 
 std::atomic<int>& stop_requests() { return g_stop.count; }
@@ -99,7 +137,11 @@ bool wait_for_stop(core::Nanos timeout) {
   (void)::poll(&p, 1, static_cast<int>(std::min<long long>(ms, 1LL << 30)));  // EINTR: the count says
   return g_stop.count.load() > 0;  // the byte stays in the pipe: every later wait returns at once
 }
-std::atomic<int>& forward_signal() { return g_forward_signal; }
-const baseline::StopSignal& stop_signal() { return g_stop; }
+const core::StopSignal& stop_signal() { return g_stop; }
+
+int exit_code_after_stop(int code) {
+  const int sig = g_stop.signal.load();
+  return sig != 0 ? core::exit_code_for_signal(sig) : code;
+}
 
 }  // namespace gpudoc::cli

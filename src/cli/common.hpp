@@ -16,13 +16,15 @@
 #include <nlohmann/json.hpp>
 
 #include "baseline/workload_run.hpp"
+#include "core/number_input.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace gpudoc::cli {
 
@@ -34,6 +36,14 @@ template <class Json = nlohmann::json>
 void print_json(const Json& j, int indent = 2) {
   std::fputs((j.dump(indent, ' ', false, Json::error_handler_t::replace) + "\n").c_str(), stdout);
 }
+
+// Writes gpudoc's plain text (a report without colour, a message, a note, an error) to `to`
+// through core::terminal_safe with newlines kept: whatever it quotes from a trace, a process, the
+// store or a config (host, GPU, process, baseline and metric names...) reaches the terminal as
+// visible escapes, never as control characters or invalid UTF-8. The one way plain text is
+// printed; coloured views escape each field themselves (core/text.hpp), JSON goes by print_json.
+// A command's own output that gpudoc passes through untouched never comes here.
+void print_text(std::FILE* to, std::string_view text);
 
 // Sampler flags shared by record, watch, doctor and diagnose: --gpus, --period GROUP=MS. Each takes
 // one word (comma-separated lists), so a positional after it (watch --gpus 0 run.jsonl) stays one.
@@ -51,26 +61,49 @@ struct SamplerFlags {
           telemetry::SamplerConfig::default_periods()) const;
 };
 
-// A --duration flag in seconds: 0 (the default) is none; otherwise a finite number of seconds up to
-// kMaxDurationSeconds. Errors: kUsage naming the flag for a negative, NaN or infinite value (there
-// is no "inf": leaving the flag out already means until the end or Ctrl-C).
-inline constexpr double kMaxDurationSeconds = 1e9;
-[[nodiscard]] core::Result<std::optional<core::Nanos>> parse_duration(double seconds,
-                                                                      std::string_view flag = "--duration");
+// Every duration, count and limit flag of every command is added with add_number: its value is read
+// by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
+// not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the
+// message "FLAG VALUE: why; expected RANGE". The flag's help gets the range appended; `target` keeps
+// its default when the flag is not given. docs/limits.md lists every flag's range.
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, double& target, const core::NumberRange& range,
+                        const std::string& help);
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, int& target, const core::NumberRange& range,
+                        const std::string& help);
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, std::size_t& target, const core::NumberRange& range,
+                        const std::string& help);
 
-// Stopping, one handler for every command: install_stop_handlers() makes each of `signals` a
-// request to stop (SA_RESTART: a read in progress goes on). Each request increments
-// stop_requests(); the first one's number is kept in stop_signal() (beside the same count), which
-// baseline record and check hand to the workload they run (SIGINT, SIGTERM and SIGHUP: the
-// workload's group is stopped, what was measured is stored, gpudoc exits 128 + N). A signal sent
-// by another process (kill), not by the terminal, is also stored in forward_signal() for a child
-// command (record -- CMD), which did not get it; the terminal's Ctrl-C reached it already.
-void install_stop_handlers(std::initializer_list<int> signals = {SIGINT, SIGTERM});
+// The ranges several commands share. A duration is more than 0 s and at most kMaxDurationSeconds
+// (31.7 years): any clock gpudoc runs on (the steady clock, a replay's at 1000x) holds it in
+// nanoseconds without overflow; there is no "inf" or 0: leaving the flag out already means until
+// the end or Ctrl-C.
+inline constexpr double kMaxDurationSeconds = 1e9;
+inline constexpr core::NumberRange kDurationRange{.min = 0,
+                                                  .max = kMaxDurationSeconds,
+                                                  .above_min = true,
+                                                  .unit = "seconds",
+                                                  .note = "leave the flag out to run until the end or Ctrl-C"};
+// A CUDA device index (--device).
+inline constexpr core::NumberRange kDeviceRange{.min = 0, .max = 1023, .whole = true};
+
+// A --duration value (seconds, already checked against kDurationRange; 0: not given) as nanoseconds.
+[[nodiscard]] std::optional<core::Nanos> duration_of(double seconds);
+
+// Stopping, one policy for every command that runs a workload or records (core/process.hpp,
+// README.md "Signals"): install_stop_handlers() makes SIGHUP, SIGINT and SIGTERM a request to stop
+// (SA_RESTART: a read in progress goes on). Each request increments stop_requests(); the first
+// one's number is kept in stop_signal() (beside the same count). The workload, in its own process
+// group, gets no signal from the terminal: gpudoc stops its group (core::GroupStopper: SIGTERM,
+// SIGKILL 5 s later or at once on a second request), closes its trace with its end line, removes
+// its private folders and exits exit_code_after_stop(): 128 + N.
+void install_stop_handlers();
 std::atomic<int>& stop_requests();
 // Sleeps until a stop request or `timeout`, whichever comes first, without waking in between (the
 // handler wakes it through a pipe); true when a stop was requested, at once if one came before.
 [[nodiscard]] bool wait_for_stop(core::Nanos timeout);
-std::atomic<int>& forward_signal();
-const baseline::StopSignal& stop_signal();
+const core::StopSignal& stop_signal();
+// The exit code of a command that runs a workload or records: `code`, or 128 + N once stop
+// signal N came (whatever the command had to say after it).
+[[nodiscard]] int exit_code_after_stop(int code);
 
 }  // namespace gpudoc::cli

@@ -13,6 +13,7 @@
 #include "core/clock.hpp"
 #include "core/file.hpp"
 #include "core/temp_dir.hpp"
+#include "core/text.hpp"
 #include "telemetry/input.hpp"
 #include "telemetry/recorder.hpp"
 #include "view/diagnose_html.hpp"
@@ -38,14 +39,6 @@ core::Status check_output_flags(const OutputFlags& f) {
   if (!findings::parse_severity(f.min_severity))
     return core::Error(core::ErrorKind::kUsage,
                        fmt::format("--min-severity {}: expected info, warning or critical", f.min_severity));
-  if (!(f.window_s > 0) || f.window_s > 1e6)
-    return core::Error(core::ErrorKind::kUsage, "--window must be a positive number of seconds");
-  // A window shorter than this can never hold enough of the 0.1 s grid to say anything.
-  if (f.window_s < diagnose::kMinWindowS)
-    return core::Error(core::ErrorKind::kUsage,
-                       fmt::format("--window {}: a window must be at least {:.0f} s (20 samples of the 0.1 s analysis "
-                                   "grid before anything is concluded)",
-                                   f.window_s, diagnose::kMinWindowS));
   if (!f.html.empty() && !view::web_assets())
     return core::Error(core::ErrorKind::kEnvironment, fmt::format("--html {}: {}", f.html, view::kWebAssetsMissing));
   return core::ok_status();
@@ -98,15 +91,15 @@ core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const 
     };
   install_stop_handlers();
   if (!quiet) {
-    if (!live.banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", live.banner.c_str());
+    if (!live.banner.empty()) print_text(stderr, fmt::format("gpudoc: {}\n", live.banner));
     if (run.command.empty())
       std::fprintf(stderr, "gpudoc: sampling %d GPU%s for %.0f s, then diagnosing\n", count, count == 1 ? "" : "s",
                    run.duration_s);
     else
-      std::fprintf(stderr, "gpudoc: recording %d GPU%s while `%s` runs, then diagnosing\n", count,
-                   count == 1 ? "" : "s", fmt::format("{}", fmt::join(run.command, " ")).c_str());
+      print_text(stderr, fmt::format("gpudoc: recording {} GPU{} while `{}` runs, then diagnosing\n", count,
+                                     count == 1 ? "" : "s", fmt::join(run.command, " ")));
   }
-  auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests(), &forward_signal());
+  auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests());
   if (progress) std::fputs("\n", stderr);
   if (!r) return r.error();
   auto d = diagnose_file(path, f, run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " ")));
@@ -135,8 +128,8 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
     auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner});
     if (!page) return report_error(page.error().with_context(fmt::format("--html {}", f.html)), f.json);
     if (auto s = core::write_file(f.html, *page); !s) return report_error(s.error(), f.json);
-    std::fprintf(stderr, "gpudoc: wrote %s (%zu kB; opens offline in any browser)\n", f.html.c_str(),
-                 page->size() / 1024);
+    print_text(stderr,
+               fmt::format("gpudoc: wrote {} ({} kB; opens offline in any browser)\n", f.html, page->size() / 1024));
   }
 
   if (f.json) {
@@ -179,8 +172,13 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
                         findings::to_string(threshold), where, ctx.replay ? "" : " (exit 1)");
   else
     text += fmt::format("No finding at or above {}{}.\n", findings::to_string(threshold), where);
-  if (!ctx.closing.empty()) text += ctx.closing + "\n";
-  std::fputs(text.c_str(), stdout);
+  if (!ctx.closing.empty()) text += core::terminal_safe(ctx.closing, core::Newlines::kKeep) + "\n";
+  // The report escapes every field it takes from a trace (view/diagnose_render.hpp); without colour
+  // the whole text goes through the same escape once more (it changes nothing already escaped).
+  if (color)
+    std::fputs(text.c_str(), stdout);
+  else
+    print_text(stdout, text);
   return code;
 }
 

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/text.hpp"
+
 namespace gpudoc::core {
 namespace {
 
@@ -40,7 +42,8 @@ void log_line(LogLevel level, std::string_view message) {
                     : level == LogLevel::kInfo ? "info"
                     : level == LogLevel::kWarn ? "warning"
                                                : "error";
-  std::string line = fmt::format("gpudoc: {}: {}\n", tag, message);
+  // A message may quote a trace, a process or a file: shown through terminal_safe like all such text.
+  std::string line = fmt::format("gpudoc: {}: {}\n", tag, terminal_safe(message, Newlines::kKeep));
   std::lock_guard<std::mutex> lock(log_mutex());
   std::fwrite(line.data(), 1, line.size(), stderr);
 }

@@ -1,5 +1,6 @@
 // gpudoc::core logging — one line per message on stderr, never on stdout (stdout is for results
-// and --json). Thread-safe.
+// and --json). A message is written through core::terminal_safe (newlines kept): what it quotes
+// from a trace, a process or a file cannot drive the terminal. Thread-safe.
 //
 //   core::log_warn("GPU {} answered NOT_SUPPORTED for GPM; not polling it again", gpu);
 //

@@ -10,6 +10,9 @@
 #include <csignal>
 #include <cstring>
 #include <string_view>
+#include <thread>
+
+#include "core/process_tree.hpp"
 
 extern char** environ;
 
@@ -129,6 +132,46 @@ int ChildProcess::exit_code_for_shell() const {
   if (auto c = exit_code()) return *c;
   if (auto s = term_signal()) return 128 + *s;
   return 1;
+}
+
+SpawnOptions workload_spawn_options() {
+  SpawnOptions o;
+  o.new_process_group = true;
+  o.stdin_from_null = ::isatty(STDIN_FILENO) != 0;
+  return o;
+}
+
+void GroupStopper::step(const ChildProcess& child, bool hurry, const std::set<pid_t>& also) {
+  const auto now = std::chrono::steady_clock::now();
+  auto send = [&](int sig) {
+    child.signal_group(sig);
+    for (pid_t p : also)
+      if (p > 0 && (p != child.pid() || !child.exited())) ::kill(p, sig);
+  };
+  if (!kill_at_) {
+    send(SIGTERM);
+    kill_at_ = now + grace_;
+  }
+  if (hurry && *kill_at_ > now) kill_at_ = now;
+  if (now < *kill_at_) return;
+  send(SIGKILL);
+  if (!first_kill_) first_kill_ = now;
+  kill_at_ = now + std::chrono::seconds(1);
+}
+
+bool GroupStopper::done(const ChildProcess& child) const {
+  if (!child.exited()) return false;
+  if (live_group_members(child.pid()).empty()) return true;
+  return first_kill_ && std::chrono::steady_clock::now() - *first_kill_ > std::chrono::seconds(2);
+}
+
+void GroupStopper::finish(ChildProcess& child, const std::function<bool()>& hurry) {
+  while (true) {
+    child.poll();
+    if (started() && done(child)) return;
+    step(child, hurry && hurry());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string signal_name(int sig) {

@@ -4,10 +4,9 @@
 //   while (!child->poll()) { ... }                                     // non-blocking
 //   int code = child->exit_code_for_shell();                           // 0..255, 128+N if killed by signal N
 //
-//   core::SpawnOptions o;                       // a workload gpudoc must be able to stop as a whole:
-//   o.new_process_group = true;                 // its own process group (the terminal's Ctrl-C
-//   auto w = core::ChildProcess::spawn(argv, o);   // reaches gpudoc alone), stopped with
-//   w->signal_group(SIGTERM);                   // signal_group()
+//   auto w = core::ChildProcess::spawn(argv, core::workload_spawn_options());   // a workload: its own
+//   core::GroupStopper stop;                    // process group, stopped as a whole by the stop
+//   stop.finish(*w, [] { return false; });      // policy (below): SIGTERM, later SIGKILL
 //
 // Errors: kBadInput when the command is not found or not executable (with its name).
 // Thread-safety: one ChildProcess is used from one thread at a time.
@@ -15,7 +14,11 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +74,52 @@ class ChildProcess {
   bool own_group_ = false;
   std::optional<int> status_;
 };
+
+// The stop policy of every command that runs a workload or records (README.md, "Signals"):
+// SIGHUP, SIGINT and SIGTERM ask gpudoc to stop (cli::install_stop_handlers stores them in a
+// StopSignal); the workload's whole process group gets SIGTERM, then SIGKILL kStopGrace later or
+// at once on a second signal (GroupStopper); what gpudoc writes is closed (a trace gets its end
+// line), its private folders are removed, and it exits exit_code_for_signal(N), 128 + N.
+struct StopSignal {
+  std::atomic<int> signal{0};  // the first stop signal's number (SIGINT, SIGTERM, SIGHUP); 0: none
+  std::atomic<int> count{0};   // how many came; a second one skips the grace period
+};
+inline constexpr std::chrono::milliseconds kStopGrace{5000};
+[[nodiscard]] constexpr int exit_code_for_signal(int sig) noexcept { return 128 + sig; }
+
+// Stops a child spawned with new_process_group, and every process of its group, by the policy:
+//
+//   core::GroupStopper stopper;
+//   while (!child.poll()) if (asked) stopper.step(child, asked_twice);   // SIGTERM, later SIGKILL
+//   if (stopper.started()) stopper.finish(child, [&] { return asked_twice; });
+//
+// Not thread-safe: one thread drives it.
+class GroupStopper {
+ public:
+  explicit GroupStopper(std::chrono::milliseconds grace = kStopGrace) : grace_(grace) {}
+  // The first call sends SIGTERM to the group (and to each of `also`, processes of the workload
+  // that left its group); a later one sends SIGKILL once the grace period has passed, or at once
+  // when `hurry` (a second stop request), and again every second while anything is left.
+  void step(const ChildProcess& child, bool hurry, const std::set<pid_t>& also = {});
+  [[nodiscard]] bool started() const { return kill_at_.has_value(); }
+  // Whether the child was reaped and no process of its group is left (zombies aside); also true
+  // 2 s after the first SIGKILL, so that an unkillable process (stuck in the kernel) cannot hold
+  // gpudoc for ever.
+  [[nodiscard]] bool done(const ChildProcess& child) const;
+  // step() until done(): returns when the child is reaped and its group is gone (or given up).
+  void finish(ChildProcess& child, const std::function<bool()>& hurry);
+
+ private:
+  std::chrono::milliseconds grace_;
+  std::optional<std::chrono::steady_clock::time_point> kill_at_;     // the next SIGKILL
+  std::optional<std::chrono::steady_clock::time_point> first_kill_;  // when the first SIGKILL went
+};
+
+// The spawn options of a workload gpudoc stops by the policy above: its own process group (the
+// terminal's Ctrl-C reaches gpudoc alone, and GroupStopper reaches everything it started), and
+// stdin /dev/null when gpudoc's stdin is a terminal (outside the terminal's foreground group, a
+// read of it would stop the workload for ever).
+[[nodiscard]] SpawnOptions workload_spawn_options();
 
 // A signal's name as people know it ("SIGINT", "SIGTERM"); "signal N" for one without a name here.
 [[nodiscard]] std::string signal_name(int sig);

@@ -38,6 +38,11 @@ std::optional<ProcStat> parse_proc_stat(std::string_view stat) {
   if (!parent || !group) return std::nullopt;
   s.parent = static_cast<pid_t>(*parent);
   s.group = static_cast<pid_t>(*group);
+  for (int field = 6; field < 22; ++field)  // fields 6 to 21: skipped
+    if (!next_number(rest)) return s;
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  unsigned long long ticks = 0;
+  if (std::from_chars(rest.data(), rest.data() + rest.size(), ticks).ec == std::errc()) s.start_ticks = ticks;
   return s;
 }
 

@@ -26,6 +26,9 @@ struct ProcStat {
   char state = '?';  // R, S, D, Z (zombie: exited, not yet reaped), ...
   pid_t parent = 0;
   pid_t group = 0;  // process group id
+  // When the process started, in clock ticks after boot (field 22); 0 when the line stops short.
+  // With the pid it names one process: a pid used again later has another start time.
+  unsigned long long start_ticks = 0;
 };
 
 // From "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so the last ')'

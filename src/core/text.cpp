@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <ctime>
 
+#include "core/utf8.hpp"
+
 namespace gpudoc::core {
 namespace {
 constexpr std::array<const char*, 8> kBlocks = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
@@ -19,22 +21,6 @@ const char* block_for(double v, double lo, double hi) {
   x = std::clamp(x, 0.0, 1.0);
   auto i = static_cast<std::size_t>(std::lround(x * 7.0));
   return kBlocks[std::min<std::size_t>(i, 7)];
-}
-
-// Length of the well-formed UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one
-// (overlong forms, surrogates and code points above U+10FFFF are not well-formed).
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  const std::size_t n = c >= 0xC2 && c <= 0xDF ? 1 : (c >= 0xE0 && c <= 0xEF ? 2 : (c >= 0xF0 && c <= 0xF4 ? 3 : 0));
-  if (n == 0 || i + n >= s.size()) return 0;
-  const unsigned char lo = c == 0xE0 ? 0xA0 : (c == 0xF0 ? 0x90 : 0x80);
-  const unsigned char hi = c == 0xED ? 0x9F : (c == 0xF4 ? 0x8F : 0xBF);
-  for (std::size_t k = 1; k <= n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return 0;
-  }
-  return n + 1;
 }
 
 std::uint32_t code_point(std::string_view seq) {
@@ -124,12 +110,12 @@ std::string fit(const std::string& s, std::size_t width) {
   return out;
 }
 
-std::string terminal_safe(std::string_view s) {
+std::string terminal_safe(std::string_view s, Newlines newlines) {
   std::string out;
   out.reserve(s.size());
   std::size_t i = 0;
   while (i < s.size()) {
-    const std::size_t n = utf8_length(s, i);
+    const std::size_t n = utf8_sequence_length(s, i);
     if (n == 0) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
       ++i;
@@ -137,7 +123,7 @@ std::string terminal_safe(std::string_view s) {
     }
     const std::string_view seq = s.substr(i, n);
     const std::uint32_t cp = code_point(seq);
-    if (!must_escape(cp))
+    if (!must_escape(cp) || (cp == '\n' && newlines == Newlines::kKeep))
       out.append(seq);
     else if (cp < 0x80)
       out += fmt::format("\\x{:02x}", cp);
@@ -152,13 +138,14 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& r : rows) {
     if (widths.size() < r.size()) widths.resize(r.size(), 0);
-    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], display_width(r[i]));
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], display_width(terminal_safe(r[i])));
   }
   std::string out;
   for (const auto& r : rows) {
     std::string line;
     for (std::size_t i = 0; i < r.size(); ++i) {
-      line += (i + 1 == r.size()) ? r[i] : fit(r[i], widths[i]) + "  ";
+      const std::string cell = terminal_safe(r[i]);
+      line += (i + 1 == r.size()) ? cell : fit(cell, widths[i]) + "  ";
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";

@@ -30,16 +30,24 @@ namespace gpudoc::core {
 // Pads (or cuts) a UTF-8 string to exactly `width` columns.
 [[nodiscard]] std::string fit(const std::string& s, std::size_t width);
 
-// Text taken from a trace, a log or a process (host, GPU and process names, event kinds, commands)
-// as it may be printed on a terminal: every control character (C0 including tab and newline,
-// DEL, the C1 range U+0080..U+009F), every byte that is not part of valid UTF-8, and the Unicode
-// bidirectional and line/paragraph separators (U+2028/2029, U+202A..U+202E, U+2066..U+2069) are
-// written as visible escapes ("\x1b", "\u{202e}"), so the text cannot move the cursor, retitle
-// the window or reorder what follows. Everything else, other UTF-8 included, is kept. A backslash
-// stays a backslash. For terminals only: JSON output carries the exact text.
-[[nodiscard]] std::string terminal_safe(std::string_view s);
+// Text from outside gpudoc (a trace, a log, a process, the store, a config, a workload's figures:
+// host, GPU, process, job, baseline and metric names, event kinds, commands) as it may be printed on
+// a terminal or into plain text: every control character (C0 including tab and newline, DEL, the C1
+// range U+0080..U+009F with the 8-bit CSI U+009B), every byte that is not part of valid UTF-8 (each
+// one shown alone), and the Unicode bidirectional and line/paragraph separators (U+2028/2029,
+// U+202A..U+202E, U+2066..U+2069) are written as visible escapes ("\x1b", "\xff", "\u{009b}",
+// "\u{202e}"), so the text cannot move the cursor, retitle the window, clear the screen or reorder
+// what follows. Everything else, other UTF-8 included, is kept; a backslash stays a backslash, so
+// escaping twice changes nothing. `Newlines::kKeep` keeps '\n' (a message or report of several
+// lines); nothing else is kept. This is the one way such text reaches a terminal: the views escape
+// each field with it (colour is added to the escaped text), render_table escapes every cell, the
+// CLI writes its plain text through it (cli::print_text), and so does the log. JSON carries the
+// exact text (the JSON library escapes it); HTML has its own escaping (view/html_page.hpp).
+enum class Newlines { kEscape, kKeep };
+[[nodiscard]] std::string terminal_safe(std::string_view s, Newlines newlines = Newlines::kEscape);
 
-// A simple aligned table: first row is the header.
+// A simple aligned table: first row is the header. Every cell is shown through terminal_safe, so
+// a name from a trace or the store can neither drive the terminal nor break the columns.
 [[nodiscard]] std::string render_table(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace gpudoc::core

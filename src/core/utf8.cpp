@@ -38,6 +38,11 @@ std::size_t sequence_length(std::string_view s, std::size_t i, std::size_t& bad_
 
 }  // namespace
 
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) noexcept {
+  std::size_t bad = 0;
+  return sequence_length(s, i, bad);
+}
+
 bool is_valid_utf8(std::string_view s) noexcept {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < s.size();) {

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <string>
+
+#include "core/number_input.hpp"
 
 namespace gpudoc::gpu {
 namespace {
@@ -114,11 +115,13 @@ core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_peri
     for (MetricGroup gg : all_groups()) names += fmt::format("{}{}", names.empty() ? "" : ", ", info(gg).name);
     return core::Error(core::ErrorKind::kUsage, fmt::format("{}: unknown group '{}' (groups: {})", text, name, names));
   }
-  long ms = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || ms < 0)
-    return core::Error(core::ErrorKind::kUsage,
-                       fmt::format("{}: '{}' is not a whole number of milliseconds", text, value));
+  // The one checked reading of a number flag (core/number_input.hpp): a day at most, so any clock
+  // holds a period in nanoseconds.
+  auto read = core::parse_number(
+      "", value, {.min = 0, .max = 86'400'000, .whole = true, .unit = "milliseconds", .note = "0 turns the group off"},
+      text);
+  if (!read) return read.error();
+  const auto ms = static_cast<long>(*read);
   const GroupInfo& gi = info(*g);
   if (ms != 0 && ms < gi.min_period.count())
     return core::Error(core::ErrorKind::kUsage,

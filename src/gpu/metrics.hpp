@@ -113,7 +113,8 @@ using MetricSet = std::bitset<kMetricCount>;
 [[nodiscard]] std::optional<MetricGroup> group_from_name(std::string_view name);
 [[nodiscard]] MetricSet metrics_in(MetricGroup g);
 // "fast=100" -> {kFast, 100 ms}; 0 turns the group off. Errors: kUsage, the message starting with
-// `text`: not GROUP=MS, an unknown group (the groups listed), not a whole number of milliseconds, or
+// `text`: not GROUP=MS, an unknown group (the groups listed), MS not a whole number of milliseconds
+// from 0 to 86400000 (read by core::parse_number: "fast=1.5: not a whole number; expected ..."), or
 // faster than the group's min_period (with why the minimum exists).
 [[nodiscard]] core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_period(std::string_view text);
 // One line per group: name, default period, minimum and why (for --help).

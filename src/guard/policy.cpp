@@ -426,7 +426,7 @@ core::Result<Policy> parse_policy(std::string_view text, std::string_view file_n
 }
 
 core::Result<Policy> load_policy(const std::string& path) {
-  auto text = core::read_file(path);
+  auto text = core::read_file(path, kPolicyInput);
   if (!text) return text.error();
   return parse_policy(*text, path);
 }

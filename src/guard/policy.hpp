@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file.hpp"
 #include "core/result.hpp"
 
 namespace gpudoc::guard {
@@ -97,7 +98,10 @@ struct Policy {
 
 // Parses text over the defaults; file_name names it in errors (kBadInput, "FILE:LINE: ...").
 [[nodiscard]] core::Result<Policy> parse_policy(std::string_view text, std::string_view file_name);
-// Reads and parses a policy file (kIo when it cannot be read).
+// A policy file is a page of lines; 4 MiB is far beyond any, and /dev/zero or an endless FIFO given
+// as --policy is refused there (docs/limits.md).
+inline constexpr core::InputLimits kPolicyInput{.max_bytes = 4 << 20, .what = "a guard policy"};
+// Reads and parses a policy file (kIo when it cannot be read; kBadInput beyond kPolicyInput).
 [[nodiscard]] core::Result<Policy> load_policy(const std::string& path);
 
 }  // namespace gpudoc::guard

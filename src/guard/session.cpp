@@ -66,6 +66,8 @@ std::string peer_text(const json& message, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+constexpr int kProtocolErrorsPerMinute = 20;
+
 struct Job {
   std::string id;           // "j1"
   std::optional<int> conn;  // connected over the channel
@@ -121,6 +123,10 @@ class Session {
   void on_ack(const ChannelEvent& ev);
   void check_deadlines(double now);
   void release_all_paused(const std::string& why);
+  Job* job_of(int conn);
+  void job_left(int conn, const std::string& how);
+  void protocol_error(const ChannelEvent& ev, double now);
+  void protocol_errors_minute(double now, bool force);
   bool job_watches(const Job& j, int gpu) const {
     return j.gpus.empty() || std::find(j.gpus.begin(), j.gpus.end(), gpu) != j.gpus.end();
   }
@@ -142,8 +148,12 @@ class Session {
   std::vector<std::unique_ptr<GpuWatch>> watches_;
   std::map<int, GpuWatch*> by_gpu_;
   std::vector<gpu::DeviceInfo> devices_;  // every device of the backend, by index
-  std::vector<Job> jobs_;
-  std::map<int, std::size_t> job_of_conn_;
+  std::vector<Job> jobs_;                 // a connected job is removed when it leaves (its pidfd closed)
+  std::map<int, std::string> job_of_conn_;
+  // protocol_error lines: at most kProtocolErrorsPerMinute a minute in the log, the rest counted
+  double protocol_window_ = 0;
+  int protocol_logged_ = 0;
+  long protocol_suppressed_ = 0;
   std::map<std::string, Pending> pending_;
   std::map<int, std::vector<Paused>> paused_;     // by GPU
   std::map<int, std::set<pid_t>> gpu_processes_;  // pids NVML listed on each GPU, newest read
@@ -194,7 +204,7 @@ core::Status Session::open_watches(const std::vector<int>& gpus) {
 
 core::Status Session::start_job() {
   if (!o_.command.empty()) {
-    core::SpawnOptions so;
+    core::SpawnOptions so = core::workload_spawn_options();  // its own process group: stopped as a whole
     so.extra_env.push_back("GPUDOC_GUARD_SOCKET=" + channel_.path());
     auto child = core::ChildProcess::spawn(o_.command, so);
     if (!child) return child.error();
@@ -494,7 +504,7 @@ void Session::on_hello(const ChannelEvent& ev) {
         {"gpus", uuids},
         {"capabilities", h.capabilities},
         {"client", core::terminal_safe(h.client)}});
-  job_of_conn_[ev.conn] = jobs_.size();
+  job_of_conn_[ev.conn] = j.id;
   jobs_.push_back(std::move(j));
 }
 
@@ -526,30 +536,64 @@ void Session::on_ack(const ChannelEvent& ev) {
   pending_.erase(it);
 }
 
+Job* Session::job_of(int conn) {
+  const auto it = job_of_conn_.find(conn);
+  if (it == job_of_conn_.end()) return nullptr;
+  for (Job& j : jobs_)
+    if (j.id == it->second) return &j;
+  return nullptr;
+}
+
+// A connected job that said bye or closed: logged once, then forgotten with its pidfd, so jobs
+// that come and go (torchrun restarts, a Guard per worker) hold no file and no entry.
+void Session::job_left(int conn, const std::string& how) {
+  const auto it = job_of_conn_.find(conn);
+  if (it == job_of_conn_.end()) return;
+  const std::string id = it->second;
+  job_of_conn_.erase(it);
+  emit({{"type", "job_left"}, {"job", id}, {"how", how}});
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [&](const Job& j) { return j.id == id; }), jobs_.end());
+}
+
+// At most kProtocolErrorsPerMinute protocol_error lines a minute, whatever peers send; the rest
+// are counted and said in one line once the minute is over (or the guard ends: `force`).
+void Session::protocol_errors_minute(double now, bool force) {
+  if (!force && now - protocol_window_ < 60) return;
+  if (protocol_suppressed_ > 0)
+    emit({{"type", "protocol_errors_suppressed"},
+          {"count", protocol_suppressed_},
+          {"message", fmt::format("{} more protocol errors were not logged one by one (at most {} a minute are)",
+                                  protocol_suppressed_, kProtocolErrorsPerMinute)}});
+  protocol_window_ = now;
+  protocol_logged_ = 0;
+  protocol_suppressed_ = 0;
+}
+
+void Session::protocol_error(const ChannelEvent& ev, double now) {
+  protocol_errors_minute(now, false);
+  if (protocol_logged_ >= kProtocolErrorsPerMinute) {
+    ++protocol_suppressed_;
+    return;
+  }
+  ++protocol_logged_;
+  emit({{"type", "protocol_error"}, {"conn", ev.conn}, {"error", ev.error}});
+}
+
 void Session::on_channel(const ChannelEvent& ev) {
   using K = ChannelEvent::Kind;
-  auto job = job_of_conn_.find(ev.conn);
   switch (ev.kind) {
     case K::kHello: on_hello(ev); break;
     case K::kAck: on_ack(ev); break;
     case K::kReport:
-      if (job != job_of_conn_.end())
+      if (const Job* job = job_of(ev.conn))
         emit({{"type", "report"},
-              {"job", jobs_[job->second].id},
+              {"job", job->id},
               {"figures", ev.message.contains("figures") ? ev.message["figures"] : json::object()},
               {"dropped", ev.message.contains("dropped") ? ev.message["dropped"] : json(0)}});
       break;
-    case K::kBye:
-    case K::kClosed:
-      if (job != job_of_conn_.end() && !jobs_[job->second].left) {
-        jobs_[job->second].left = true;
-        emit({{"type", "job_left"},
-              {"job", jobs_[job->second].id},
-              {"how",
-               ev.kind == K::kBye ? core::terminal_safe(peer_text(ev.message, "reason")) : std::string("closed")}});
-      }
-      break;
-    case K::kProtocolError: emit({{"type", "protocol_error"}, {"conn", ev.conn}, {"error", ev.error}}); break;
+    case K::kBye: job_left(ev.conn, core::terminal_safe(peer_text(ev.message, "reason"))); break;
+    case K::kClosed: job_left(ev.conn, "closed"); break;
+    case K::kProtocolError: protocol_error(ev, wall_s()); break;
     case K::kPeerError:
       emit({{"type", "peer_error"},
             {"conn", ev.conn},
@@ -600,6 +644,7 @@ core::Result<SessionResult> Session::run(const std::atomic<int>& stop_requests) 
       if (auto d = w->tick(now)) on_decision(*w, *d);
     for (const ChannelEvent& ev : channel_.poll(std::chrono::milliseconds(0))) on_channel(ev);
     check_deadlines(wall_s());
+    protocol_errors_minute(wall_s(), false);
     if (child_ && child_->poll()) {
       result_.exit_code = child_->exit_code_for_shell();
       result_.end_reason = "command_exited";
@@ -611,19 +656,20 @@ core::Result<SessionResult> Session::run(const std::atomic<int>& stop_requests) 
       break;
     }
     const int stops = stop_requests.load() - stops_at_start;
-    if ((!child_ && stops >= 1) || stops >= 2) {
+    if (stops >= 1) {  // one stop signal stops the guard and its job (the job got none from the terminal)
       result_.end_reason = "interrupted";
       break;
     }
   }
   // Drain what the job said last (its final acks, bye) before closing.
   for (const ChannelEvent& ev : channel_.poll(std::chrono::milliseconds(50))) on_channel(ev);
+  protocol_errors_minute(wall_s(), true);
   release_all_paused("the guard stops: nothing stays paused after it");
   channel_.close_all("guard_stopping");
   sampler.stop();
-  if (result_.end_reason == "interrupted" && child_ && !child_->exited()) {
-    child_->signal(SIGTERM);
-    child_->wait();
+  if (result_.end_reason == "interrupted" && child_) {  // the stop policy: the job's group, SIGTERM then SIGKILL
+    core::GroupStopper stopper;
+    stopper.finish(*child_, [&] { return stop_requests.load() - stops_at_start >= 2; });
     result_.exit_code = child_->exit_code_for_shell();
   }
   emit({{"type", "end"},

@@ -63,8 +63,10 @@ struct SessionResult {
 using EventSink = std::function<void(const nlohmann::json& event)>;
 
 // Runs until the command (or every watched pid) exits, or a stop is requested (signal handlers
-// increment stop_requests). Errors: kBadInput (the command cannot run, no pid to watch), the
-// sampler's and the backend's.
+// increment stop_requests): one request ends it, and the command, which runs in a process group of
+// its own, is stopped by the stop policy (core::GroupStopper: SIGTERM, SIGKILL after the grace
+// period or at a second request) before the "end" event. Errors: kBadInput (the command cannot
+// run, no pid to watch), the sampler's and the backend's.
 [[nodiscard]] core::Result<SessionResult> run_session(gpu::Backend& backend, core::Clock& clock, ChannelServer& channel,
                                                       const SessionOptions& options,
                                                       const std::atomic<int>& stop_requests, const EventSink& sink);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -56,11 +55,19 @@ struct OpenMarker {
   std::string name, domain;
 };
 
+// "" or why a span cannot be one CUPTI measured: it ends before it starts, or lasts over a day.
+std::string bad_span(const char* what, std::uint64_t start, std::uint64_t end) {
+  if (end < start) return fmt::format("{} that ends ({}) before it starts ({})", what, end, start);
+  if (end - start > kMaxSpanNs) return fmt::format("{} {} ns long (over a day)", what, end - start);
+  return {};
+}
+
 struct Reader {
   RecordSet set;
   std::map<std::pair<bool, std::uint32_t>, std::string> api_names;
   std::unordered_map<std::uint32_t, OpenMarker> open_markers;
   bool header = false;
+  std::uint64_t warnings_left_out = 0;
 
   // Returns "" or what is wrong with the line.
   std::string line(std::string_view text) {
@@ -79,9 +86,9 @@ struct Reader {
         header = true;
         break;
       }
-      case 'K': kernel(l); break;
+      case 'K': return timed(l, kernel(l));
       case 'M':
-      case 'S': copy(l, kind == 'S'); break;
+      case 'S': return timed(l, copy(l, kind == 'S'));
       case 'R':
       case 'D': {
         ApiRecord a{l.num<std::uint64_t>(1),
@@ -91,21 +98,28 @@ struct Reader {
                     l.num<std::uint32_t>(5),
                     kind == 'D',
                     {}};
+        const auto [start, end] = std::pair(a.start_ns, a.end_ns);
         set.api_calls.push_back(std::move(a));
-        break;
+        return timed(l, bad_span(kind == 'D' ? "a driver API call" : "a runtime API call", start, end));
       }
       case 'C': api_names[{l.text(1) == "D", l.num<std::uint32_t>(2)}] = l.text(3); break;
       case 'Y':
         set.syncs.push_back({l.num<std::uint64_t>(1), l.num<std::uint64_t>(2), l.num<std::uint32_t>(3),
                              l.num<std::uint32_t>(4), l.num<std::uint32_t>(5)});
-        break;
+        return timed(l, bad_span("a synchronization", set.syncs.back().start_ns, set.syncs.back().end_ns));
       case 'G':
         set.graph_launches.push_back({l.num<std::uint64_t>(1), l.num<std::uint64_t>(2), l.num<std::uint32_t>(3),
                                       l.num<std::uint32_t>(4), l.num<std::uint32_t>(5), l.num<std::uint32_t>(6)});
-        break;
-      case 'N': marker(l); break;
+        return timed(l,
+                     bad_span("a graph launch", set.graph_launches.back().start_ns, set.graph_launches.back().end_ns));
+      case 'N': return timed(l, marker(l));
       case 'X': (l.text(1) == "LIMIT" ? set.over_file_limit : set.dropped) += l.num<std::uint64_t>(2); break;
-      case 'W': set.warnings.push_back(l.text(1)); break;
+      case 'W':
+        if (set.warnings.size() < kMaxWarnings)
+          set.warnings.push_back(l.text(1));
+        else
+          ++warnings_left_out;
+        break;
       case 'O': {
         const auto at = l.num<std::uint64_t>(1);
         if (!l.ok) break;
@@ -133,10 +147,16 @@ struct Reader {
       case 'E': set.complete = true; break;
       default: return fmt::format("unknown record kind '{}'", kind);
     }
-    return l.ok ? std::string() : fmt::format("malformed '{}' record ({} fields)", kind, l.f.size());
+    return timed(l, {});
   }
 
-  void kernel(Fields& l) {
+  // What is wrong with a line that carries a span: malformed first, else `span_why` ("" when none).
+  static std::string timed(const Fields& l, std::string span_why) {
+    if (!l.ok) return fmt::format("malformed '{}' record ({} fields)", l.f[0], l.f.size());
+    return span_why;
+  }
+
+  std::string kernel(Fields& l) {
     KernelRecord k;
     k.start_ns = l.num<std::uint64_t>(1), k.end_ns = l.num<std::uint64_t>(2);
     k.device = l.num<std::uint32_t>(3), k.stream = l.num<std::uint32_t>(4), k.correlation = l.num<std::uint32_t>(5);
@@ -144,14 +164,16 @@ struct Reader {
     for (int i = 0; i < 3; ++i) k.block[i] = l.num<int>(9 + static_cast<std::size_t>(i));
     k.graph = l.num<std::uint32_t>(12);
     k.name = l.text(13);
-    if (k.start_ns == 0 || k.end_ns < k.start_ns) {
+    if (k.start_ns == 0 || k.end_ns == 0) {
       ++set.untimed;
-      return;
+      return {};
     }
+    std::string why = bad_span("a kernel", k.start_ns, k.end_ns);
     set.kernels.push_back(std::move(k));
+    return why;
   }
 
-  void copy(Fields& l, bool memset) {
+  std::string copy(Fields& l, bool memset) {
     CopyRecord c;
     c.start_ns = l.num<std::uint64_t>(1), c.end_ns = l.num<std::uint64_t>(2);
     c.device = l.num<std::uint32_t>(3), c.stream = l.num<std::uint32_t>(4), c.correlation = l.num<std::uint32_t>(5);
@@ -162,16 +184,17 @@ struct Reader {
       c.kind = l.num<std::uint8_t>(6), c.src_memory = l.num<std::uint8_t>(7), c.dst_memory = l.num<std::uint8_t>(8);
       c.bytes = l.num<std::uint64_t>(9), c.graph = l.num<std::uint32_t>(10);
     }
-    if (c.start_ns == 0 || c.end_ns < c.start_ns) {
+    if (c.start_ns == 0 || c.end_ns == 0) {
       ++set.untimed;
-      return;
+      return {};
     }
     set.copies.push_back(c);
+    return bad_span(memset ? "a memset" : "a copy", c.start_ns, c.end_ns);
   }
 
   // Flags: 1 instantaneous, 2 start, 4 end (CUPTI_ACTIVITY_FLAG_MARKER_*). Push/pop ranges and
   // start/end ranges both come as a start and an end record sharing an id.
-  void marker(Fields& l) {
+  std::string marker(Fields& l) {
     const auto flags = l.num<std::uint32_t>(1);
     const auto id = l.num<std::uint32_t>(2);
     const auto ts = l.num<std::uint64_t>(3);
@@ -180,13 +203,18 @@ struct Reader {
       open_markers[id] = {ts, thread, l.text(5), l.text(6)};
     } else if ((flags & 4u) != 0) {
       auto it = open_markers.find(id);
-      if (it == open_markers.end()) return;
+      if (it == open_markers.end()) return {};
+      std::string why = bad_span("an NVTX range", it->second.start, ts);
       set.ranges.push_back({it->second.start, ts, it->second.thread, it->second.name, it->second.domain});
       open_markers.erase(it);
+      return why;
     }
+    return {};
   }
 
   void finish() {
+    if (warnings_left_out > 0)
+      set.warnings.push_back(fmt::format("{} more warnings (W lines) left out", warnings_left_out));
     for (auto& a : set.api_calls) {
       auto it = api_names.find({a.driver, a.cbid});
       a.name = it != api_names.end() && !it->second.empty() ? it->second : fmt::format("cbid {}", a.cbid);
@@ -212,30 +240,37 @@ std::uint64_t last_end_ns(const RecordSet& set) {
   return last;
 }
 
-core::Result<RecordSet> read_records(std::istream& in, const std::string& what) {
+core::Result<RecordSet> read_records(core::LineReader& lines) {
   Reader r;
-  std::string text;
-  std::uint64_t number = 0;
-  while (std::getline(in, text)) {
-    ++number;
-    if (in.eof()) {  // no newline after it: the writer was stopped in the middle of this line
+  while (true) {
+    auto line = lines.next();
+    if (!line) return line.error();
+    if (!*line) break;
+    if (!lines.terminated()) {  // no newline after it: the writer was stopped in the middle of this line
       ++r.set.truncated_lines;
       break;
     }
-    if (text.empty()) continue;
-    if (std::string why = r.line(text); !why.empty())
-      return core::Error(core::ErrorKind::kBadInput, fmt::format("{} line {}: {}", what, number, why));
+    if ((*line)->empty()) continue;
+    if (std::string why = r.line(**line); !why.empty())
+      return core::Error(core::ErrorKind::kBadInput, fmt::format("{} line {}: {}", lines.name(), lines.line_no(), why));
   }
   if (!r.header)
-    return core::Error(core::ErrorKind::kBadInput, fmt::format("{}: empty or not a gpudoc profile (no H line)", what));
+    return core::Error(core::ErrorKind::kBadInput,
+                       fmt::format("{}: empty or not a gpudoc profile (no H line)", lines.name()));
   r.finish();
   return std::move(r.set);
 }
 
+core::Result<RecordSet> read_records_text(std::string_view text, const std::string& what,
+                                          const core::InputLimits& limits) {
+  core::LineReader lines = core::LineReader::of_text(text, what, limits);
+  return read_records(lines);
+}
+
 core::Result<RecordSet> read_records_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::Error(core::ErrorKind::kIo, fmt::format("cannot open {}", path));
-  return read_records(in, path);
+  auto lines = core::LineReader::open(path, kRecordsInput);
+  if (!lines) return lines.error();
+  return read_records(*lines);
 }
 
 }  // namespace gpudoc::profile

@@ -7,15 +7,19 @@
 //
 // Reading is tolerant where the job may have been cut short: a last line without its newline is
 // skipped and counted, and `complete` says whether the E line (a clean exit) was seen. A malformed
-// line anywhere else is an error naming the file and line. Pure apart from the file read.
+// line anywhere else is an error naming the file and line, and so is a span no clock could have
+// measured: one that ends before it starts, or lasts more than a day (kMaxSpanNs). The input is read
+// under kRecordsInput: /dev/zero, an endless FIFO or a file beyond what a profile writes is refused
+// at its limit, in bounded memory. Pure apart from the file read.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <istream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/file.hpp"
 #include "core/result.hpp"
 
 namespace gpudoc::profile {
@@ -95,18 +99,38 @@ struct RecordSet {
   std::vector<std::string> warnings;  // the W lines, in order
   bool complete = false;              // the E line was seen: the process exited cleanly
   std::uint64_t truncated_lines = 0;  // a last line cut short (the process was killed mid-write)
-  // kernel, copy and memset records without valid times (CUPTI's forced flush at a sampling window's
-  // end hands back a kernel still running with no end time), left out of the vectors above
+  // kernel, copy and memset records without a time (CUPTI's forced flush at a sampling window's end
+  // hands back a kernel still running with no end time: 0), left out of the vectors above
   std::uint64_t untimed = 0;
 };
+
+// What gpudoc reads of one records file (docs/limits.md): lines of at most 64 KiB (a kernel's
+// mangled name is a few KiB at most), at most 1 GiB (twice the file the injection library writes by
+// default, GPUDOC_PROFILE_MAX_MIB) and at most 5,000,000 lines (a default-bound file of real
+// records holds about 4.5 million; a file at the limit is analysed in about 770 MB).
+inline constexpr core::InputLimits kRecordsInput{.max_bytes = 1ULL << 30,
+                                                 .max_line_bytes = 64 << 10,
+                                                 .max_lines = 5'000'000,
+                                                 .what = "CUPTI records (trace less of the run: --sample, --duration)"};
+// The longest span of a kernel, copy, memset, API call, synchronization or graph launch, and of an
+// NVTX range: a day. CUPTI's timestamps are nanoseconds of one clock, so a longer one (1.8e18 ns)
+// is a damaged record.
+inline constexpr std::uint64_t kMaxSpanNs = 86'400ULL * 1'000'000'000ULL;
+// W lines kept; the library writes each problem once, so more are counted as one last warning.
+inline constexpr std::size_t kMaxWarnings = 100;
 
 // The latest end of any kernel, copy, API call or NVTX range: where a window without its F line ends.
 [[nodiscard]] std::uint64_t last_end_ns(const RecordSet& set);
 
-// Reads one process's records. `what` names the source in errors. Errors: kBadInput for a file that
-// is not a gpudoc profile (no H line), a newer format version, or a malformed line ("<what> line N:
-// <why>").
-[[nodiscard]] core::Result<RecordSet> read_records(std::istream& in, const std::string& what);
+// Reads one process's records from `lines` (its name names the source in errors). Errors: kBadInput
+// for a file that is not a gpudoc profile (no H line), a newer format version, a malformed line or
+// an impossible span ("<name> line N: <why>": "a kernel that ends (4000) before it starts (5000)",
+// "a kernel 1800000000000000000 ns long (over a day)"), or the limits of `lines`; kIo.
+[[nodiscard]] core::Result<RecordSet> read_records(core::LineReader& lines);
+// The same for records held in memory (`what` names them), under `limits`.
+[[nodiscard]] core::Result<RecordSet> read_records_text(std::string_view text, const std::string& what,
+                                                        const core::InputLimits& limits = kRecordsInput);
+// The same for a file, read under kRecordsInput.
 [[nodiscard]] core::Result<RecordSet> read_records_file(const std::string& path);
 
 }  // namespace gpudoc::profile

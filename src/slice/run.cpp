@@ -74,27 +74,48 @@ std::vector<ComputePart> parts_taken() {
 // Held while a new slice chooses its part of the period and creates its state, so that two slices
 // started at the same instant do not both take the first free part: an flock on a file of this user
 // in the temporary folder (named with the uid; O_NOFOLLOW; used only when it is a regular file this
-// user owns, so another user who plants it can only make the choice unguarded, as it was).
+// user owns, so another user who plants it can only make the choice unguarded). The holder removes
+// the file before it lets go, so nothing is left in the shared folder: a process that waited on the
+// removed file finds, once it holds it, that the name no longer leads to it, and takes the lock
+// again on the file now there (or a new one). Only a holder killed in these milliseconds leaves it;
+// the next slice takes it and removes it.
 class ChoiceLock {
  public:
-  ChoiceLock() {
-    const std::string path = core::temp_base() + "/" + kFolderPrefix + "-" + std::to_string(geteuid()) + ".lock";
-    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    struct stat st {};
-    if (fd_ >= 0 &&
-        (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || flock(fd_, LOCK_EX) != 0)) {
-      close(fd_);
-      fd_ = -1;
-    }
+  ChoiceLock() : path_(core::temp_base() + "/" + kFolderPrefix + "-" + std::to_string(geteuid()) + ".lock") {
+    for (int attempt = 0; attempt < kAttempts && fd_ == kRetry; ++attempt) fd_ = take(path_);
+    if (fd_ < 0) fd_ = -1;
   }
   ~ChoiceLock() {
-    if (fd_ >= 0) close(fd_);  // releases the lock
+    if (fd_ < 0) return;
+    unlink(path_.c_str());  // still held: whoever waits on this file sees it gone and takes the next
+    close(fd_);             // releases the lock
   }
   ChoiceLock(const ChoiceLock&) = delete;
   ChoiceLock& operator=(const ChoiceLock&) = delete;
 
  private:
-  int fd_ = -1;
+  static constexpr int kRetry = -2, kAttempts = 100;
+
+  // The locked descriptor; kRetry when the file was removed or replaced while this waited; -1 when
+  // it cannot be taken (not this user's regular file, an error): the choice then goes unguarded.
+  static int take(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) return -1;
+    struct stat held {};
+    if (fstat(fd, &held) != 0 || !S_ISREG(held.st_mode) || held.st_uid != geteuid() || flock(fd, LOCK_EX) != 0) {
+      close(fd);
+      return -1;
+    }
+    struct stat named {};
+    if (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino || named.st_dev != held.st_dev) {
+      close(fd);
+      return kRetry;
+    }
+    return fd;
+  }
+
+  std::string path_;
+  int fd_ = kRetry;
 };
 
 }  // namespace
@@ -114,8 +135,9 @@ std::uint32_t choose_compute_offset(std::uint32_t cap_percent, const std::vector
 }
 
 core::Result<int> run(const Request& request, const Placement& placement, const std::string& library,
-                      std::atomic<int>* forward) {
-  auto dir = core::PrivateDir::create(kFolderPrefix);
+                      const std::atomic<int>* stop_requests) {
+  // The job's processes keep using the state after gpudoc slice is gone: never swept.
+  auto dir = core::PrivateDir::create(kFolderPrefix, {}, core::WhenOrphaned::kLeave);
   if (!dir) return dir.error();
   std::string error;
   const std::string state_path = dir->file(kStateFile);
@@ -129,19 +151,17 @@ core::Result<int> run(const Request& request, const Placement& placement, const 
                                 placement.mechanism == Mechanism::kMps ? 1 : 0);
   }
   if (!state) return core::Error(core::ErrorKind::kIo, error);
-  core::SpawnOptions options;
+  core::SpawnOptions options = core::workload_spawn_options();  // its own process group: stopped as a whole
   options.extra_env = job_environment(placement, request.limits, library, state_path);
   auto child = core::ChildProcess::spawn(request.command, options);
   if (!child) return child.error();
+  auto stops = [stop_requests] { return stop_requests != nullptr ? stop_requests->load() : 0; };
+  core::GroupStopper stopper;  // the stop policy (core/process.hpp)
   while (!child->poll()) {
-    if (forward != nullptr) {
-      if (const int sig = forward->load(); sig != 0) {
-        child->signal(sig);
-        forward->store(0);
-      }
-    }
+    if (stops() >= 1) stopper.step(*child, stops() >= 2);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (stopper.started()) stopper.finish(*child, [&] { return stops() >= 2; });
   return child->exit_code_for_shell();
 }
 

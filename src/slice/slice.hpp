@@ -73,11 +73,13 @@ struct Request {
   std::string name;
   std::vector<std::string> command;
 };
-// Runs the command in a new slice and returns its exit status as a shell reports it (128+N when
-// killed by signal N). The slice's folder (mkdtemp, 0700) and state live as long as the job;
-// a signal number stored in `forward` (gpudoc got it from kill) is passed on to the job.
+// Runs the command in a new slice, in a process group of its own, and returns its exit status as a
+// shell reports it (128+N when killed by signal N). The slice's folder (mkdtemp, 0700) and state
+// live as long as the job. Once `stop_requests` (counted by the caller's signal handlers) is not
+// 0, the job's group is stopped by the stop policy (core::GroupStopper: SIGTERM, SIGKILL after
+// the grace period or at a second request), and run returns when the group is gone.
 [[nodiscard]] core::Result<int> run(const Request& request, const Placement& placement, const std::string& library,
-                                    std::atomic<int>* forward = nullptr);
+                                    const std::atomic<int>* stop_requests = nullptr);
 
 struct Listed {
   std::string folder;

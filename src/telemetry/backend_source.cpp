@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "core/text.hpp"
 #include "gpu/fake/fake_backend.hpp"
 #include "gpu/nvml/nvml_backend.hpp"
 #include "telemetry/input.hpp"
@@ -58,13 +59,16 @@ std::string utc_date(std::int64_t unix_ns) {
 }
 
 // "not live" comes first: a view cuts its banner to the terminal's width, and that must survive.
+// The file, host and GPU names come from outside: each is shown through core::terminal_safe, so
+// the banner is safe wherever it is printed (stderr, health, watch, a report, a page).
 std::string replay_banner(const BackendSpec& spec, const Trace& trace) {
   const auto& h = trace.header;
-  const std::string gpu_name = h.gpus.empty() ? "no GPU" : h.gpus[0].name;
-  return fmt::format(
-      "REPLAY, not live{}: {}, recorded {}{}, {}{}", spec.speed != 1.0 ? fmt::format(" (×{:g})", spec.speed) : "",
-      std::filesystem::path(spec.file).filename().string(), utc_date(h.start_unix_ns),
-      h.host.empty() ? "" : " on " + h.host, gpu_name, h.gpus.size() > 1 ? fmt::format(" ×{}", h.gpus.size()) : "");
+  const std::string gpu_name = h.gpus.empty() ? "no GPU" : core::terminal_safe(h.gpus[0].name);
+  return fmt::format("REPLAY, not live{}: {}, recorded {}{}, {}{}",
+                     spec.speed != 1.0 ? fmt::format(" (×{:g})", spec.speed) : "",
+                     core::terminal_safe(std::filesystem::path(spec.file).filename().string()),
+                     utc_date(h.start_unix_ns), h.host.empty() ? "" : " on " + core::terminal_safe(h.host), gpu_name,
+                     h.gpus.size() > 1 ? fmt::format(" ×{}", h.gpus.size()) : "");
 }
 
 std::string no_gpu_hint() {
@@ -169,7 +173,7 @@ core::Result<Live> BackendSource::open_once() {
         fake->set_processes(g, {p});
       }
       live.banner = fmt::format("FAKE GPUs, not this machine: {} scripted H200{} ({} {})", spec_.gpus,
-                                spec_.gpus == 1 ? "" : "s", spec_.origin, spec_.text);
+                                spec_.gpus == 1 ? "" : "s", spec_.origin, core::terminal_safe(spec_.text));
       backend_ = std::move(fake);
       break;
     }

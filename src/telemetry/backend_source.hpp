@@ -70,6 +70,7 @@ struct Live {
   double speed = 1.0;               // clock seconds per wall second (a replay's SPEED)
   // "" for real GPUs; else the notice every view shows first: "REPLAY, not live (×10): run.jsonl,
   // recorded 2026-11-29 18:45 UTC on node7, NVIDIA H200 ×2" or "FAKE GPUs, not this machine: ...".
+  // Terminal-safe: the trace's file, host and GPU names in it are shown through core::terminal_safe.
   std::string banner;
   [[nodiscard]] bool real() const { return spec->kind == BackendKind::kNvml; }
   // The wall time that `on_clock` of the command's clock takes (on_clock / speed), at least 10 ms:

@@ -14,48 +14,34 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "core/file.hpp"
 #include "core/result.hpp"
 #include "telemetry/trace.hpp"
 
 namespace gpudoc::telemetry {
 
-// A file (or text held in memory) as lines, read in blocks: memory is one block plus the longest
-// line, whatever the file's size. A line longer than kMaxLineBytes, or a file longer than
-// kMaxInputBytes, is an error that names the file and line, so /dev/zero or a runaway file ends
-// at once instead of being read forever. Not thread-safe.
-class LineReader {
+// The most gpudoc reads of one input: far above any recording (8 GPUs for 30 days at the
+// native rates is about 100 GB), small enough that a file that never ends is stopped.
+inline constexpr std::uint64_t kMaxInputBytes = 1ULL << 40;  // 1 TiB
+inline constexpr core::InputLimits kTelemetryInput{
+    .max_bytes = kMaxInputBytes, .max_line_bytes = kMaxLineBytes, .what = "a telemetry file"};
+
+// A telemetry file (or text held in memory) as lines: core::LineReader (core/file.hpp) under
+// kTelemetryInput — lines of at most kMaxLineBytes, files of at most kMaxInputBytes, each an
+// error naming the file and line ("NAME line N: the line is longer than the limit of 1048576
+// bytes"), so /dev/zero or a runaway file ends at once instead of being read forever.
+class LineReader : public core::LineReader {
  public:
   // Errors: kIo "reading PATH: <reason>" (missing, unreadable, a directory).
   [[nodiscard]] static core::Result<LineReader> open(const std::string& path);
   // Lines of `text` (not copied: it must outlive the reader); `name` names it in messages.
   [[nodiscard]] static LineReader of_text(std::string_view text, std::string name);
-  LineReader(LineReader&&) noexcept;
-  LineReader& operator=(LineReader&&) noexcept;
-  ~LineReader();
-
-  // The next line without its '\n', valid until the next call; nullopt at the end of the input.
-  // Errors: kBadInput "NAME line N: the line is longer than the limit of 1048576 bytes" (or the
-  // file's limit), kIo "reading NAME: <reason>".
-  [[nodiscard]] core::Result<std::optional<std::string_view>> next();
-  // Makes the next call to next() return the line it returned last once more (a format detector
-  // looks at line 1 before the parser reads it).
-  void unread();
-  // Whether the last line returned ended with '\n' (false for a last line cut off).
-  [[nodiscard]] bool terminated() const;
-  // 1-based number of the last line returned (0 before the first).
-  [[nodiscard]] std::size_t line_no() const;
-  [[nodiscard]] const std::string& name() const;
 
  private:
-  struct Impl;
-  explicit LineReader(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit LineReader(core::LineReader&& lines) : core::LineReader(std::move(lines)) {}
 };
-
-// The most gpudoc reads of one input: far above any recording (8 GPUs for 30 days at the
-// native rates is about 100 GB), small enough that a file that never ends is stopped.
-inline constexpr std::uint64_t kMaxInputBytes = 1ULL << 40;  // 1 TiB
 
 enum class InputFormat { kGpudocTrace, kNvidiaSmiCsv, kUnknown };
 

@@ -85,12 +85,13 @@ struct Recording {
 };
 
 // Why the recording stops now, or "" to go on. Without a command one stop request stops; with one,
-// gpudoc keeps recording until it exits (it got the Ctrl-C too) and a second request stops at once.
+// the recording goes on while the stop policy ends the command's group, until the command exited.
 std::string stop_reason(const RecordOptions& options, gpu::Backend& backend, std::optional<core::ChildProcess>& child,
                         const Recording& rec, std::size_t gpu_count, core::Nanos elapsed, int stops) {
   if (!rec.write_status) return "write_failed";
-  if (child && child->poll()) return "command_exited";
-  if ((stops >= 1 && !child) || stops >= 2) return "interrupted";
+  const bool exited = child && child->poll();
+  if (stops >= 1) return child && !exited ? std::string() : std::string("interrupted");
+  if (exited) return "command_exited";
   if (options.duration && elapsed >= *options.duration) return "duration";
   if (!rec.lost.empty() && rec.lost.size() == gpu_count && !child) return "all_gpus_lost";
   // A replayed recording that has played to its end gives nothing more (with a command, the
@@ -116,7 +117,7 @@ void record_child_end(core::ChildProcess& child, double t, Recording& rec, Recor
 }  // namespace
 
 core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
-                                  const std::atomic<int>& stop_requests, std::atomic<int>* stop_forward) {
+                                  const std::atomic<int>& stop_requests) {
   auto header = make_header(backend, clock, options.sampler, options.command);
   if (!header) return header.error();
   const std::int64_t start_ns = header->start_unix_ns;
@@ -135,11 +136,14 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   RecordResult result;
   result.gpu_count = header->gpus.size();
   std::optional<core::ChildProcess> child;
+  core::GroupStopper stopper;  // the stop policy for the command (core/process.hpp)
   Recording rec{*writer, start_ns, core::ok_status(), {}};
   auto now_t = [&] { return seconds_since(start_ns, clock.unix_now_ns()); };
 
   if (!options.command.empty()) {
-    auto c = core::ChildProcess::spawn(options.command, {}, options.command_stdout_to_stderr);
+    core::SpawnOptions spawn = core::workload_spawn_options();  // its own process group: stopped as a whole
+    spawn.stdout_to_stderr = options.command_stdout_to_stderr;
+    auto c = core::ChildProcess::spawn(options.command, spawn);
     if (!c) {
       sampler.stop();
       (void)writer->close({now_t(), writer->sample_lines(), 0, "command_failed"});
@@ -166,10 +170,11 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
       options.on_progress(core::to_seconds(now - t0), writer->sample_lines());
       last_progress = now;
     }
-    if (stop_forward != nullptr && child)
-      if (int sig = stop_forward->exchange(0); sig != 0) child->signal(sig);
+    if (child && stop_requests.load() >= 1) stopper.step(*child, stop_requests.load() >= 2);
     reason = stop_reason(options, backend, child, rec, result.gpu_count, now - t0, stop_requests.load());
   }
+  // Stopped by a request: what is left of the command's group goes before the trace is closed.
+  if (child && stopper.started()) stopper.finish(*child, [&] { return stop_requests.load() >= 2; });
 
   sampler.stop();
   rec.consume(sampler.drain(core::Nanos(0)));

@@ -9,7 +9,7 @@
 //   return r->command_exit_code.value_or(0);
 //
 // The file is valid whatever happens: the end line is written on a normal end, on a stop request
-// (Ctrl-C) and after a failed write; lines are flushed at least every flush_interval.
+// (SIGHUP, SIGINT, SIGTERM) and after a failed write; lines are flushed at least every flush_interval.
 #pragma once
 
 #include <atomic>
@@ -61,14 +61,13 @@ struct RecordResult {
                                                     const std::vector<std::string>& command);
 
 // Records until the command exits, the duration passes, a replayed backend has played to its end
-// (without a command), or a stop is requested: signal handlers
-// increment stop_requests. Without a command one request stops; with a command gpudoc keeps
-// recording until the command exits (it got the Ctrl-C too), and a second request stops at once.
-// stop_forward, when set, is a signal number the caller wants passed on to the command (a signal
-// sent to gpudoc alone by kill(1), not one the terminal already sent to the whole group).
+// (without a command), or a stop is requested: signal handlers increment stop_requests. The
+// command runs in its own process group (core::workload_spawn_options). Without a command one
+// request stops; with one, the stop policy stops the command's group (core::GroupStopper: SIGTERM,
+// SIGKILL after the grace period or at a second request) and the recording goes on until the
+// command has exited and its group is gone; the end line then says "interrupted".
 // Errors: kBadInput (cannot run the command), kIo (cannot write the file), the sampler's.
 [[nodiscard]] core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
-                                                const std::atomic<int>& stop_requests,
-                                                std::atomic<int>* stop_forward = nullptr);
+                                                const std::atomic<int>& stop_requests);
 
 }  // namespace gpudoc::telemetry

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
 #include "core/version.hpp"
 
 namespace gpudoc::view {
@@ -21,13 +22,15 @@ std::string status_cell(health::Status s, bool color) {
 
 std::string render_health_table(const std::vector<health::CheckResult>& results, double wall_s,
                                 const std::string& header, bool color) {
-  std::string out = header;
+  // The evidence quotes the GPUs, the driver and the host (a replayed trace's, too): every text is
+  // shown through core::terminal_safe; the status colour is added to the escaped text.
+  std::string out = core::terminal_safe(header, core::Newlines::kKeep);
   out += fmt::format("{:<17} {:<3} {:<4}  {}\n", "CHECK", "GPU", "STAT", "EVIDENCE / NEXT STEP");
   for (const auto& r : results) {
-    out += fmt::format("{:<17} {:<3} {}  {}\n", r.check, r.gpu ? std::to_string(*r.gpu) : "-",
-                       status_cell(r.status, color), r.evidence);
+    out += fmt::format("{:<17} {:<3} {}  {}\n", core::terminal_safe(r.check), r.gpu ? std::to_string(*r.gpu) : "-",
+                       status_cell(r.status, color), core::terminal_safe(r.evidence));
     if (!r.next_step.empty() && r.status != health::Status::kPass && r.status != health::Status::kSkip)
-      out += fmt::format("{:<27}-> {}\n", "", r.next_step);
+      out += fmt::format("{:<27}-> {}\n", "", core::terminal_safe(r.next_step));
   }
   int n[5] = {0, 0, 0, 0, 0};
   for (const auto& r : results) ++n[static_cast<int>(r.status)];

@@ -19,7 +19,8 @@
 namespace gpudoc::view {
 
 // `header` first, then the table, then "N fail, N warn, N info, N pass, N skip — W s". `color`:
-// ANSI colors for the status column.
+// ANSI colors for the status column. The header, checks, evidence and next steps are shown through
+// core::terminal_safe (they quote GPU, driver and host names, a replayed trace's too).
 [[nodiscard]] std::string render_health_table(const std::vector<health::CheckResult>& results, double wall_s,
                                               const std::string& header, bool color);
 

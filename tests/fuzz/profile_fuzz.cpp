@@ -122,8 +122,8 @@ void check_outputs(const profile::RecordSet& s, const profile::Profile& p) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
-  auto set = profile::read_records(in, "records-fuzz.txt");
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto set = profile::read_records_text(text, "records-fuzz.txt");
   if (!set) {
     FUZZ_CHECK(set.error().kind() == core::ErrorKind::kBadInput, set.error().message());
     FUZZ_CHECK(set.error().message().rfind("records-fuzz.txt", 0) == 0, set.error().message());

@@ -308,7 +308,8 @@ TEST(CliFlags, DurationsMustBeFiniteAndNotNegative) {
   for (const char* d : {"inf", "nan", "-5", "1e300"}) {
     auto r = run_gpudoc(std::string("--backend fake:1 record -o /dev/null --duration ") + d);
     EXPECT_EQ(r.exit_code, 2) << d << ": " << r.output;
-    EXPECT_TRUE(has(r.output, "leave it out to run until the end or Ctrl-C")) << r.output;
+    EXPECT_TRUE(has(r.output, std::string("--duration ") + d + ": ")) << r.output;
+    EXPECT_TRUE(has(r.output, "leave the flag out to run until the end or Ctrl-C")) << r.output;
   }
 }
 
@@ -316,10 +317,17 @@ TEST(CliFlags, ReportSinceOverflowIsUsage) {
   const TempDir dir("gpudoc-backend");
   auto r = run_gpudoc("report --since 9999999999999999999999d --store " + dir.file("s.db"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(has(r.output, "--since '9999999999999999999999d'")) << r.output;
+  EXPECT_TRUE(has(r.output,
+                  "--since 9999999999999999999999d: out of range; expected days, a whole number from 1 to "
+                  "11574"))
+      << r.output;
   auto big = run_gpudoc("report --since 999999999w --store " + dir.file("s.db"));
   EXPECT_EQ(big.exit_code, 2) << big.output;
-  EXPECT_TRUE(has(big.output, "too long a span")) << big.output;
+  EXPECT_TRUE(has(big.output, "--since 999999999w: out of range; expected weeks, a whole number from 1 to 1653"))
+      << big.output;
+  auto none = run_gpudoc("report --since 0d --store " + dir.file("s.db"));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_TRUE(has(none.output, "--since 0d: out of range")) << none.output;
 }
 
 TEST(CliOutput, AFailedWriteToStdoutIsAnErrorWithAMessage) {

@@ -237,6 +237,19 @@ INSTANTIATE_TEST_SUITE_P(CutNanString, DamagedFigure,
                                            std::make_pair("[\"10\", 10.0]", "sample 1 is \"10\", not a number"),
                                            std::make_pair("[]", "no samples")));
 
+// A golden figure whose row was deleted was read as one the baseline never had: "new", and the
+// check passed a +818 % regression with exit 0. The run's list of its figures names the loss.
+TEST_F(BaselineHardening, AGoldenFigureDeletedFromTheStoreFailsTheCheck) {
+  ASSERT_EQ(gpudoc("baseline record lost -- " + quick_ + " 10").exit_code, 0);
+  const std::string edit = raw_sql(store_, "DELETE FROM figures WHERE name = 'step_ms'");
+  ASSERT_EQ(edit.find("ERR"), std::string::npos) << edit;
+  const CliRun chk = gpudoc("baseline check lost -- " + quick_ + " 91.8");
+  EXPECT_EQ(chk.exit_code, 2) << chk.output;
+  EXPECT_THAT(chk.output, HasSubstr("baseline 'lost' in " + store_ + " is damaged"));
+  EXPECT_THAT(chk.output, HasSubstr("figure 'step_ms': stored with the run, now missing from the store"));
+  EXPECT_THAT(chk.output, Not(HasSubstr("ok: every figure")));
+}
+
 // ---- bytes that are not UTF-8 -----------------------------------------------------------------
 
 // One stray byte on a ::gpudoc line or in a workload argument ended the run with exit 4 and

@@ -131,8 +131,10 @@ class AdviceTest(unittest.TestCase):
             self.assertEqual((end["stopped"], end["stopped_by"], end["batch_size"]), (True, "guard", 3))
             self.assertEqual(end["checkpoint_step"], ack["step"])
             handled = [r["action"] for r in job.lines() if r.get("event") == "advice"]
-            self.assertEqual(handled, ["shrink_batch", "shrink_batch", "pause_noncritical", "resume_noncritical",
-                                       "checkpoint_now", "dance", "stop"])
+            # The factor of 1.5 and the undeclared "dance" break the advice's table: the client acks
+            # them itself (failed, unsupported) and never hands them to the loop.
+            self.assertEqual(handled, ["shrink_batch", "pause_noncritical", "resume_noncritical", "checkpoint_now",
+                                       "stop"])
             self.assertTrue(server.wait_for("bye"))
 
 

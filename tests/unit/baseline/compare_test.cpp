@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "baseline/compare.hpp"
+#include "baseline/config.hpp"
 
 namespace gpudoc::baseline {
 namespace {
@@ -237,6 +238,60 @@ TEST(PerRun, ManyQuietRunsCatchATenPercentSlowdownAndPassNoise) {
   EXPECT_THAT(slow.note, HasSubstr("99 % bound"));
   EXPECT_FALSE(slow.p_value);  // no rank test on one value a run
   EXPECT_EQ(only(compare({g}, {active(4.08)}, cfg, ctx)).verdict, Verdict::kOk);
+}
+
+TEST(StartUp, IsShownNotGatedUnlessTheConfigSaysSo) {
+  // Start-up +47 % with an unchanged job: the H200 runs on docs/results/baseline-gate.md.
+  auto startup = [](double v) { return fig("startup_s", {v}, "s", std::nullopt, "gpudoc"); };
+  const Config cfg;
+  const auto f = only(compare({startup(2.0)}, {startup(2.94)}, cfg));
+  EXPECT_EQ(f.verdict, Verdict::kInfo);
+  EXPECT_FALSE(f.rule.gated);
+  EXPECT_THAT(f.note, HasSubstr("start-up"));
+  ASSERT_TRUE(f.change_percent);
+  EXPECT_NEAR(*f.change_percent, 47.0, 1e-9);  // still measured and shown
+  // A run that did not report it is not a failure either.
+  EXPECT_EQ(only(compare({startup(2.0)}, {}, cfg)).verdict, Verdict::kInfo);
+  auto gate = parse_config(R"({"metrics": {"startup_s": {"gate": true}}})", "cfg.json");
+  ASSERT_TRUE(gate) << gate.error().message();
+  EXPECT_EQ(only(compare({startup(2.0)}, {startup(2.94)}, *gate)).verdict, Verdict::kRegression);
+  EXPECT_EQ(only(compare({startup(2.0)}, {}, *gate)).verdict, Verdict::kMissing);
+}
+
+TEST(WallTime, IsNotGatedWhereTheGpuWorkIsGatedOnItsOwn) {
+  const Config cfg;
+  auto g = [](const std::string& name, double v) { return fig(name, {v}, "s", std::nullopt, "gpudoc"); };
+  // wall +28 % from start-up, the GPU's work unchanged: passes, and wall_s says why it is not gated.
+  const auto c =
+      compare({g("wall_s", 10.0), g("gpu_active_s", 5.30)}, {g("wall_s", 12.8), g("gpu_active_s", 5.31)}, cfg);
+  ASSERT_EQ(c.figures.size(), 2u);
+  EXPECT_EQ(c.figures[0].verdict, Verdict::kInfo);
+  EXPECT_THAT(c.figures[0].note, HasSubstr("gpu_active_s"));
+  EXPECT_EQ(c.figures[1].verdict, Verdict::kOk);
+  EXPECT_FALSE(c.failed());
+  // The GPU's work 10 % slower: gpu_active_s fails the check.
+  EXPECT_TRUE(compare({g("wall_s", 10.0), g("gpu_active_s", 5.30)}, {g("wall_s", 10.6), g("gpu_active_s", 5.83)}, cfg)
+                  .failed());
+  // Without gpu_active_s on both sides wall time is all there is: gated.
+  EXPECT_EQ(only(compare({g("wall_s", 10.0)}, {g("wall_s", 12.8)}, cfg)).verdict, Verdict::kRegression);
+  // The config can gate it anyway.
+  auto gate = parse_config(R"({"metrics": {"wall_s": {"gate": true}}})", "cfg.json");
+  ASSERT_TRUE(gate) << gate.error().message();
+  EXPECT_EQ(compare({g("wall_s", 10.0), g("gpu_active_s", 5.30)}, {g("wall_s", 12.8), g("gpu_active_s", 5.31)}, *gate)
+                .figures[0]
+                .verdict,
+            Verdict::kRegression);
+}
+
+TEST(Config, GateMustBeABoolean) {
+  auto bad = parse_config(R"({"metrics": {"wall_s": {"gate": "yes"}}})", "cfg.json");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().message(), HasSubstr("metrics.wall_s.gate"));
+  auto off = parse_config(R"({"metrics": {"step_ms": {"gate": false}}})", "cfg.json");
+  ASSERT_TRUE(off);
+  const auto f = only(compare({fig("step_ms", {10, 10, 10, 10, 10})}, {fig("step_ms", {20, 20, 20, 20, 20})}, *off));
+  EXPECT_EQ(f.verdict, Verdict::kInfo);
+  EXPECT_THAT(f.note, HasSubstr("\"gate\": false in cfg.json"));
 }
 
 TEST(PerRun, OnlyGpudocAndWorkloadFiguresWithOneValueARun) {

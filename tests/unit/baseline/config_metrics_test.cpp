@@ -157,6 +157,20 @@ TEST(Metrics, BadLinesAreCountedAndNamedNeverFatal) {
   EXPECT_EQ(c.figures().at("step_ms"), (std::vector<double>{40}));
 }
 
+TEST(Metrics, NegativeAndAbsurdSamplesAreKeptWithANote) {
+  MetricsCollector c;
+  c.add_stdout_line(R"(::gpudoc {"step_ms": -3})", 1);
+  c.add_stdout_line(R"(::gpudoc {"step_ms": -4, "tokens": 1e308})", 2);  // each name noted once
+  c.add_stdout_line(R"(::gpudoc {"tokens": 5e307, "loss": 0.5})", 3);
+  EXPECT_EQ(c.figures().at("step_ms"), (std::vector<double>{-3, -4}));
+  EXPECT_EQ(c.figures().at("tokens").size(), 2u);
+  ASSERT_EQ(c.notes().size(), 2u);
+  EXPECT_EQ(c.notes()[0].line, 1u);
+  EXPECT_THAT(c.notes()[0].message, HasSubstr("\"step_ms\" = -3 is negative"));
+  EXPECT_EQ(c.notes()[1].line, 2u);
+  EXPECT_THAT(c.notes()[1].message, HasSubstr("\"tokens\" = 1e+308 is beyond any measured figure"));
+}
+
 TEST(Metrics, NotesAreCappedButCounted) {
   MetricsCollector c;
   for (int i = 0; i < 100; ++i) c.add_stdout_line("::gpudoc {oops", static_cast<std::size_t>(i + 1));

@@ -242,6 +242,31 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
   EXPECT_THAT(r->damaged[0], HasSubstr("figure 'hbm.copy': direction 'sideways'"));
 }
 
+// A golden figure whose row is gone (deleted, dropped by a recovery) is named: read as a figure the
+// run never had, its +818 % regression was shown as "new" and passed.
+TEST_F(StoreTest, AFigureRowLostFromARunIsNamed) {
+  auto s = Store::open(path_);
+  ASSERT_TRUE(s);
+  auto id = s->record_baseline(sample("lost", 10));
+  ASSERT_TRUE(id);
+  const std::string run = std::to_string(*id);
+  ASSERT_TRUE(s->load_run(*id)->damaged.empty());
+  raw_sql(path_, "DELETE FROM figures WHERE run_id = " + run + " AND name = 'step_ms'");
+  auto r = s->load_run(*id);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->damaged.size(), 1u);
+  EXPECT_THAT(r->damaged[0], HasSubstr("figure 'step_ms'"));
+  EXPECT_THAT(r->damaged[0], HasSubstr("missing from the store"));
+  // The list itself damaged is named too.
+  raw_sql(path_, "UPDATE runs SET details_json = '{\"figure_names\": 3}' WHERE id = " + run);
+  r = s->load_run(*id);
+  ASSERT_EQ(r->damaged.size(), 1u);
+  EXPECT_THAT(r->damaged[0], HasSubstr("figure_names"));
+  // A run stored before the list was kept has nothing to check against.
+  raw_sql(path_, "UPDATE runs SET details_json = '{}' WHERE id = " + run);
+  EXPECT_TRUE(s->load_run(*id)->damaged.empty());
+}
+
 TEST_F(StoreTest, TextThatIsNotUtf8IsStoredWithReplacements) {
   auto s = Store::open(path_);
   NewBaseline b = sample("u", 1);

@@ -1,14 +1,17 @@
-// core::ChildProcess: exit codes as a shell reports them, and stdout sent to stderr on request.
+// core::ChildProcess: exit codes as a shell reports them, and stdout sent to stderr on request;
+// core::GroupStopper: the stop policy for a workload's process group.
 #include "core/process.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "core/process_tree.hpp"
 #include "support/temp_dir.hpp"
@@ -136,6 +139,67 @@ TEST(ChildProcess, StdinFromNullReadsNothing) {
   ::close(fds[0]);
   c->wait();
   EXPECT_EQ(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0), "eof\n");
+}
+
+// The stop policy (GroupStopper): SIGTERM to the workload's whole group; SIGKILL after the grace
+// period for a group deaf to SIGTERM, or at once on a second request; finish() returns once the
+// child is reaped and nothing of its group is left.
+class GroupStopperTest : public ::testing::Test {
+ protected:
+  // A shell's sleeps in a group of their own, started (the shell may exec its last command).
+  ChildProcess start(const std::string& script) {
+    auto c = ChildProcess::spawn({"sh", "-c", script}, workload_spawn_options());
+    EXPECT_TRUE(c) << c.error().message();
+    for (int i = 0; i < 500 && live_group_members(c->pid()).size() < 2; ++i) ::usleep(10000);
+    EXPECT_EQ(::getpgid(c->pid()), c->pid());
+    EXPECT_GE(live_group_members(c->pid()).size(), 2u);  // both sleeps (and sh, unless it exec'd the last)
+    // Hang guard: the policy ends these in at most the grace period (0.2 s here); after 60 s
+    // SIGUSR1 ends whatever is left, and the signal the shell died of says that it came to that.
+    guard_ = std::thread([pgid = c->pid(), this] {
+      for (int i = 0; i < 6000 && !done_.load(); ++i) ::usleep(10000);
+      if (!done_.load()) ::kill(-pgid, SIGUSR1);
+    });
+    return std::move(*c);
+  }
+  void TearDown() override {
+    done_ = true;
+    if (guard_.joinable()) guard_.join();
+  }
+  std::atomic<bool> done_{false};
+  std::thread guard_;
+};
+
+TEST_F(GroupStopperTest, SigtermStopsTheWholeGroup) {
+  ChildProcess c = start("sleep 1000 & sleep 1000");
+  GroupStopper stopper(std::chrono::milliseconds(200));
+  stopper.finish(c, [] { return false; });
+  EXPECT_EQ(c.term_signal(), SIGTERM);
+  EXPECT_TRUE(live_group_members(c.pid()).empty());
+}
+
+TEST_F(GroupStopperTest, AGroupDeafToSigtermIsKilledAfterTheGracePeriod) {
+  ChildProcess c = start("trap '' TERM; sleep 1000 & sleep 1000");
+  GroupStopper stopper(std::chrono::milliseconds(200));
+  stopper.finish(c, [] { return false; });
+  EXPECT_EQ(c.term_signal(), SIGKILL);
+  EXPECT_TRUE(live_group_members(c.pid()).empty());
+}
+
+TEST_F(GroupStopperTest, ASecondRequestSkipsTheGracePeriod) {
+  ChildProcess c = start("trap '' TERM; sleep 1000 & sleep 1000");
+  GroupStopper stopper(std::chrono::hours(1));  // without the second request: the hang guard's SIGUSR1
+  stopper.step(c, false);
+  EXPECT_TRUE(stopper.started());
+  stopper.finish(c, [] { return true; });
+  EXPECT_EQ(c.term_signal(), SIGKILL);
+  EXPECT_TRUE(live_group_members(c.pid()).empty());
+}
+
+TEST(StopPolicy, ExitCodeIs128PlusTheSignal) {
+  EXPECT_EQ(exit_code_for_signal(SIGHUP), 129);
+  EXPECT_EQ(exit_code_for_signal(SIGINT), 130);
+  EXPECT_EQ(exit_code_for_signal(SIGTERM), 143);
+  EXPECT_EQ(kStopGrace, std::chrono::seconds(5));
 }
 
 TEST(SignalName, KnownAndOther) {

@@ -26,6 +26,17 @@ TEST(ProcStat, CommandNamesWithSpacesAndParentheses) {
   EXPECT_FALSE(parse_proc_stat("1 (x) S"));
 }
 
+TEST(ProcStat, StartTimeIsFieldTwentyTwo) {
+  auto s = parse_proc_stat("4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 -2 1 0 98765 1000");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->start_ticks, 98765u);
+  EXPECT_EQ(parse_proc_stat("4242 (x) S 17 4242 4242 0 -1")->start_ticks, 0u);  // cut short: unknown
+  std::ifstream self("/proc/self/stat");
+  std::string line;
+  std::getline(self, line);
+  EXPECT_GT(parse_proc_stat(line)->start_ticks, 0u) << line;
+}
+
 class FakeProc : public ::testing::Test {
  protected:
   void add(pid_t pid, const char* comm, char state, pid_t parent, pid_t group) {

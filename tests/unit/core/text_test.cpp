@@ -71,5 +71,21 @@ TEST(Text, TerminalSafeEscapesWhatCouldDriveTheTerminal) {
   EXPECT_EQ(terminal_safe(""), "");
 }
 
+TEST(Text, TerminalSafeKeepsNewlinesOnlyWhenAskedAndChangesNothingTwice) {
+  const std::string hostile = "a\nb\x1b[2J\xc2\x9b\xff\r";
+  EXPECT_EQ(terminal_safe(hostile), "a\\x0ab\\x1b[2J\\u{009b}\\xff\\x0d");
+  EXPECT_EQ(terminal_safe(hostile, Newlines::kKeep), "a\nb\\x1b[2J\\u{009b}\\xff\\x0d");
+  EXPECT_EQ(terminal_safe(terminal_safe(hostile)), terminal_safe(hostile));
+  EXPECT_EQ(terminal_safe(terminal_safe(hostile, Newlines::kKeep), Newlines::kKeep),
+            terminal_safe(hostile, Newlines::kKeep));
+}
+
+TEST(Text, RenderTableShowsEveryCellTerminalSafeAndKeepsItsColumns) {
+  EXPECT_EQ(render_table({{"name", "gpu"}, {"tr\x1b]0;x\x07", "H200"}, {"ok", "H100"}}),
+            "name            gpu\n"
+            "tr\\x1b]0;x\\x07  H200\n"
+            "ok              H100\n");
+}
+
 }  // namespace
 }  // namespace gpudoc::core

@@ -74,10 +74,16 @@ TEST(Metrics, ParseGroupPeriod) {
                 .rfind("warp=100: unknown group 'warp' (groups: utilization, fast", 0),
             0u);
   EXPECT_EQ(parse_group_period("fast").error().message(), "fast: expected GROUP=MS, e.g. fast=100");
-  for (const char* bad : {"fast=", "fast=1.5", "fast=-100", "fast=100ms", "fast=99999999999999999999"})
-    EXPECT_EQ(parse_group_period(bad).error().message(),
-              std::string(bad) + ": '" + std::string(bad).substr(5) + "' is not a whole number of milliseconds")
-        << bad;
+  const std::string expected = "; expected milliseconds, a whole number from 0 to 86400000 (0 turns the group off)";
+  const std::pair<const char*, const char*> bad[] = {
+      {"fast=", "not a number"},           {"fast=1.5", "not a whole number"},
+      {"fast=-100", "out of range"},       {"fast=100ms", "not a number"},
+      {"fast=inf", "not a finite number"}, {"fast=99999999999999999999", "out of range"},
+      {"fast=86400001", "out of range"},
+  };
+  for (const auto& [text, why] : bad)
+    EXPECT_EQ(parse_group_period(text).error().message(), std::string(text) + ": " + why + expected) << text;
+  EXPECT_EQ(parse_group_period("energy=86400000")->second.count(), 86'400'000);  // a day at most
   const std::string help = describe_groups();
   for (MetricGroup g : all_groups()) EXPECT_NE(help.find(info(g).name), std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "core/clock.hpp"
 #include "core/process.hpp"
 #include "gpu/fake/fake_backend.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gpudoc::guard {
 namespace {
@@ -59,6 +61,7 @@ class GuardSession : public ::testing::Test {
     fake_.set_value_fn([this, profile](int, gpu::Metric m, double t) {
       switch (m) {
         case gpu::Metric::kGpuTemperatureCelsius: {
+          if (!ready_file_.empty() && joined_at_.load() < 0 && std::filesystem::exists(ready_file_)) joined_at_ = t;
           const double joined = joined_at_.load();
           return joined < 0 ? profile.front().second : temperature_at(profile, t - joined);
         }
@@ -79,7 +82,8 @@ class GuardSession : public ::testing::Test {
     if (beside) other = std::thread([&] { beside(*channel); });
     std::atomic<int> stops{0};
     r.result = run_session(fake_, clock_, *channel, o, stops, [&](const json& e) {
-      if (e["type"] == "job_joined" && (e.value("connected", false) || !origin_on_hello_) && joined_at_.load() < 0) {
+      if (e["type"] == "job_joined" && (e.value("connected", false) || (!origin_on_hello_ && ready_file_.empty())) &&
+          joined_at_.load() < 0) {
         joined_at_ = std::chrono::duration<double>(clock_.now() - created_).count();
         if (on_join_) on_join_();
       }
@@ -103,6 +107,7 @@ class GuardSession : public ::testing::Test {
   std::atomic<double> joined_at_{-1};  // the job's hello, in the fake's seconds; -1: not yet
   std::function<void()> on_join_;      // called once, when the job joins
   bool origin_on_hello_ = true;        // false: a job that never connects joins when it is spawned
+  std::string ready_file_;             // set: such a job joins when this file appears (its handlers are in)
 };
 
 TEST_F(GuardSession, LevelsOneTwoThreeReachTheJobAndPauseAndResumeNoncriticalWork) {
@@ -161,9 +166,11 @@ TEST_F(GuardSession, AJobThatDiesEndsTheGuardWithItsExitCode) {
 
 TEST_F(GuardSession, AJobThatDoesNotListenGetsOnlyTheSignalsItOptedInTo) {
   // Level 3 (checkpoint_now, stop) once the job has had time to install its SIGTERM handler.
-  origin_on_hello_ = false;  // it never says hello
+  origin_on_hello_ = false;  // it never says hello: the script starts once its SIGTERM handler is in
+  gpudoc::testing::TempDir dir("gpudoc-guard-signal-job");
+  ready_file_ = dir.file("ready");
   script({{0, 70}, {1.5, 93}});
-  SessionOptions o = options({"python3", kJobs + "signal_job.py", "20"});
+  SessionOptions o = options({"python3", kJobs + "signal_job.py", "20", ready_file_});
   o.signal_opt_in = {Action::kStop};  // SIGUSR1 would kill this job: it opted in to stop alone
   Outcome r = run(o);
   ASSERT_TRUE(r.result);
@@ -220,6 +227,90 @@ TEST_F(GuardSession, GarbageFromAnotherClientNeverStopsTheGuard) {
   ASSERT_TRUE(r.result);
   EXPECT_EQ(r.result->exit_code, 0) << "the real job still got its stop";
   EXPECT_FALSE(r.of("protocol_error").empty());
+}
+
+// A connection to the guard's socket (-1 when it cannot be made).
+int connect_to(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::size_t open_files() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST_F(GuardSession, JobsThatComeAndGoLeaveNoFileBehind) {
+  // 300 jobs say hello, get their welcome and leave (half with a bye, half by closing): each had a
+  // pidfd opened for it; the guard's open files are the same after 300 as after 20.
+  script({{0, 70}});
+  origin_on_hello_ = false;
+  gpudoc::testing::TempDir dir("gpudoc-guard-cycles");
+  const std::string done_file = dir.file("done");  // the job ends once it exists (or after 120 s)
+  std::size_t after_20 = 0, after_300 = 0;
+  int welcomed = 0;
+  auto cycles = [&](ChannelServer& channel) {
+    const std::string hello =
+        json{{"v", 1}, {"type", "hello"}, {"pid", ::getpid()}, {"name", "worker"}, {"capabilities", {"stop"}}}.dump() +
+        "\n";
+    const std::string bye = json{{"v", 1}, {"type", "bye"}, {"reason", "done"}}.dump() + "\n";
+    for (int i = 1; i <= 300; ++i) {
+      const int fd = connect_to(channel.path());
+      if (fd < 0) continue;
+      timeval tv{.tv_sec = 10, .tv_usec = 0};  // hang guard
+      (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      (void)!::write(fd, hello.data(), hello.size());
+      char buf[4096];
+      const bool welcome = ::recv(fd, buf, sizeof buf, 0) > 0;
+      if (i % 2 == 0) (void)!::write(fd, bye.data(), bye.size());
+      ::close(fd);
+      if (!welcome) break;
+      ++welcomed;
+      if (i == 20 || i == 300) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the guard sees the last ones leave
+        (i == 20 ? after_20 : after_300) = open_files();
+      }
+    }
+    std::ofstream(done_file) << "done\n";
+  };
+  SessionOptions o = options({"python3", "-c",
+                              "import os, sys, time\nt = time.time()\n"
+                              "while not os.path.exists(sys.argv[1]) and time.time() - t < 120: time.sleep(0.05)\n",
+                              done_file});
+  o.loop_period = std::chrono::milliseconds(10);  // a welcome each loop: 300 in a few seconds
+  Outcome r = run(o, cycles);
+  ASSERT_TRUE(r.result) << r.result.error().message();
+  EXPECT_EQ(welcomed, 300);
+  EXPECT_EQ(r.of("job_left").size(), 300u);
+  ASSERT_GT(after_20, 0u);
+  EXPECT_LE(after_300, after_20 + 2) << "open files grew from " << after_20 << " to " << after_300;
+}
+
+TEST_F(GuardSession, AFloodOfGarbageIsLoggedAtMostTwentyTimesAMinute) {
+  script({{0, 70}});
+  origin_on_hello_ = false;
+  auto flood = [](ChannelServer& channel) {
+    for (int i = 0; i < 100; ++i) {
+      const int fd = connect_to(channel.path());
+      if (fd < 0) continue;
+      (void)!::write(fd, "garbage\n", 8);
+      ::close(fd);
+    }
+  };
+  Outcome r = run(options({"python3", "-c", "import time; time.sleep(3)"}), flood);
+  ASSERT_TRUE(r.result) << r.result.error().message();
+  EXPECT_EQ(r.of("protocol_error").size(), 20u);
+  const auto suppressed = r.of("protocol_errors_suppressed");
+  ASSERT_EQ(suppressed.size(), 1u);
+  EXPECT_EQ(suppressed[0]["count"], 80);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <tuple>
 
 #include "profile/record_format.hpp"
@@ -13,10 +12,7 @@
 namespace gpudoc::profile {
 namespace {
 
-core::Result<RecordSet> read(const std::string& text) {
-  std::istringstream in(text);
-  return read_records(in, "records-7.txt");
-}
+core::Result<RecordSet> read(const std::string& text) { return read_records_text(text, "records-7.txt"); }
 
 const std::string kHeader = "H\tgpudoc-profile\t1\t7\t130001\n";
 const std::string kSampledHeader = "H\tgpudoc-profile\t2\t7\t1\n";  // format 2: O and F lines
@@ -168,13 +164,71 @@ TEST(Records, KernelsAndCopiesWithoutValidTimesAreCountedAndLeftOut) {
                   "K\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\t_Z3fooPf\n"
                   "K\t300\t0\t0\t7\t12\t64\t1\t1\t128\t1\t1\t0\t_Z3fooPf\n"
                   "K\t0\t0\t0\t7\t13\t64\t1\t1\t128\t1\t1\t0\t_Z3fooPf\n"
-                  "M\t500\t400\t0\t7\t14\t2\t3\t1\t4096\t0\n"
+                  "M\t500\t0\t0\t7\t14\t2\t3\t1\t4096\t0\n"
                   "S\t0\t60\t0\t7\t15\t512\t3\t0\n"
                   "S\t70\t80\t0\t7\t16\t512\t3\t0\n");
   ASSERT_TRUE(set) << set.error().message();
   EXPECT_EQ(set->kernels.size(), 1u);
   EXPECT_EQ(set->copies.size(), 1u);
   EXPECT_EQ(set->untimed, 4u);
+}
+
+// A span that ends before it starts, with both times there, is no record CUPTI writes (a kernel still
+// running has no end at all, above): the file is refused naming the line, not explained as "still
+// running". So is a span of more than a day: CUPTI's clock cannot have measured a 1.8e18 ns kernel.
+TEST(Records, ASpanEndingBeforeItStartsOrLastingOverADayIsAnErrorNamingTheLine) {
+  const std::string good = "K\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\tk\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"K\t500\t400\t0\t7\t12\t64\t1\t1\t128\t1\t1\t0\tk\n", "a kernel that ends (400) before it starts (500)"},
+      {"M\t500\t400\t0\t7\t14\t2\t3\t1\t4096\t0\n", "a copy that ends (400) before it starts (500)"},
+      {"S\t500\t400\t0\t7\t15\t512\t3\t0\n", "a memset that ends (400) before it starts (500)"},
+      {"R\t500\t400\t211\t11\t99\n", "a runtime API call that ends (400) before it starts (500)"},
+      {"D\t500\t400\t211\t11\t99\n", "a driver API call that ends (400) before it starts (500)"},
+      {"Y\t500\t400\t3\t7\t11\n", "a synchronization that ends (400) before it starts (500)"},
+      {"G\t500\t400\t0\t7\t3\t11\n", "a graph launch that ends (400) before it starts (500)"},
+      {"N\t2\t1\t500\t99\tstep\t\nN\t4\t1\t400\t99\t\t\n", "an NVTX range that ends (400) before it starts (500)"},
+      {"K\t1000\t1800000000000001000\t0\t7\t12\t64\t1\t1\t128\t1\t1\t0\tk\n",
+       "a kernel 1800000000000000000 ns long (over a day)"},
+      {"R\t1\t86400000000002\t211\t11\t99\n", "a runtime API call 86400000000001 ns long (over a day)"},
+  };
+  for (const auto& [line, why] : cases) {
+    auto set = read(kHeader + good + line);
+    ASSERT_FALSE(set.ok()) << line;
+    EXPECT_EQ(set.error().kind(), core::ErrorKind::kBadInput);
+    const std::string at = line.rfind("N", 0) == 0 ? "4" : "3";  // an NVTX range ends at its end marker
+    EXPECT_EQ(set.error().message(), "records-7.txt line " + at + ": " + why) << line;
+  }
+  // A day exactly is still a record.
+  EXPECT_TRUE(read(kHeader + "K\t1\t86400000000001\t0\t7\t12\t64\t1\t1\t128\t1\t1\t0\tk\n").ok());
+}
+
+// The file's limits (kRecordsInput, here smaller) end the reading with an error naming the line: too
+// many lines (blank ones count), a line too long, too many bytes.
+TEST(Records, TheInputsLimitsEndTheReadingNamingTheLine) {
+  const std::string line = "R\t90\t95\t211\t11\t99\n";
+  std::string four = kHeader;
+  for (int i = 0; i < 3; ++i) four += line;
+  const core::InputLimits limits{.max_bytes = 1000, .max_line_bytes = 40, .max_lines = 4, .what = "CUPTI records"};
+  EXPECT_TRUE(read_records_text(four, "r.txt", limits).ok());
+  auto lines = read_records_text(four + "\n", "r.txt", limits);
+  ASSERT_FALSE(lines.ok());
+  EXPECT_EQ(lines.error().message(), "r.txt line 5: more than 4 lines, the limit for CUPTI records");
+  auto wide = read_records_text(kHeader + "W\t" + std::string(40, 'x') + "\n", "r.txt", limits);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_EQ(wide.error().message(), "r.txt line 2: the line is longer than the limit of 40 bytes");
+  EXPECT_EQ(kRecordsInput.max_lines, 5'000'000u);
+  EXPECT_EQ(kRecordsInput.max_line_bytes, 64u << 10);
+  EXPECT_EQ(kRecordsInput.max_bytes, 1ULL << 30);
+}
+
+// The library writes each problem once; a file of endless W lines keeps the first kMaxWarnings.
+TEST(Records, WarningsBeyondTheFirstHundredAreCounted) {
+  std::string text = kHeader;
+  for (int i = 0; i < 250; ++i) text += "W\tsomething went wrong\n";
+  auto set = read(text);
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  ASSERT_EQ(set->warnings.size(), kMaxWarnings + 1);
+  EXPECT_EQ(set->warnings.back(), "150 more warnings (W lines) left out");
 }
 
 TEST(SampleWindows, OnlyTwoWholePositiveMillisecondCountsParse) {
