@@ -61,37 +61,6 @@ pid_t launch(const std::vector<std::string>& args, const std::string& out_path,
   ::_exit(127);
 }
 
-// The exit code as a shell reports it, or -1 after `limit` (the process is then killed).
-int wait_exit(pid_t pid, double limit_s = 60) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string slurp(const std::string& path) {
-  auto t = core::read_file(path);
-  return t ? *t : std::string();
-}
-
-// The first line of a file a workload writes, waiting for it (empty after 20 s).
-std::string wait_for_line(const std::string& path) {
-  for (int i = 0; i < 2000; ++i) {
-    std::ifstream f(path);
-    std::string line;
-    if (std::getline(f, line) && !line.empty()) return line;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return {};
-}
-
 class BaselineHardening : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -48,11 +48,6 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 // ---- the slice's lock -------------------------------------------------------------------------
 
 // gpudoc slice on the fake CUDA driver, with `tmp` as the shared temporary folder.

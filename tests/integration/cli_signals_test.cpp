@@ -35,39 +35,6 @@ namespace fs = std::filesystem;
 
 const char* name_of(int sig) { return sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
-std::string slurp(const std::string& path) {
-  auto t = core::read_file(path);
-  return t ? *t : std::string();
-}
-
-// The first line of a file, waiting for it to be written (empty after 20 s: a hang guard, the
-// file normally comes within a second).
-std::string wait_for_line(const std::string& path) {
-  for (int i = 0; i < 2000; ++i) {
-    std::ifstream f(path);
-    std::string line;
-    if (std::getline(f, line) && !line.empty()) return line;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return {};
-}
-
-// The exit code as a shell reports it, or -1 after `limit_s` (the process is then killed). gpudoc
-// normally ends within a second or two of the signal, or about 5 s when it must kill the workload.
-int wait_exit(pid_t pid, double limit_s = 120) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // The process group of a live process, from /proc/PID/stat; 0 when it cannot be read.
 pid_t group_of(pid_t pid) {
   auto stat = core::read_file("/proc/" + std::to_string(pid) + "/stat");
