@@ -2,7 +2,7 @@
 """Whether `gpudoc baseline check` passes an unchanged job and catches a slower one, on a GPU.
 
     tools/gate_checks.py --gpudoc BIN --store DB --out DIR record [--steps N] [--job-args "--batch-size 4096"]
-    tools/gate_checks.py --gpudoc BIN --store DB --out DIR unchanged --count 20
+    tools/gate_checks.py --gpudoc BIN --store DB --out DIR unchanged --count 20 [--deadline SECONDS]
     tools/gate_checks.py --gpudoc BIN --store DB --out DIR slower --count 10 --fraction 0.10 [--steps N]
     tools/gate_checks.py --out DIR summary
 
@@ -12,6 +12,9 @@ default golden runs; `unchanged` checks it COUNT times as recorded; `slower` che
 times with every step FRACTION slower (a command the checks then do not learn noise from).
 Each check's --json goes to DIR/NAME-KIND-K.json and a row to DIR/checks.tsv; `summary` prints
 per kind the exit codes and, per figure, the verdicts and the range of changes and bounds.
+A check run continues the numbering of DIR/checks.tsv, so the same command run again (say, on a
+machine lent for ten minutes at a time, with --deadline below that) goes on until COUNT checks of
+that kind are in the table; --deadline stops before a check that would end past SECONDS.
 Exit 0 when every step ran (whatever the verdicts: the summary says them), 1 otherwise.
 """
 import argparse
@@ -42,17 +45,32 @@ def run(argv, log):
     return p.returncode, p.stdout.decode("utf-8", "replace"), time.time() - t0
 
 
+def done_checks(tsv, kind):
+    if not os.path.exists(tsv):
+        return 0
+    with open(tsv, encoding="utf-8") as f:
+        next(f, None)
+        ks = [int(line.split("\t")[1]) for line in f if line.split("\t")[0] == kind]
+    return max(ks, default=0)
+
+
 def check(args, kind, count, slower):
     tsv = os.path.join(args.out, "checks.tsv")
     new = not os.path.exists(tsv)
+    start, began, longest = done_checks(tsv, kind) + 1, time.time(), 0.0
     with open(tsv, "a", encoding="utf-8") as rows:
         if new:
             rows.write("kind\tk\texit\tverdict\twall_s\tfigure\tchange_percent\tbound_percent\tfigure_verdict\n")
-        for k in range(1, count + 1):
+        for k in range(start, count + 1):
+            if args.deadline and time.time() - began + 1.2 * longest > args.deadline:
+                print(f"{kind}: stopped before check {k} to end within {args.deadline:.0f} s; "
+                      "run the same command again to go on", file=sys.stderr)
+                break
             argv = [args.gpudoc, "baseline", "check", args.name, "--store", args.store, "--json"]
             if slower > 0:
                 argv += ["--"] + job(args, slower)
             rc, out, wall = run(argv, os.path.join(args.out, f"{args.name}-{kind}.log"))
+            longest = max(longest, wall)
             with open(os.path.join(args.out, f"{args.name}-{kind}-{k}.json"), "w", encoding="utf-8") as f:
                 f.write(out)
             try:
@@ -109,6 +127,8 @@ def main():
     ap.add_argument("what", choices=("record", "unchanged", "slower", "summary"))
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--fraction", type=float, default=0.10)
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="seconds: start no check that would end later (checks go on in the next run)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.what == "summary":
