@@ -1,11 +1,17 @@
-// The classifier on synthetic traces: every finding, start-up skipping, windows and pattern
-// changes, missing signals (lower confidence, `unseen`), and bad input (never a crash).
+// The classifier on synthetic traces: every finding (one table of shapes, kShapeCases), start-up
+// skipping, windows and pattern changes, missing signals (lower confidence, `unseen`), and bad
+// input (never a crash).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "diagnose/diagnose.hpp"
 #include "synth.hpp"
@@ -56,16 +62,357 @@ Shape busy_gemm() {
 
 Diagnosis run(const telemetry::Trace& t) { return diagnose(t, Options{}); }
 
-TEST(Diagnose, Idle) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 20, Shape{});
-  const auto d = run(t);
-  const Finding* f = find(d, "idle");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_TRUE(warning_ids(d).empty());
-  EXPECT_EQ(d.gpus.at(0).primary, "idle");
+// ---- one table: a synthetic trace of a shape, and what its diagnosis must say -----------------
+// Each row builds a trace from spans of a Shape on a GPU (and metrics beyond the shape) and lists
+// the checks on the diagnosis; a new case is one row. Every check names the finding it reads.
+
+using Fn = std::function<double(double)>;
+using Ids = std::vector<std::string>;
+
+struct Span {  // GPU `gpu` follows `shape` from t0 to t1 (s)
+  int gpu;
+  double t0, t1;
+  Shape shape;
+};
+struct Fill {  // a metric beyond the shape's: GPU `gpu`, from t0 to t1, every period_s
+  int gpu;
+  Metric metric;
+  double t0, t1, period_s;
+  Fn f;
+};
+struct Near {  // an evidence name, or a JSON pointer into the details: value within tolerance
+  std::string key;
+  double value, tolerance;
+};
+struct Above {  // an evidence name: above value
+  std::string key;
+  double value;
+};
+
+struct ShapeCase {
+  std::string name;  // the test's name
+  // The trace.
+  std::vector<Span> spans;
+  std::vector<Fill> fills = {};
+  int gpus = 1;
+  bool logged_limit = true;           // the header has the board's default power limit
+  std::string model = "NVIDIA H200";  // the header's model name
+  // The finding that must be there (none when empty); the checks below read it.
+  std::string finding = "";
+  std::optional<Severity> severity = {};
+  std::vector<std::pair<std::string, nlohmann::json>> details = {};  // JSON pointer -> value
+  std::vector<std::string> details_absent = {};                      // keys the details lack
+  std::vector<Near> details_near = {};
+  std::vector<Near> evidence_near = {};
+  std::vector<Above> evidence_above = {};
+  std::optional<double> confidence_below = {};
+  std::vector<std::string> message_has = {}, message_lacks = {};
+  std::vector<std::string> first_step_has = {};  // in its first next step
+  std::vector<std::string> caveat_has = {};      // each in one of its caveats
+  // The diagnosis as a whole.
+  std::vector<std::string> absent = {};                   // findings that must not be there
+  std::optional<Ids> warnings = {};                       // exactly these at warning or above
+  std::vector<std::pair<int, std::string>> primary = {};  // GPU -> its primary finding
+  std::vector<std::string> unseen = {};                   // each among the signals not seen
+  std::string note = "";                                  // in the first note
+};
+
+// A failing row is named by its name, not by its bytes.
+void PrintTo(const ShapeCase& c, std::ostream* os) { *os << c.name; }
+
+telemetry::Trace trace_of(const ShapeCase& c) {
+  auto t = make_trace(c.gpus);
+  for (auto& g : t.header.gpus) {
+    if (!c.logged_limit) g.power_limit_default_watts.reset();
+    g.name = c.model;
+  }
+  for (const Span& s : c.spans) fill_gpu(t, s.gpu, s.t0, s.t1, s.shape);
+  for (const Fill& f : c.fills) fill(t, f.gpu, f.metric, f.t0, f.t1, f.period_s, f.f);
+  return t;
 }
+
+bool has_text(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void check_finding(const ShapeCase& c, const Finding& f) {
+  if (c.severity) EXPECT_EQ(f.severity, *c.severity);
+  for (const auto& [pointer, want] : c.details) {
+    const nlohmann::json::json_pointer p(pointer);
+    EXPECT_EQ(f.details.contains(p) ? f.details.at(p) : nlohmann::json(), want) << pointer;
+  }
+  for (const auto& key : c.details_absent) EXPECT_FALSE(f.details.contains(key)) << key;
+  for (const Near& n : c.details_near) {
+    const nlohmann::json::json_pointer p(n.key);
+    EXPECT_NEAR(f.details.contains(p) ? f.details.at(p).get<double>() : NAN, n.value, n.tolerance) << n.key;
+  }
+  for (const Near& n : c.evidence_near) EXPECT_NEAR(evidence(f, n.key), n.value, n.tolerance) << n.key;
+  for (const Above& a : c.evidence_above) EXPECT_GT(evidence(f, a.key), a.value) << a.key;
+  if (c.confidence_below) EXPECT_LT(f.confidence, *c.confidence_below);
+  for (const auto& s : c.message_has) EXPECT_TRUE(has_text(f.message, s)) << s << " not in: " << f.message;
+  for (const auto& s : c.message_lacks) EXPECT_FALSE(has_text(f.message, s)) << s << " in: " << f.message;
+  if (!c.first_step_has.empty()) {
+    ASSERT_FALSE(f.next_steps.empty());
+    for (const auto& s : c.first_step_has) EXPECT_TRUE(has_text(f.next_steps.front(), s)) << s;
+  }
+  for (const auto& s : c.caveat_has)
+    EXPECT_TRUE(std::any_of(f.caveats.begin(), f.caveats.end(), [&](const auto& v) { return has_text(v, s); })) << s;
+}
+
+class DiagnoseShape : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(DiagnoseShape, SaysWhatTheShapeIs) {
+  const ShapeCase& c = GetParam();
+  const auto d = run(trace_of(c));
+  if (!c.finding.empty()) {
+    const Finding* f = find(d, c.finding);
+    ASSERT_NE(f, nullptr) << c.finding;
+    check_finding(c, *f);
+  }
+  for (const auto& id : c.absent) EXPECT_EQ(find(d, id), nullptr) << id;
+  if (c.warnings) EXPECT_EQ(warning_ids(d), *c.warnings);
+  for (const auto& [gpu, id] : c.primary) EXPECT_EQ(d.gpus.at(static_cast<std::size_t>(gpu)).primary, id);
+  for (const auto& s : c.unseen) EXPECT_NE(std::find(d.unseen.begin(), d.unseen.end(), s), d.unseen.end()) << s;
+  if (!c.note.empty()) {
+    ASSERT_FALSE(d.notes.empty());
+    EXPECT_TRUE(has_text(d.notes.front(), c.note)) << d.notes.front();
+  }
+}
+
+// busy_gemm() with other utilization and SM activity curves and power.
+Shape busy_gemm_at(Fn util, Fn sm, double power_w = 690) {
+  Shape s = busy_gemm();
+  s.util = std::move(util);
+  s.sm = std::move(sm);
+  s.power = constant(power_w);
+  return s;
+}
+
+// Without GPM, utilization alone cannot tell a working chip from a kernel spinning in a wait:
+// the board's power against its limit (recorded, or the model's) decides, else against the
+// trace's idle floor, else it says saturation is not shown. 20 s at 99 %, after 5 s idle at 81 W
+// when idle_start.
+std::vector<Span> busy_without_gpm(double busy_power_w, bool idle_start) {
+  const double start = idle_start ? 5 : 0;
+  std::vector<Span> spans;
+  if (idle_start) spans.push_back({0, 0, start, Shape{.power = constant(81), .gpm = false}});
+  spans.push_back({0, start, start + 20,
+                   Shape{.util = constant(99), .power = constant(busy_power_w), .mutil = constant(0), .gpm = false}});
+  return spans;
+}
+
+// One GPU, GPM on, holding utilization, SM activity and power flat for 20 s.
+std::vector<Span> flat_gpu(double util, double sm, double power_w) {
+  return {{0, 0, 20, Shape{.util = constant(util), .sm = constant(sm), .power = constant(power_w)}}};
+}
+
+// Bursts of a service that never fill the GPU: 30 s of bursts every `period` seconds, half of it
+// at 50 % utilization (40 % SM), 2 % between.
+std::vector<Span> unfilled_bursts(double period) {
+  return {
+      {0, 0, 30, Shape{.util = square(period, 0.5, 50, 2), .sm = square(period, 0.5, 40, 1), .power = constant(300)}}};
+}
+
+// The power-cap bit (0x4) and a held SM clock, for the first `seconds` of the trace.
+std::vector<Fill> power_cap_at(double sm_clock_mhz, double seconds = 20) {
+  return {{0, Metric::kClockEventReasonsMask, 0, seconds, 0.1, constant(0x4)},
+          {0, Metric::kSmClockMhz, 0, seconds, 0.1, constant(sm_clock_mhz)}};
+}
+
+constexpr double kLeakStep = 512.0 * 1024 * 1024;  // bytes a second, in steps of a second
+
+// A rank checkpoints 2 s in every 6.
+bool in_checkpoint(double x) { return std::fmod(x, 6.0) >= 4.0; }
+
+// clang-format off
+const std::vector<ShapeCase> kShapeCases = {
+    {.name = "Idle", .spans = {{0, 0, 20, Shape{}}},
+     .finding = "idle", .severity = Severity::kInfo, .warnings = Ids{}, .primary = {{0, "idle"}}},
+    {.name = "SlowSawtoothReportsPeriodDutyLevelsAndLostTime",
+     .spans = {{0, 0, 40, Shape{.util = square(2.0, 0.25, 100, 0), .sm = square(2.0, 0.25, 95, 0),
+                                .tensor = square(2.0, 0.25, 90, 0), .power = square(2.0, 0.25, 600, 150)}}},
+     .finding = "sawtooth", .severity = Severity::kCritical,  // idle 75 % of the time
+     .details = {{"/below_sensor_resolution", false}},
+     .evidence_near = {{"period_s", 2.0, 0.11}, {"duty_cycle_percent", 25, 4}, {"peak_percent", 100, 1},
+                       {"trough_percent", 0, 1}, {"gpu_time_lost_s", 0.75 * 40, 3}}},
+    // What p100_d50 reads: a flat middle level with SM activity to match. The first next step is
+    // gpudoc's own profiler, and nsys is named.
+    {.name = "FastSawtoothWithGpmIsSawtoothBelowSensorResolution",
+     .spans = {{0, 0, 20, Shape{.util = [](double x) { return 48 + 2 * std::sin(7 * x); }, .sm = constant(44),
+                                .tensor = constant(43), .dram = constant(10), .power = constant(500)}}},
+     .finding = "sawtooth", .details = {{"/below_sensor_resolution", true}},
+     .first_step_has = {"nsys", "gpudoc profile -- "}, .absent = {"plateau", "healthy"}},
+    // The first 5 s are start-up: they establish the idle power floor.
+    {.name = "FastSawtoothWithoutGpmUsesPowerAndLowersConfidence",
+     .spans = {{0, 0, 5, Shape{.power = constant(84), .gpm = false}},
+               {0, 5, 25, Shape{.util = constant(49), .power = constant(500), .gpm = false}}},
+     .finding = "sawtooth", .confidence_below = 0.6, .unseen = {"GPM SM activity"}},
+    // SM activity ~0: critical; the next step names reduce-overhead and whether a graph pays.
+    {.name = "LaunchBoundPlateau", .spans = {{0, 0, 20, Shape{.util = constant(18), .power = constant(127)}}},
+     .finding = "plateau", .severity = Severity::kCritical, .details = {{"/kind", "launch_bound"}},
+     .first_step_has = {"reduce-overhead", "gpudoc profile -- "}},
+    // A low flat level whose busy time is copies: PCIe moves far more per unit of busy time than a
+    // loop that only computes. The GPU waits on its host's copies, not on launches.
+    {.name = "LowLevelWithHeavyPcieWaitsOnCopiesNotLaunches", .spans = flat_gpu(12, 2.8, 133),
+     .fills = {{0, Metric::kGpmPcieRxBytesPerSecond, 0, 20, 0.2, constant(4.4e9)},
+               {0, Metric::kGpmPcieTxBytesPerSecond, 0, 20, 0.2, constant(0.3e9)}},
+     .finding = "sawtooth", .details = {{"/cause", "copies"}},
+     .evidence_near = {{"pcie_bytes_per_second", 4.7e9, 1e6}}, .message_has = {"waits on copies"},
+     .first_step_has = {"non_blocking=True"}, .absent = {"plateau"}},
+    // Small kernels (SM activity half of util) with little PCIe: launches or host work between them,
+    // both named, the profiler named to decide; tiny ones (SM ~0) stay launch-bound.
+    {.name = "SmallKernelsWithoutCopiesNameLaunchesAndHostWork", .spans = flat_gpu(13, 6, 131),
+     .finding = "plateau",
+     .details = {{"/kind", "launch_bound"}, {"/undecided_between", nlohmann::json({"plateau", "sawtooth"})}},
+     .message_has = {"cannot tell launch gaps from host work", "gpudoc profile -- "}},
+    {.name = "TinyKernelsWithoutCopiesAreLaunchBound", .spans = flat_gpu(18, 0, 127),
+     .finding = "plateau", .details_absent = {"undecided_between"}},
+    {.name = "BusyButIdlePlateauOnOneGpu",
+     .spans = {{0, 0, 20, Shape{.util = constant(99), .sm = constant(30), .tensor = constant(10), .dram = constant(3),
+                                .power = constant(300)}}},
+     .finding = "plateau", .details = {{"/kind", "busy_but_idle"}},
+     .evidence_near = {{"mean_sm_activity_percent", 30, 1e-9}}},
+    {.name = "BusyWithoutGpmSpinningBelowHalfTheLimitIsBusyButIdle", .spans = busy_without_gpm(180, false),
+     .finding = "plateau", .details = {{"/kind", "busy_but_idle"}}, .message_has = {"of its 700 W limit"},
+     .absent = {"healthy"}},
+    {.name = "BusyWithoutGpmDrawingMostOfTheLimitIsHealthy", .spans = busy_without_gpm(600, false),
+     .finding = "healthy", .absent = {"plateau"}},
+    {.name = "BusyWithoutGpmOrLimitIsJudgedAgainstTheIdleFloor", .spans = busy_without_gpm(180, true),
+     .logged_limit = false, .model = "",
+     .finding = "plateau", .details = {{"/kind", "busy_but_idle"}}, .message_has = {"idle floor"},
+     .caveat_has = {"power.limit"}, .absent = {"healthy"}},
+    {.name = "BusyWithoutGpmOrLimitWellAboveTheIdleFloorIsHealthy", .spans = busy_without_gpm(600, true),
+     .logged_limit = false, .model = "", .finding = "healthy"},
+    // No GPM, no limit, no model name, never idle: the power cannot be judged.
+    {.name = "BusyWithNothingToShowSaturationIsNotHealthy", .spans = busy_without_gpm(600, false),
+     .logged_limit = false, .model = "",
+     .finding = "insufficient_data", .message_has = {"cannot show whether the chip works or waits"},
+     .first_step_has = {"power.limit"}, .absent = {"healthy"}, .warnings = Ids{}},
+    {.name = "ModelNameGivesTheLimitWhenNoneWasLogged", .spans = busy_without_gpm(180, false),
+     .logged_limit = false, .finding = "plateau", .message_has = {"of its 700 W limit"}},
+    {.name = "MemoryBound",
+     .spans = {{0, 0, 20, Shape{.util = constant(99), .sm = constant(99), .tensor = constant(0), .dram = constant(91),
+                                .power = constant(600), .mutil = constant(100)}}},
+     .finding = "memory_bound", .warnings = Ids{"memory_bound"}},
+    // GPU 0 waits in every second of the span: the whole span is lost to waiting. No plateau on
+    // the waiting GPU.
+    {.name = "PulseNamesStragglerAndWaitingGpu",
+     .spans = {{0, 0, 20, Shape{.util = constant(99), .sm = constant(32), .tensor = constant(17), .dram = constant(4),
+                                .power = constant(300)}},
+               {1, 0, 20, busy_gemm()}},
+     .gpus = 2,
+     .finding = "pulse", .severity = Severity::kCritical,
+     .details = {{"/straggler/0/gpu", 1}, {"/waiting/0/gpu", 0}}, .details_near = {{"/waiting_share", 1.0, 0.06}},
+     .warnings = Ids{"pulse"}},
+    {.name = "BalancedGpusAreNoPulse", .spans = {{0, 0, 20, busy_gemm()}, {1, 0, 20, busy_gemm()}}, .gpus = 2,
+     .absent = {"pulse"}, .primary = {{1, "healthy"}}},
+    // Half a GiB more every second: full within the hour, critical.
+    {.name = "MemoryGrowthRateAndTimeToExhaustion", .spans = {{0, 0, 30, Shape{}}},
+     .fills = {{0, Metric::kMemoryUsedBytes, 0, 30, 0.1, [](double x) { return 1e9 + kLeakStep * std::floor(x); }}},
+     .finding = "memory_growth", .severity = Severity::kCritical,
+     .details_near = {{"/time_to_exhaustion_s", (150754820096.0 - (1e9 + 29 * kLeakStep)) / kLeakStep, 20}},
+     .evidence_near = {{"growth_rate_bytes_per_second", kLeakStep, kLeakStep * 0.05}}},
+    {.name = "MemoryThatIsReleasedIsNoGrowth", .spans = {{0, 0, 30, Shape{}}},
+     .fills = {{0, Metric::kMemoryUsedBytes, 0, 30, 0.1, [](double x) { return std::fmod(x, 4) < 2 ? 2e9 : 8e9; }}},
+     .absent = {"memory_growth"}},
+    {.name = "ThrottledPowerCapIsInfo", .spans = {{0, 0, 20, busy_gemm()}}, .fills = power_cap_at(1470),
+     .finding = "throttled", .severity = Severity::kInfo},
+    {.name = "ThrottledThermalIsWarning", .spans = {{0, 0, 20, busy_gemm()}},
+     .fills = {{0, Metric::kClockEventReasonsMask, 0, 20, 0.1, square(2, 0.3, 0x40, 0)}},
+     .finding = "throttled", .severity = Severity::kWarning, .details = {{"/reasons/0", "hw_thermal_slowdown"}},
+     .evidence_near = {{"thermal_or_hw_share", 0.3, 0.05}}},
+    // The power-cap bit with the board far below its limit on average: short peaks reach the limit;
+    // the board is not said to be at it.
+    {.name = "ThrottledPowerCapFarBelowTheLimitSaysPeaksNotTheBoard",
+     .spans = {{0, 0, 20, busy_gemm_at(constant(99), constant(96), 301)}},
+     .fills = power_cap_at(1700), .finding = "throttled", .severity = Severity::kInfo,
+     .evidence_near = {{"power_while_throttled_watts", 301, 1e-9}}, .message_has = {"301 W of its 700 W limit"},
+     .message_lacks = {"the board is at its power limit"}},
+    {.name = "ThrottledPowerCapAtTheLimitSaysTheBoard", .spans = {{0, 0, 20, busy_gemm()}},  // 690 W
+     .fills = power_cap_at(1470), .finding = "throttled", .message_has = {"the board is at its power limit"}},
+    {.name = "ThrottledWithLoweredPowerLimitIsWarning", .spans = {{0, 0, 20, busy_gemm()}},
+     .fills = {{0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4)},
+               {0, Metric::kPowerLimitWatts, 0, 20, 1.0, constant(400)}},
+     .finding = "throttled", .severity = Severity::kWarning, .details = {{"/power_limit_lowered", true}}},
+
+    // ---- The classes seen on real jobs -------------------------------------------------------------
+    // A ResNet fed by too few workers: a burst every 0.5 s lights one 200 ms reading in ~3 at 15 %
+    // (mean ~4 %), the process holds GiBs. Not idle: a starved loop, critical, with the time lost.
+    {.name = "StarvedLoopIsSawtoothNotIdle",
+     .spans = {{0, 0, 30, Shape{.util = square(0.6, 0.34, 12, 0), .sm = square(0.6, 0.34, 9, 0),
+                                .power = constant(145)}}},
+     .fills = {{0, Metric::kMemoryUsedBytes, 0, 30, 1.0, constant(5.3e9)}},
+     .finding = "sawtooth", .severity = Severity::kCritical,
+     .evidence_above = {{"gpu_time_lost_share", 0.9}, {"gpu_time_lost_s", 25}}, .absent = {"idle"}},
+    // Bursts every 2 s that never fill the GPU: the sensor resolves the period, so period and duty
+    // are read from the curve, and what the bursts themselves use is said; the time lost counts
+    // the unfilled bursts too (1 - mean util of 26 %).
+    {.name = "UnfilledBurstsWithAResolvedPeriodSayPeriodDutyAndLevel", .spans = unfilled_bursts(2.0),
+     .finding = "sawtooth", .details = {{"/below_sensor_resolution", false}, {"/bursts_saturate", false}},
+     .evidence_near = {{"period_s", 2.0, 0.2}, {"duty_cycle_percent", 50, 8}, {"gpu_time_lost_share", 0.74, 0.05}},
+     .message_has = {"bursts themselves reach only"}, .first_step_has = {"batch more work per burst"}},
+    // The same level alternating every 0.4 s (two samples): the sensor cannot resolve it.
+    {.name = "UnfilledBurstsFasterThanTheSensorAreBelowResolution", .spans = unfilled_bursts(0.4),
+     .finding = "sawtooth", .details = {{"/below_sensor_resolution", true}}},
+    // A checkpoint of 0.5 s every 5 s loses ~10 %: say so, at info (CI gates on warning stay quiet).
+    {.name = "SmallLossIsInfo", .spans = {{0, 0, 40, busy_gemm_at(square(5.0, 0.9, 99, 0), square(5.0, 0.9, 90, 0))}},
+     .finding = "sawtooth", .severity = Severity::kInfo,
+     .evidence_near = {{"gpu_time_lost_share", 0.1, 0.05}, {"period_s", 5.0, 0.5}}, .warnings = Ids{}},
+    // ~9 s of nothing, then a context appears at the end: nothing ever worked: idle.
+    {.name = "LateContextWithoutWorkIsIdle",
+     .spans = {{0, 0, 9, Shape{.power = [](double x) { return x < 7 ? 79.0 : 122.0; }}}},
+     .fills = {{0, Metric::kMemoryUsedBytes, 0, 9, 1.0, [](double x) { return x < 7 ? 0.6e9 : 1.6e9; }}},
+     .finding = "idle", .absent = {"insufficient_data"}},
+    // A straggler every few seconds (one rank checkpoints): the other GPU spins in the all-reduce
+    // (util 99 %, SM 18 %) while the straggler idles; a pulse with the share of time spent waiting.
+    {.name = "IntermittentStragglerIsPulse",
+     .spans = {{0, 0, 30, busy_gemm_at([](double x) { return in_checkpoint(x) ? 3.0 : 85.0; },
+                                       [](double x) { return in_checkpoint(x) ? 0.0 : 62.0; })},
+               {1, 0, 30, busy_gemm_at([](double x) { return in_checkpoint(x) ? 99.0 : 85.0; },
+                                       [](double x) { return in_checkpoint(x) ? 18.0 : 62.0; })}},
+     .gpus = 2,
+     .finding = "pulse", .details = {{"/straggler/0/gpu", 0}, {"/waiting/0/gpu", 1}},
+     .details_near = {{"/waiting_share", 1.0 / 3, 0.1}}},
+    // The CSV form of a host-side straggler: no GPM; the waiting GPU is busy at a fifth of its board's
+    // limit, the straggler nearly idle at the same power. Power against the limit tells them apart.
+    {.name = "HostStragglerWithoutGpmIsPulseByPowerLimit",
+     .spans = {{0, 0, 30, Shape{.util = constant(8), .power = constant(171), .gpm = false}},
+               {1, 0, 30, Shape{.util = constant(63), .power = constant(173), .gpm = false}}},
+     .fills = {{0, Metric::kPowerLimitWatts, 0, 30, 1.0, constant(700)},
+               {1, Metric::kPowerLimitWatts, 0, 30, 1.0, constant(700)}},
+     .gpus = 2,
+     .finding = "pulse", .details = {{"/straggler/0/gpu", 0}, {"/waiting/0/gpu", 1}}, .absent = {"healthy"}},
+    // Memory climbs the whole run, then the process exits and frees it in the last second: growth.
+    {.name = "LeakReleasedAtExitIsGrowth", .spans = {{0, 0, 30, busy_gemm()}},
+     .fills = {{0, Metric::kMemoryUsedBytes, 0, 30, 1.0, [](double x) { return x < 29 ? 1.8e9 + x * 0.45e9 : 0.6e9; }}},
+     .finding = "memory_growth", .evidence_above = {{"released_at_end_bytes", 1e10}}},
+    // The power-cap bit in a quarter of the samples at 1965 of 1980 MHz: no clock lost, no finding.
+    {.name = "PowerCapBitWithoutClockLossIsNotThrottled", .spans = {{0, 0, 30, busy_gemm()}},
+     .fills = {{0, Metric::kClockEventReasonsMask, 0, 30, 0.1,
+                [](double x) { return std::fmod(x, 1.0) < 0.25 ? 4.0 : 0.0; }},
+               {0, Metric::kSmClockMhz, 0, 30, 0.1, constant(1965)}},
+     .absent = {"throttled"}},
+    // Held at 1500 MHz: throttled, with the clock lost.
+    {.name = "PowerCapBitWithClockLossIsThrottled", .spans = {{0, 0, 30, busy_gemm()}}, .fills = power_cap_at(1500, 30),
+     .finding = "throttled", .evidence_near = {{"clock_lost_share", 1 - 1500.0 / 1980, 1e-6}}},
+    // A steady 60 % with the board at 80 % of its limit: power-bound, healthy; the same level at a
+    // third of the limit is a fast sawtooth.
+    {.name = "SteadyLevelAtThePowerLimitIsHealthy",
+     .spans = {{0, 0, 30, busy_gemm_at(constant(60), constant(56), 560)}},
+     .finding = "healthy"},
+    {.name = "SteadyLevelAtAThirdOfThePowerLimitIsSawtooth",
+     .spans = {{0, 0, 30, busy_gemm_at(constant(60), constant(56), 230)}},
+     .finding = "sawtooth"},
+    // Work ends 2.5 s before the trace does (teardown): left out, not a swing of the curve.
+    {.name = "TeardownAfterTheLastWorkIsLeftOut",
+     .spans = {{0, 0, 30, busy_gemm_at([](double x) { return x < 27.5 ? 99.0 : 0.0; },
+                                       [](double x) { return x < 27.5 ? 90.0 : 0.0; })}},
+     .finding = "healthy", .warnings = Ids{}, .note = "teardown"},
+};
+// clang-format on
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DiagnoseShape, ::testing::ValuesIn(kShapeCases),
+                         [](const ::testing::TestParamInfo<ShapeCase>& info) { return info.param.name; });
+
+// ---- beyond one table row: the JSON, several diagnoses of one trace, processes ------------------
 
 TEST(Diagnose, HealthyAndItsJson) {
   auto t = make_trace(1);
@@ -78,256 +425,6 @@ TEST(Diagnose, HealthyAndItsJson) {
   EXPECT_EQ(j["gpus"][0]["primary"], "healthy");
   EXPECT_NEAR(j["gpus"][0]["mean_utilization_percent"].get<double>(), 99, 1e-9);
   EXPECT_EQ(max_severity(d), Severity::kInfo);
-}
-
-TEST(Diagnose, SlowSawtoothReportsPeriodDutyLevelsAndLostTime) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = square(2.0, 0.25, 100, 0);
-  s.sm = square(2.0, 0.25, 95, 0);
-  s.tensor = square(2.0, 0.25, 90, 0);
-  s.power = square(2.0, 0.25, 600, 150);
-  fill_gpu(t, 0, 0, 40, s);
-  const auto d = run(t);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NEAR(evidence(*f, "period_s"), 2.0, 0.11);
-  EXPECT_NEAR(evidence(*f, "duty_cycle_percent"), 25, 4);
-  EXPECT_NEAR(evidence(*f, "peak_percent"), 100, 1);
-  EXPECT_NEAR(evidence(*f, "trough_percent"), 0, 1);
-  EXPECT_NEAR(evidence(*f, "gpu_time_lost_s"), 0.75 * 40, 3);
-  EXPECT_EQ(f->severity, Severity::kCritical);  // idle 75 % of the time
-  EXPECT_FALSE(f->details["below_sensor_resolution"].get<bool>());
-}
-
-TEST(Diagnose, FastSawtoothWithGpmIsSawtoothBelowSensorResolution) {
-  auto t = make_trace(1);
-  Shape s;  // what p100_d50 reads: a flat middle level with SM activity to match
-  s.util = [](double x) { return 48 + 2 * std::sin(7 * x); };
-  s.sm = constant(44);
-  s.tensor = constant(43);
-  s.dram = constant(10);
-  s.power = constant(500);
-  fill_gpu(t, 0, 0, 20, s);
-  const auto d = run(t);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(f->details["below_sensor_resolution"].get<bool>());
-  EXPECT_EQ(find(d, "plateau"), nullptr);
-  EXPECT_EQ(find(d, "healthy"), nullptr);
-  EXPECT_NE(f->next_steps.front().find("nsys"), std::string::npos);                // points to a profiler
-  EXPECT_NE(f->next_steps.front().find("gpudoc profile -- "), std::string::npos);  // gpudoc's own first
-}
-
-TEST(Diagnose, FastSawtoothWithoutGpmUsesPowerAndLowersConfidence) {
-  auto t = make_trace(1);
-  Shape idle;
-  idle.gpm = false;
-  idle.power = constant(84);
-  fill_gpu(t, 0, 0, 5, idle);  // start-up: establishes the idle power floor
-  Shape s;
-  s.gpm = false;
-  s.util = constant(49);
-  s.power = constant(500);
-  fill_gpu(t, 0, 5, 25, s);
-  const auto d = run(t);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_LT(f->confidence, 0.6);
-  EXPECT_NE(std::find(d.unseen.begin(), d.unseen.end(), "GPM SM activity"), d.unseen.end());
-}
-
-TEST(Diagnose, LaunchBoundPlateau) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = constant(18);
-  s.power = constant(127);
-  fill_gpu(t, 0, 0, 20, s);
-  const auto d = run(t);
-  const Finding* f = find(d, "plateau");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["kind"], "launch_bound");
-  EXPECT_EQ(f->severity, Severity::kCritical);  // SM activity ~0
-  EXPECT_NE(f->next_steps.front().find("reduce-overhead"), std::string::npos);
-  EXPECT_NE(f->next_steps.front().find("gpudoc profile -- "), std::string::npos);  // whether a graph pays
-}
-
-// A low flat level whose busy time is copies: PCIe moves far more per unit of busy time than a
-// loop that only computes. The GPU waits on its host's copies, not on launches.
-// One GPU, GPM on, holding utilization, SM activity and power flat for 20 s.
-telemetry::Trace flat_gpu(double util, double sm, double power_w) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = constant(util);
-  s.sm = constant(sm);
-  s.power = constant(power_w);
-  fill_gpu(t, 0, 0, 20, s);
-  return t;
-}
-
-TEST(Diagnose, LowLevelWithHeavyPcieWaitsOnCopiesNotLaunches) {
-  auto t = flat_gpu(12, 2.8, 133);
-  fill(t, 0, Metric::kGpmPcieRxBytesPerSecond, 0, 20, 0.2, constant(4.4e9));
-  fill(t, 0, Metric::kGpmPcieTxBytesPerSecond, 0, 20, 0.2, constant(0.3e9));
-  const auto d = run(t);
-  EXPECT_EQ(find(d, "plateau"), nullptr);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["cause"], "copies");
-  EXPECT_NE(f->message.find("waits on copies"), std::string::npos) << f->message;
-  EXPECT_NEAR(evidence(*f, "pcie_bytes_per_second"), 4.7e9, 1e6);
-  EXPECT_NE(f->next_steps.front().find("non_blocking=True"), std::string::npos);
-}
-
-// Small kernels (SM activity half of util) with little PCIe: launches or host work between them,
-// both named, the profiler named to decide; tiny ones (SM ~0) stay launch-bound.
-TEST(Diagnose, SmallKernelsWithoutCopiesNameLaunchesAndHostWork) {
-  const auto d = run(flat_gpu(13, 6, 131));
-  const Finding* f = find(d, "plateau");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["kind"], "launch_bound");
-  EXPECT_EQ(f->details["undecided_between"], nlohmann::json({"plateau", "sawtooth"}));
-  EXPECT_NE(f->message.find("cannot tell launch gaps from host work"), std::string::npos) << f->message;
-  EXPECT_NE(f->message.find("gpudoc profile -- "), std::string::npos);
-
-  const auto d2 = run(flat_gpu(18, 0, 127));
-  const Finding* g = find(d2, "plateau");
-  ASSERT_NE(g, nullptr);
-  EXPECT_FALSE(g->details.contains("undecided_between"));
-}
-
-TEST(Diagnose, BusyButIdlePlateauOnOneGpu) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = constant(99);
-  s.sm = constant(30);
-  s.tensor = constant(10);
-  s.dram = constant(3);
-  s.power = constant(300);
-  fill_gpu(t, 0, 0, 20, s);
-  const auto d = run(t);
-  const Finding* f = find(d, "plateau");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["kind"], "busy_but_idle");
-  EXPECT_NEAR(evidence(*f, "mean_sm_activity_percent"), 30, 1e-9);
-}
-
-// Without GPM, utilization alone cannot tell a working chip from a kernel spinning in a wait:
-// the board's power against its limit (recorded, or the model's) decides, else against the
-// trace's idle floor, else it says saturation is not shown.
-telemetry::Trace busy_without_gpm(double busy_power_w, bool idle_start, bool known_board) {
-  auto t = make_trace(1);
-  if (!known_board) {
-    t.header.gpus[0].power_limit_default_watts.reset();
-    t.header.gpus[0].name = "";
-  }
-  const double start = idle_start ? 5 : 0;
-  if (idle_start) {
-    Shape idle;
-    idle.gpm = false;
-    idle.power = constant(81);
-    fill_gpu(t, 0, 0, start, idle);
-  }
-  Shape s;
-  s.gpm = false;
-  s.util = constant(99);
-  s.mutil = constant(0);
-  s.power = constant(busy_power_w);
-  fill_gpu(t, 0, start, start + 20, s);
-  return t;
-}
-
-TEST(Diagnose, BusyWithoutGpmSpinningBelowHalfTheLimitIsBusyButIdle) {
-  const auto d = run(busy_without_gpm(180, false, true));
-  EXPECT_EQ(find(d, "healthy"), nullptr);
-  const Finding* f = find(d, "plateau");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["kind"], "busy_but_idle");
-  EXPECT_NE(f->message.find("of its 700 W limit"), std::string::npos) << f->message;
-}
-
-TEST(Diagnose, BusyWithoutGpmDrawingMostOfTheLimitIsHealthy) {
-  const auto d = run(busy_without_gpm(600, false, true));
-  ASSERT_NE(find(d, "healthy"), nullptr);
-  EXPECT_EQ(find(d, "plateau"), nullptr);
-}
-
-TEST(Diagnose, BusyWithoutGpmOrLimitIsJudgedAgainstTheIdleFloor) {
-  const auto spinning = run(busy_without_gpm(180, true, false));
-  EXPECT_EQ(find(spinning, "healthy"), nullptr);
-  const Finding* f = find(spinning, "plateau");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["kind"], "busy_but_idle");
-  EXPECT_NE(f->message.find("idle floor"), std::string::npos) << f->message;
-  bool names_limit = false;
-  for (const auto& c : f->caveats) names_limit = names_limit || c.find("power.limit") != std::string::npos;
-  EXPECT_TRUE(names_limit);
-  EXPECT_NE(find(run(busy_without_gpm(600, true, false)), "healthy"), nullptr);
-}
-
-TEST(Diagnose, BusyWithNothingToShowSaturationIsNotHealthy) {
-  // No GPM, no limit, no model name, never idle: the power cannot be judged.
-  const auto d = run(busy_without_gpm(600, false, false));
-  EXPECT_EQ(find(d, "healthy"), nullptr);
-  EXPECT_TRUE(warning_ids(d).empty());
-  const Finding* f = find(d, "insufficient_data");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->message.find("cannot show whether the chip works or waits"), std::string::npos) << f->message;
-  EXPECT_NE(f->next_steps.front().find("power.limit"), std::string::npos);
-}
-
-TEST(Diagnose, ModelNameGivesTheLimitWhenNoneWasLogged) {
-  auto t = busy_without_gpm(180, false, false);
-  t.header.gpus[0].name = "NVIDIA H200";
-  const auto d = run(t);
-  const Finding* f = find(d, "plateau");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->message.find("of its 700 W limit"), std::string::npos) << f->message;
-}
-
-TEST(Diagnose, MemoryBound) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = constant(99);
-  s.sm = constant(99);
-  s.tensor = constant(0);
-  s.dram = constant(91);
-  s.mutil = constant(100);
-  s.power = constant(600);
-  fill_gpu(t, 0, 0, 20, s);
-  const auto d = run(t);
-  ASSERT_NE(find(d, "memory_bound"), nullptr);
-  EXPECT_EQ(warning_ids(d), std::vector<std::string>{"memory_bound"});
-}
-
-TEST(Diagnose, PulseNamesStragglerAndWaitingGpu) {
-  auto t = make_trace(2);
-  Shape wait;
-  wait.util = constant(99);
-  wait.sm = constant(32);
-  wait.tensor = constant(17);
-  wait.dram = constant(4);
-  wait.power = constant(300);
-  fill_gpu(t, 0, 0, 20, wait);
-  fill_gpu(t, 1, 0, 20, busy_gemm());
-  const auto d = run(t);
-  const Finding* f = find(d, "pulse");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["straggler"][0]["gpu"], 1);
-  EXPECT_EQ(f->details["waiting"][0]["gpu"], 0);
-  // It waits in every second of the span: the whole span is lost to waiting.
-  EXPECT_NEAR(f->details["waiting_share"].get<double>(), 1.0, 0.06);
-  EXPECT_EQ(f->severity, Severity::kCritical);
-  EXPECT_EQ(warning_ids(d), std::vector<std::string>{"pulse"});  // no plateau on the waiting GPU
-}
-
-TEST(Diagnose, BalancedGpusAreNoPulse) {
-  auto t = make_trace(2);
-  fill_gpu(t, 0, 0, 20, busy_gemm());
-  fill_gpu(t, 1, 0, 20, busy_gemm());
-  const auto d = run(t);
-  EXPECT_EQ(find(d, "pulse"), nullptr);
-  EXPECT_EQ(d.gpus.at(1).primary, "healthy");
 }
 
 void add_process(telemetry::Trace& t, int g, std::uint32_t pid, double t0, double t1, double period,
@@ -366,87 +463,6 @@ TEST(Diagnose, StaircaseFromSparseSamplesHasLowerConfidence) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->details["mode"], "unknown");
   EXPECT_LT(f->confidence, 0.8);
-}
-
-TEST(Diagnose, MemoryGrowthRateAndTimeToExhaustion) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 30, Shape{});
-  const double step = 512.0 * 1024 * 1024;
-  fill(t, 0, Metric::kMemoryUsedBytes, 0, 30, 0.1, [&](double x) { return 1e9 + step * std::floor(x); });
-  const auto d = run(t);
-  const Finding* f = find(d, "memory_growth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NEAR(evidence(*f, "growth_rate_bytes_per_second"), step, step * 0.05);
-  const double eta = f->details["time_to_exhaustion_s"].get<double>();
-  EXPECT_NEAR(eta, (150754820096.0 - (1e9 + 29 * step)) / step, 20);
-  EXPECT_EQ(f->severity, Severity::kCritical);  // full within the hour
-}
-
-TEST(Diagnose, MemoryThatIsReleasedIsNoGrowth) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 30, Shape{});
-  fill(t, 0, Metric::kMemoryUsedBytes, 0, 30, 0.1, [](double x) { return std::fmod(x, 4) < 2 ? 2e9 : 8e9; });
-  EXPECT_EQ(find(run(t), "memory_growth"), nullptr);
-}
-
-TEST(Diagnose, ThrottledPowerCapIsInfoThermalIsWarning) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 20, busy_gemm());
-  fill(t, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
-  fill(t, 0, Metric::kSmClockMhz, 0, 20, 0.1, constant(1470));
-  auto d = run(t);
-  const Finding* f = find(d, "throttled");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-
-  auto t2 = make_trace(1);
-  fill_gpu(t2, 0, 0, 20, busy_gemm());
-  fill(t2, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, square(2, 0.3, 0x40, 0));
-  d = run(t2);
-  f = find(d, "throttled");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kWarning);
-  EXPECT_NEAR(evidence(*f, "thermal_or_hw_share"), 0.3, 0.05);
-  EXPECT_EQ(f->details["reasons"][0], "hw_thermal_slowdown");
-}
-
-// The power-cap bit with the board far below its limit on average: short peaks reach the limit;
-// the board is not said to be at it.
-TEST(Diagnose, ThrottledPowerCapFarBelowTheLimitSaysPeaksNotTheBoard) {
-  auto t = make_trace(1);
-  Shape s = busy_gemm();
-  s.power = constant(301);
-  fill_gpu(t, 0, 0, 20, s);
-  fill(t, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
-  fill(t, 0, Metric::kSmClockMhz, 0, 20, 0.1, constant(1700));
-  const auto d = run(t);
-  const Finding* f = find(d, "throttled");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_EQ(f->message.find("the board is at its power limit"), std::string::npos) << f->message;
-  EXPECT_NE(f->message.find("301 W of its 700 W limit"), std::string::npos) << f->message;
-  EXPECT_NEAR(evidence(*f, "power_while_throttled_watts"), 301, 1e-9);
-
-  auto at_limit = make_trace(1);
-  fill_gpu(at_limit, 0, 0, 20, busy_gemm());  // 690 W
-  fill(at_limit, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
-  fill(at_limit, 0, Metric::kSmClockMhz, 0, 20, 0.1, constant(1470));
-  const auto d2 = run(at_limit);
-  const Finding* g = find(d2, "throttled");
-  ASSERT_NE(g, nullptr);
-  EXPECT_NE(g->message.find("the board is at its power limit"), std::string::npos) << g->message;
-}
-
-TEST(Diagnose, ThrottledWithLoweredPowerLimitIsWarning) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 20, busy_gemm());
-  fill(t, 0, Metric::kClockEventReasonsMask, 0, 20, 0.1, constant(0x4));
-  fill(t, 0, Metric::kPowerLimitWatts, 0, 20, 1.0, constant(400));
-  const auto d = run(t);
-  const Finding* f = find(d, "throttled");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kWarning);
-  EXPECT_TRUE(f->details["power_limit_lowered"].get<bool>());
 }
 
 TEST(Diagnose, SkipsStartUpBeforeTheFirstWork) {
@@ -644,190 +660,6 @@ TEST(Span, WindowsShorterThanACellAreBounded) {
 }
 
 // ---- The classes seen on real jobs ----------------------------------------------------------------
-
-// A ResNet fed by too few workers: a burst every 0.5 s lights one 200 ms reading in ~3 at 15 %
-// (mean ~4 %), the process holds GiBs. Not idle: a starved loop, critical, with the time lost.
-TEST(DiagnoseRealJobs, StarvedLoopIsSawtoothNotIdle) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = square(0.6, 0.34, 12, 0);
-  s.sm = square(0.6, 0.34, 9, 0);
-  s.power = constant(145);
-  fill_gpu(t, 0, 0, 30, s);
-  fill(t, 0, Metric::kMemoryUsedBytes, 0, 30, 1.0, constant(5.3e9));
-  const auto d = run(t);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(find(d, "idle"), nullptr);
-  EXPECT_EQ(f->severity, Severity::kCritical);
-  EXPECT_GT(evidence(*f, "gpu_time_lost_share"), 0.9);
-  EXPECT_GT(evidence(*f, "gpu_time_lost_s"), 25);
-}
-
-// Bursts of a service every 2 s that never fill the GPU (util 50 % inside them, 0 between): the
-// sensor resolves the period, so period and duty are read from the curve, and what the bursts
-// themselves use is said; the time lost counts the unfilled bursts too.
-// 30 s of bursts every `period` seconds, half of it at 50 % utilization (40 % SM), 2 % between.
-Diagnosis unfilled_bursts(double period) {
-  auto t = make_trace(1);
-  Shape s;
-  s.util = square(period, 0.5, 50, 2);
-  s.sm = square(period, 0.5, 40, 1);
-  s.power = constant(300);
-  fill_gpu(t, 0, 0, 30, s);
-  return run(t);
-}
-
-TEST(DiagnoseRealJobs, UnfilledBurstsWithAResolvedPeriodSayPeriodDutyAndLevel) {
-  const auto d = unfilled_bursts(2.0);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_FALSE(f->details["below_sensor_resolution"].get<bool>());
-  EXPECT_FALSE(f->details["bursts_saturate"].get<bool>());
-  EXPECT_NEAR(evidence(*f, "period_s"), 2.0, 0.2);
-  EXPECT_NEAR(evidence(*f, "duty_cycle_percent"), 50, 8);
-  EXPECT_NEAR(evidence(*f, "gpu_time_lost_share"), 0.74, 0.05);  // 1 - mean util (26 %)
-  EXPECT_NE(f->message.find("bursts themselves reach only"), std::string::npos) << f->message;
-  ASSERT_FALSE(f->next_steps.empty());
-  EXPECT_NE(f->next_steps.front().find("batch more work per burst"), std::string::npos);
-}
-
-// The same level alternating every 0.4 s (two samples): the sensor cannot resolve it.
-TEST(DiagnoseRealJobs, UnfilledBurstsFasterThanTheSensorAreBelowResolution) {
-  const auto d = unfilled_bursts(0.4);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(f->details["below_sensor_resolution"].get<bool>());
-}
-
-// A checkpoint of 0.5 s every 5 s loses ~10 %: say so, at info (CI gates on warning stay quiet).
-TEST(DiagnoseRealJobs, SmallLossIsInfo) {
-  auto t = make_trace(1);
-  Shape s = busy_gemm();
-  s.util = square(5.0, 0.9, 99, 0);
-  s.sm = square(5.0, 0.9, 90, 0);
-  fill_gpu(t, 0, 0, 40, s);
-  const auto d = run(t);
-  const Finding* f = find(d, "sawtooth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_NEAR(evidence(*f, "gpu_time_lost_share"), 0.1, 0.05);
-  EXPECT_NEAR(evidence(*f, "period_s"), 5.0, 0.5);
-  EXPECT_TRUE(warning_ids(d).empty());
-}
-
-// ~9 s of nothing, then a context appears at the end: nothing ever worked: idle.
-TEST(DiagnoseRealJobs, LateContextWithoutWorkIsIdle) {
-  auto t = make_trace(1);
-  Shape s;
-  s.power = [](double x) { return x < 7 ? 79.0 : 122.0; };
-  fill_gpu(t, 0, 0, 9, s);
-  fill(t, 0, Metric::kMemoryUsedBytes, 0, 9, 1.0, [](double x) { return x < 7 ? 0.6e9 : 1.6e9; });
-  const auto d = run(t);
-  EXPECT_NE(find(d, "idle"), nullptr);
-  EXPECT_EQ(find(d, "insufficient_data"), nullptr);
-}
-
-// A straggler every few seconds (one rank checkpoints): the other GPU spins in the all-reduce
-// (util 99 %, SM 18 %) while the straggler idles; a pulse with the share of time spent waiting.
-TEST(DiagnoseRealJobs, IntermittentStragglerIsPulse) {
-  auto t = make_trace(2);
-  const auto in_ckpt = [](double x) { return std::fmod(x, 6.0) >= 4.0; };
-  Shape waiting = busy_gemm(), straggler = busy_gemm();
-  waiting.util = [=](double x) { return in_ckpt(x) ? 99.0 : 85.0; };
-  waiting.sm = [=](double x) { return in_ckpt(x) ? 18.0 : 62.0; };
-  straggler.util = [=](double x) { return in_ckpt(x) ? 3.0 : 85.0; };
-  straggler.sm = [=](double x) { return in_ckpt(x) ? 0.0 : 62.0; };
-  fill_gpu(t, 0, 0, 30, straggler);
-  fill_gpu(t, 1, 0, 30, waiting);
-  const auto d = run(t);
-  const Finding* f = find(d, "pulse");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["straggler"][0]["gpu"], 0);
-  EXPECT_EQ(f->details["waiting"][0]["gpu"], 1);
-  EXPECT_NEAR(f->details["waiting_share"].get<double>(), 1.0 / 3, 0.1);
-}
-
-// The CSV form of a host-side straggler: no GPM; the waiting GPU is busy at a fifth of its board's
-// limit, the straggler nearly idle at the same power. Power against the limit tells them apart.
-TEST(DiagnoseRealJobs, HostStragglerWithoutGpmIsPulseByPowerLimit) {
-  auto t = make_trace(2);
-  Shape waiting, straggler;
-  waiting.gpm = straggler.gpm = false;
-  waiting.util = constant(63);
-  waiting.power = constant(173);
-  straggler.util = constant(8);
-  straggler.power = constant(171);
-  fill_gpu(t, 0, 0, 30, straggler);
-  fill_gpu(t, 1, 0, 30, waiting);
-  for (int g = 0; g < 2; ++g) fill(t, g, Metric::kPowerLimitWatts, 0, 30, 1.0, constant(700));
-  const auto d = run(t);
-  const Finding* f = find(d, "pulse");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->details["straggler"][0]["gpu"], 0);
-  EXPECT_EQ(f->details["waiting"][0]["gpu"], 1);
-  EXPECT_EQ(find(d, "healthy"), nullptr);
-}
-
-// Memory climbs the whole run, then the process exits and frees it in the last second: growth.
-TEST(DiagnoseRealJobs, LeakReleasedAtExitIsGrowth) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 30, busy_gemm());
-  fill(t, 0, Metric::kMemoryUsedBytes, 0, 30, 1.0, [](double x) { return x < 29 ? 1.8e9 + x * 0.45e9 : 0.6e9; });
-  const auto d = run(t);
-  const Finding* f = find(d, "memory_growth");
-  ASSERT_NE(f, nullptr);
-  EXPECT_GT(evidence(*f, "released_at_end_bytes"), 1e10);
-}
-
-// The power-cap bit in a quarter of the samples at 1965 of 1980 MHz: no clock lost, no finding.
-TEST(DiagnoseRealJobs, PowerCapBitWithoutClockLossIsNotThrottled) {
-  auto t = make_trace(1);
-  fill_gpu(t, 0, 0, 30, busy_gemm());
-  fill(t, 0, Metric::kClockEventReasonsMask, 0, 30, 0.1, [](double x) { return std::fmod(x, 1.0) < 0.25 ? 4.0 : 0.0; });
-  fill(t, 0, Metric::kSmClockMhz, 0, 30, 0.1, constant(1965));
-  EXPECT_EQ(find(run(t), "throttled"), nullptr);
-  // Held at 1500 MHz: throttled, with the clock lost.
-  auto u = make_trace(1);
-  fill_gpu(u, 0, 0, 30, busy_gemm());
-  fill(u, 0, Metric::kClockEventReasonsMask, 0, 30, 0.1, constant(4));
-  fill(u, 0, Metric::kSmClockMhz, 0, 30, 0.1, constant(1500));
-  const auto d = run(u);
-  const Finding* f = find(d, "throttled");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NEAR(evidence(*f, "clock_lost_share"), 1 - 1500.0 / 1980, 1e-6);
-}
-
-// A steady 60 % with the board at 80 % of its limit: power-bound, healthy; the same level at a
-// third of the limit is a fast sawtooth.
-TEST(DiagnoseRealJobs, SteadyLevelAtThePowerLimitIsHealthy) {
-  auto t = make_trace(1);
-  Shape s = busy_gemm();
-  s.util = constant(60);
-  s.sm = constant(56);
-  s.power = constant(560);
-  fill_gpu(t, 0, 0, 30, s);
-  EXPECT_NE(find(run(t), "healthy"), nullptr);
-  auto u = make_trace(1);
-  s.power = constant(230);
-  fill_gpu(u, 0, 0, 30, s);
-  EXPECT_NE(find(run(u), "sawtooth"), nullptr);
-}
-
-// Work ends 2.5 s before the trace does (teardown): left out, not a swing of the curve.
-TEST(DiagnoseRealJobs, TeardownAfterTheLastWorkIsLeftOut) {
-  auto t = make_trace(1);
-  Shape s = busy_gemm();
-  const auto work = [](double x) { return x < 27.5; };
-  s.util = [=](double x) { return work(x) ? 99.0 : 0.0; };
-  s.sm = [=](double x) { return work(x) ? 90.0 : 0.0; };
-  fill_gpu(t, 0, 0, 30, s);
-  const auto d = run(t);
-  EXPECT_NE(find(d, "healthy"), nullptr);
-  EXPECT_TRUE(warning_ids(d).empty());
-  ASSERT_FALSE(d.notes.empty());
-  EXPECT_NE(d.notes.front().find("teardown"), std::string::npos);
-}
 
 // Two processes whose per-process samples are 0.1 ms apart in spacing are still paired.
 TEST(DiagnoseRealJobs, ContentionSeriesWithDifferentSpacingsAreAligned) {
