@@ -21,7 +21,7 @@
 //   GPUDOC_NVML_FUNCTIONS(X)     // -> the function table NvmlApi below
 //   #undef X
 //
-// The loader (load_nvml_library), the unit-test fake (tests/unit/nvml/fake_nvml.*) and the table
+// The loader (load_nvml_library), the unit-test fake (tests/unit/gpu/nvml/fake_nvml.*) and the table
 // are all expanded from GPUDOC_NVML_FUNCTIONS, so they cannot drift apart.
 #pragma once
 
