@@ -44,15 +44,46 @@ core::Status check_output_flags(const OutputFlags& f) {
   return core::ok_status();
 }
 
+namespace {
+
+core::Result<Diagnosed> diagnose_trace(telemetry::Trace&& trace, const std::string& name, const OutputFlags& f,
+                                       const std::string& source_name) {
+  if (auto ok = diagnose::check_diagnosable(trace, name); !ok) return ok.error();
+  Diagnosed d{std::move(trace), {}};
+  d.diagnosis = diagnose::diagnose(d.trace, options_of(f));
+  d.diagnosis.source = source_name.empty() ? name : source_name;
+  return d;
+}
+
+// Where a live run's trace goes: nowhere (it is built in memory), the file of -o, or with
+// --keep-trace a file in a private folder of its own (mode 0700, a name nobody can guess: another
+// user cannot plant a file at its name).
+struct TraceFile {
+  std::optional<core::PrivateDir> dir;
+  std::string path;  // empty: no file
+};
+
+core::Result<TraceFile> trace_file_of(const LiveRun& run) {
+  TraceFile out;
+  if (!run.output.empty()) {
+    out.path = run.output;
+  } else if (run.keep_trace) {
+    auto d = core::PrivateDir::create("gpudoc-diagnose");
+    if (!d) return d.error();
+    out.dir = std::move(*d);
+    out.dir->keep();
+    out.path = out.dir->file("live.jsonl");
+  }
+  return out;
+}
+
+}  // namespace
+
 core::Result<Diagnosed> diagnose_file(const std::string& path, const OutputFlags& f, const std::string& source_name) {
   // Only what the diagnosis and its views read: a day of 8 GPUs stays under 1 GB (855 MB).
   auto trace = telemetry::read_telemetry_file(path, diagnose::read_options());
   if (!trace) return trace.error();
-  if (auto ok = diagnose::check_diagnosable(*trace, path); !ok) return ok.error();
-  Diagnosed d{std::move(*trace), {}};
-  d.diagnosis = diagnose::diagnose(d.trace, options_of(f));
-  d.diagnosis.source = source_name.empty() ? path : source_name;
-  return d;
+  return diagnose_trace(std::move(*trace), path, f, source_name);
 }
 
 core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const OutputFlags& f,
@@ -65,18 +96,12 @@ core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const 
   if (!config) return config.error();
   const int count = live.gpu_count;
 
-  // Without -o the trace goes into a private folder of its own (mode 0700, a name nobody can
-  // guess): another user cannot plant a file at its name.
-  std::optional<core::PrivateDir> dir;
-  if (run.output.empty()) {
-    auto d = core::PrivateDir::create("gpudoc-diagnose");
-    if (!d) return d.error();
-    dir = std::move(*d);
-    if (run.keep_trace) dir->keep();
-  }
-  const std::string path = dir ? dir->file("live.jsonl") : run.output;
+  auto file = trace_file_of(run);
+  if (!file) return file.error();
   telemetry::RecordOptions opt;
-  opt.output_path = path;
+  opt.output_path = file->path;
+  // The diagnosis reads the trace built in memory: the one reading the file back would give.
+  opt.in_memory = diagnose::read_options();
   opt.command = run.command;
   opt.command_stdout_to_stderr = run.command_stdout_to_stderr;
   opt.sampler = *config;
@@ -102,10 +127,11 @@ core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const 
   auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests());
   if (progress) std::fputs("\n", stderr);
   if (!r) return r.error();
-  auto d = diagnose_file(path, f, run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " ")));
-  if (!d) return d.error().with_context("reading back the recorded trace");
+  const std::string source = run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " "));
+  auto d = diagnose_trace(std::move(*r->trace), file->path.empty() ? source : file->path, f, source);
+  if (!d) return d.error().with_context("diagnosing the recorded trace");
   d->diagnosis.input_format = live.real() ? "live" : telemetry::to_string(live.spec->kind);
-  LiveResult out{std::move(*d), r->command_exit_code, dir && !run.keep_trace ? "" : path, r->end_reason};
+  LiveResult out{std::move(*d), r->command_exit_code, file->path, r->end_reason};
   return out;
 }
 

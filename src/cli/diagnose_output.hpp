@@ -1,5 +1,5 @@
-// What `gpudoc diagnose` and `gpudoc doctor` share: diagnosing trace files, recording live GPUs
-// (optionally while a command runs) into a trace and diagnosing it, and printing the result as
+// What `gpudoc diagnose` and `gpudoc doctor` share: diagnosing trace files, sampling live GPUs
+// (optionally while a command runs) into a trace in memory and diagnosing it, and printing the result as
 // text, JSON and an HTML page, with the exit code the threshold decides.
 #pragma once
 
@@ -49,8 +49,8 @@ void add_output_flags(CLI::App& cmd, OutputFlags& out);
 struct LiveRun {
   double duration_s = 0;                  // 0: until the command exits (or Ctrl-C)
   std::vector<std::string> command;       // record while this runs
-  std::string output;                     // keep the trace here; empty: a temporary file in a private folder
-  bool keep_trace = false;                // keep the temporary file and say where it is
+  std::string output;                     // also write the trace here; empty: no file (unless keep_trace)
+  bool keep_trace = false;                // without output: write it in a private folder and say where
   bool command_stdout_to_stderr = false;  // --json: stdout carries only gpudoc's document
   SamplerFlags sampler;
 };
@@ -58,14 +58,14 @@ struct LiveRun {
 struct LiveResult {
   Diagnosed diagnosed;
   std::optional<int> command_exit_code;
-  std::string trace_path;  // empty when the temporary trace was removed
+  std::string trace_path;  // the file written (output, or keep_trace's); empty: none
   std::string end_reason;
 };
 
-// Records the GPUs of `live` (the backend chosen for the run) into a trace, then diagnoses it.
-// Without run.output the trace is written in a private temporary folder (core::PrivateDir),
-// removed afterwards unless run.keep_trace. Errors: kBadInput (the command cannot run), kIo, the
-// sampler's.
+// Samples the GPUs of `live` (the backend chosen for the run) into a trace built in memory
+// (telemetry::TraceBuilder: the trace a file of the same records reads back as), then diagnoses it.
+// A file is written only when asked: run.output, or with run.keep_trace one in a private folder
+// (core::PrivateDir) that is kept. Errors: kBadInput (the command cannot run), kIo, the sampler's.
 [[nodiscard]] core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run,
                                                            const OutputFlags& f, bool quiet);
 

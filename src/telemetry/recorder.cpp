@@ -10,6 +10,7 @@
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "core/version.hpp"
+#include "telemetry/trace_builder.hpp"
 
 namespace gpudoc::telemetry {
 
@@ -56,31 +57,41 @@ core::Result<TraceHeader> make_header(gpu::Backend& backend, core::Clock& clock,
 
 namespace {
 
-// What one recording holds between the sampler and the file: the first failed write ends it.
+// What one recording holds between the sampler and its outputs (the file, the trace in memory, or
+// both): the first failed write ends it.
 struct Recording {
-  TraceWriter& writer;
-  std::int64_t start_ns;
+  TraceWriter* writer = nullptr;
+  TraceBuilder* builder = nullptr;
+  std::int64_t start_ns = 0;
   core::Status write_status;
   std::set<int> lost;  // GPUs lost and not recovered
 
   void consume(std::vector<SamplerRecord>&& records) {
     for (auto& r : records) {
       if (!write_status) return;
-      switch (r.kind) {
-        case SamplerRecord::Kind::kSamples: write_status = writer.write_samples(r.gpu, r.samples); break;
-        case SamplerRecord::Kind::kProcesses: write_status = writer.write_processes(r.gpu, r.processes); break;
-        case SamplerRecord::Kind::kEvent: {
-          if (r.event_kind == "gpu_lost") lost.insert(r.gpu);
-          if (r.event_kind == "gpu_recovered") lost.erase(r.gpu);
-          write_status =
-              writer.write_event(Event{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields});
-          break;
-        }
+      if (r.kind == SamplerRecord::Kind::kEvent) {
+        if (r.event_kind == "gpu_lost") lost.insert(r.gpu);
+        if (r.event_kind == "gpu_recovered") lost.erase(r.gpu);
       }
+      if (builder != nullptr) builder->add(r);
+      if (writer != nullptr) write_status = write_record(r);
     }
   }
+  core::Status write_record(const SamplerRecord& r) {
+    switch (r.kind) {
+      case SamplerRecord::Kind::kSamples: return writer->write_samples(r.gpu, r.samples);
+      case SamplerRecord::Kind::kProcesses: return writer->write_processes(r.gpu, r.processes);
+      case SamplerRecord::Kind::kEvent: break;
+    }
+    return writer->write_event(Event{seconds_since(start_ns, r.time_unix_ns), r.event_kind, r.gpu, r.event_fields});
+  }
   void write(const Event& e) {
-    if (write_status) write_status = writer.write_event(e);
+    if (!write_status) return;
+    if (builder != nullptr) builder->add_event(e);
+    if (writer != nullptr) write_status = writer->write_event(e);
+  }
+  [[nodiscard]] std::uint64_t sample_lines() const {
+    return writer != nullptr ? writer->sample_lines() : builder->sample_lines();
   }
 };
 
@@ -114,6 +125,31 @@ void record_child_end(core::ChildProcess& child, double t, Recording& rec, Recor
   }
 }
 
+// The outputs a recording asked for: the file (or stdout), the trace in memory, or both.
+struct Outputs {
+  std::optional<TraceWriter> writer;
+  std::optional<TraceBuilder> builder;
+
+  // A recording that failed before it ran still ends its file with an end line.
+  void abandon(const TraceSummary& summary) {
+    if (writer) (void)writer->close(summary);
+  }
+};
+
+core::Result<Outputs> open_outputs(const RecordOptions& options, const TraceHeader& header) {
+  Outputs out;
+  if (!options.output_path.empty()) {
+    auto w = options.output_path == "-" ? TraceWriter::wrap(stdout, header)
+                                        : TraceWriter::create(options.output_path, header);
+    if (!w) return w.error();
+    out.writer = std::move(*w);
+  }
+  if (options.in_memory) out.builder.emplace(header, *options.in_memory);
+  if (!out.writer && !out.builder)
+    return core::Error(core::ErrorKind::kInternal, "record: neither a file nor a trace in memory was asked for");
+  return out;
+}
+
 }  // namespace
 
 core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
@@ -122,13 +158,12 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   if (!header) return header.error();
   const std::int64_t start_ns = header->start_unix_ns;
 
-  auto writer = options.output_path == "-" ? TraceWriter::wrap(stdout, *header)
-                                           : TraceWriter::create(options.output_path, *header);
-  if (!writer) return writer.error();
+  auto outputs = open_outputs(options, *header);
+  if (!outputs) return outputs.error();
 
   Sampler sampler(backend, clock, options.sampler);
   if (auto s = sampler.start(); !s) {
-    (void)writer->close({0, 0, 0, "sampler_failed"});
+    outputs->abandon({0, 0, 0, "sampler_failed"});
     return s.error();
   }
   if (options.on_started) options.on_started();
@@ -137,7 +172,11 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   result.gpu_count = header->gpus.size();
   std::optional<core::ChildProcess> child;
   core::GroupStopper stopper;  // the stop policy for the command (core/process.hpp)
-  Recording rec{*writer, start_ns, core::ok_status(), {}};
+  Recording rec{outputs->writer ? &*outputs->writer : nullptr,
+                outputs->builder ? &*outputs->builder : nullptr,
+                start_ns,
+                core::ok_status(),
+                {}};
   auto now_t = [&] { return seconds_since(start_ns, clock.unix_now_ns()); };
 
   if (!options.command.empty()) {
@@ -146,7 +185,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
     auto c = core::ChildProcess::spawn(options.command, spawn);
     if (!c) {
       sampler.stop();
-      (void)writer->close({now_t(), writer->sample_lines(), 0, "command_failed"});
+      outputs->abandon({now_t(), rec.sample_lines(), 0, "command_failed"});
       return c.error();
     }
     child = std::move(*c);
@@ -162,12 +201,12 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
     // timers): at the sampler's budget (0.5 % of a core per GPU) they are counted.
     rec.consume(sampler.drain(options.wake_interval));
     const core::MonoTime now = clock.now();
-    if (rec.write_status && now - last_flush >= options.flush_interval) {
-      rec.write_status = writer->flush();
+    if (rec.write_status && rec.writer != nullptr && now - last_flush >= options.flush_interval) {
+      rec.write_status = rec.writer->flush();
       last_flush = now;
     }
     if (options.on_progress && now - last_progress >= std::chrono::seconds(1)) {
-      options.on_progress(core::to_seconds(now - t0), writer->sample_lines());
+      options.on_progress(core::to_seconds(now - t0), rec.sample_lines());
       last_progress = now;
     }
     if (child && stop_requests.load() >= 1) stopper.step(*child, stop_requests.load() >= 2);
@@ -181,13 +220,15 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   if (child) record_child_end(*child, now_t(), rec, result);
   auto stats = sampler.stats();
   result.duration_s = core::to_seconds(clock.now() - t0);
-  result.sample_lines = writer->sample_lines();
+  result.sample_lines = rec.sample_lines();
   result.dropped_records = stats.dropped_records;
   result.end_reason = reason;
   result.gpus = stats.gpus;
-  auto closed = writer->close({now_t(), result.sample_lines, result.dropped_records, reason});
+  const TraceSummary summary{now_t(), result.sample_lines, result.dropped_records, reason};
+  auto closed = outputs->writer ? outputs->writer->close(summary) : core::ok_status();
   if (!rec.write_status) return rec.write_status.error().with_context(fmt::format("writing {}", options.output_path));
   if (!closed) return closed.error().with_context(fmt::format("closing {}", options.output_path));
+  if (outputs->builder) result.trace = outputs->builder->finish(summary);
   return result;
 }
 

@@ -1,6 +1,8 @@
-// gpudoc::telemetry::record — samples GPUs into a trace file while a command runs, for a duration,
-// or until stopped. The engine behind `gpudoc record` (and later `diagnose -- CMD`), independent
-// of the command line so it runs against the fake backend in tests.
+// gpudoc::telemetry::record — samples GPUs into a trace file, into a trace in memory, or both, while
+// a command runs, for a duration, or until stopped. The engine behind `gpudoc record`, `gpudoc
+// diagnose --live / -- CMD` and `gpudoc doctor`, independent of the command line so it runs against
+// the fake backend in tests. The trace in memory is the one reading the file back would give
+// (telemetry::TraceBuilder).
 //
 //   telemetry::RecordOptions opt;
 //   opt.output_path = "run.jsonl";
@@ -27,7 +29,9 @@
 namespace gpudoc::telemetry {
 
 struct RecordOptions {
-  std::string output_path;                // "-" writes to stdout
+  std::string output_path;  // "-" writes to stdout; empty: no file (in_memory, then)
+  // Build the trace in memory too (RecordResult::trace), keeping what these options keep.
+  std::optional<ReadOptions> in_memory;
   std::optional<core::Nanos> duration;    // stop after this long (with a command: whichever first)
   std::vector<std::string> command;       // run this and record while it runs
   bool command_stdout_to_stderr = false;  // the command's stdout goes to stderr (gpudoc prints a document)
@@ -52,6 +56,7 @@ struct RecordResult {
   std::optional<int> command_exit_code;  // as a shell reports it (128 + N for signal N)
   std::vector<GpuStats> gpus;
   std::size_t gpu_count = 0;
+  std::optional<Trace> trace;  // with RecordOptions::in_memory: what the file holds, as read back
 };
 
 // Builds the trace header from the backend: system, every sampled GPU, the metric columns that
@@ -66,7 +71,8 @@ struct RecordResult {
 // request stops; with one, the stop policy stops the command's group (core::GroupStopper: SIGTERM,
 // SIGKILL after the grace period or at a second request) and the recording goes on until the
 // command has exited and its group is gone; the end line then says "interrupted".
-// Errors: kBadInput (cannot run the command), kIo (cannot write the file), the sampler's.
+// Errors: kBadInput (cannot run the command), kIo (cannot write the file), kInternal (neither a
+// file nor a trace in memory asked for), the sampler's.
 [[nodiscard]] core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
                                                 const std::atomic<int>& stop_requests);
 

@@ -16,10 +16,20 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
+namespace gpudoc::telemetry {
+struct TraceHeader;
+}
+
 namespace gpudoc::telemetry::detail {
+
+// The header line TraceWriter writes for `header` (without its '\n'); TraceBuilder reads it back so
+// that a trace built in memory has the header a file would give. Throws what nlohmann::json
+// throws for a header it cannot write.
+[[nodiscard]] std::string header_line(const TraceHeader& header);
 
 enum class FlatKind : std::uint8_t { kNumber, kString, kTrue, kFalse, kNull, kNested };
 

@@ -1,6 +1,6 @@
 // The trace reader: validates a trace line by line and hands each record to a TraceVisitor
-// (docs/trace-format.md); TraceBuilder, the visitor behind read_trace_file, turns them into
-// columns. The file is never held: memory is one line plus what the visitor keeps.
+// (docs/trace-format.md); TraceColumns (telemetry/trace_builder.hpp), the visitor behind
+// read_trace_file, turns them into columns. The file is never held: memory is one line plus what the visitor keeps.
 //
 // Sample and process lines (nearly all of a trace) go through detail::parse_flat_line, which
 // splits a flat object without allocating; every other line, and any line the fast path is not
@@ -20,6 +20,7 @@
 
 #include "telemetry/input.hpp"
 #include "telemetry/trace.hpp"
+#include "telemetry/trace_builder.hpp"
 #include "telemetry/trace_line.hpp"
 
 namespace gpudoc::telemetry {
@@ -636,72 +637,6 @@ class Reader {
   std::unordered_map<std::string_view, int> metric_keys_;  // name -> metric index, -1 = declared, unknown
 };
 
-// The visitor behind read_trace_file: columns per GPU and metric, appended to as the file is read.
-// Each column is a vector of its own (a few MB for a day at native rates): when one grows, the
-// copy is of that column only, and the capacity it has not filled yet is never touched, so it
-// costs address space, not memory. (Gathering in blocks and copying into exactly sized vectors
-// at the end costs twice: the freed blocks stay in the heap.)
-class TraceBuilder final : public TraceVisitor {
- public:
-  explicit TraceBuilder(const ReadOptions& options) : options_(options) {}
-
-  void header(const TraceHeader& h) override {
-    trace_.header = h;
-    trace_.gpus.resize(h.gpus.size());
-  }
-  void sample(std::size_t gpu, gpu::Metric m, double t, double value) override {
-    if (!trace_.first_sample_s || t < *trace_.first_sample_s) trace_.first_sample_s = t;
-    if (!trace_.last_sample_s || t > *trace_.last_sample_s) trace_.last_sample_s = t;
-    if (!options_.metrics.test(gpu::index(m))) return;
-    Series& s = trace_.gpus[gpu].metric(m);
-    s.t.push_back(t);
-    s.v.push_back(value);
-  }
-  void process(std::size_t gpu, ProcessPoint&& p) override {
-    if (options_.processes) trace_.gpus[gpu].processes.push_back(std::move(p));
-  }
-  void event(Event&& e) override { trace_.events.push_back(std::move(e)); }
-  void end(const TraceSummary& s) override { trace_.end = s; }
-  void warning(std::string message) override { trace_.warnings.push_back(std::move(message)); }
-  void finish(double duration_s) override {
-    for (auto& g : trace_.gpus) {
-      for (auto& s : g.metrics) sort_series(s);
-      sort_by_t(g.processes);
-    }
-    sort_by_t(trace_.events);
-    trace_.duration_s = duration_s;
-  }
-
-  Trace take_trace() { return std::move(trace_); }
-
- private:
-  // Utilization samples come from the driver's buffer and are written after later fast samples,
-  // so series may be out of order; a stable sort keeps equal times in file order.
-  static void sort_series(Series& s) {
-    if (std::is_sorted(s.t.begin(), s.t.end())) return;
-    std::vector<std::size_t> order(s.t.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s.t[a] < s.t[b]; });
-    Series sorted;
-    sorted.t.reserve(order.size());
-    sorted.v.reserve(order.size());
-    for (std::size_t i : order) {
-      sorted.t.push_back(s.t[i]);
-      sorted.v.push_back(s.v[i]);
-    }
-    s = std::move(sorted);
-  }
-
-  template <class T>
-  static void sort_by_t(std::vector<T>& v) {
-    auto by_t = [](const T& a, const T& b) { return a.t < b.t; };
-    if (!std::is_sorted(v.begin(), v.end(), by_t)) std::stable_sort(v.begin(), v.end(), by_t);
-  }
-
-  ReadOptions options_;
-  Trace trace_;
-};
-
 // Runs `read` with the reader's promise: never an exception out, an allocation failure is the
 // input's size, not a crash.
 template <class F>
@@ -724,9 +659,9 @@ core::Status visit_trace_lines(LineReader& lines, TraceVisitor& visitor) {
 
 core::Result<Trace> read_trace_lines(LineReader& lines, const ReadOptions& options) {
   return guarded(lines.name(), [&]() -> core::Result<Trace> {
-    TraceBuilder builder(options);
-    if (auto st = Reader(lines, builder).parse(); !st) return st.error();
-    return builder.take_trace();
+    TraceColumns columns(options);
+    if (auto st = Reader(lines, columns).parse(); !st) return st.error();
+    return columns.take_trace();
   });
 }
 

@@ -20,6 +20,7 @@
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "telemetry/trace.hpp"
+#include "telemetry/trace_line.hpp"
 
 namespace gpudoc::telemetry {
 namespace {
@@ -103,7 +104,7 @@ bool is_known_header_key(const std::string& k) {
   return false;
 }
 
-std::string header_line(const TraceHeader& h) {
+std::string make_header_line(const TraceHeader& h) {
   ojson j;
   j["type"] = "header";
   j["format"] = "gpudoc-trace";
@@ -169,6 +170,8 @@ std::string header_line(const TraceHeader& h) {
 core::Error bug(const std::string& message) { return core::Error(core::ErrorKind::kInternal, message); }
 
 }  // namespace
+
+std::string detail::header_line(const TraceHeader& header) { return make_header_line(header); }
 
 struct TraceWriter::Impl {
   std::FILE* file = nullptr;
@@ -264,7 +267,7 @@ struct TraceWriter::Impl {
     // Indices that do not identify a GPU (a hand-made header) leave the caller's numbers as positions.
     if (identity || !distinct) slot_of_index.clear();
     try {
-      buf = header_line(header);
+      buf = make_header_line(header);
     } catch (const std::exception& e) {
       return bug(fmt::format("writing the trace header: {}", e.what()));
     }
