@@ -47,8 +47,9 @@ struct Sampler::GpuState {
   std::atomic<bool> abandoned{false};  // stop() gave up waiting for a hung call
   bool lost = false;
   MonoTime lost_retry_at{};
+  GpuStats polled;  // the counters as the polling thread keeps them; published to `stats` once a poll
   mutable std::mutex stats_mu;
-  GpuStats stats;
+  GpuStats stats;  // what stats() reports (under stats_mu)
 };
 
 Sampler::Sampler(gpu::Backend& backend, core::Clock& clock, SamplerConfig config)
@@ -80,117 +81,139 @@ core::Status Sampler::resolve_gpus() {
   return {};
 }
 
-MonoTime Sampler::poll_due(GpuState& g, MonoTime now, const std::function<void(SamplerRecord&&)>& emit) {
-  auto event = [&](std::string kind, nlohmann::json fields) {
-    emit(event_record(g.gpu, clock_.unix_now_ns(), std::move(kind), std::move(fields)));
-  };
+// One poll of a GPU: whatever is due is read, and the counters this poll changed are published
+// under the stats lock once, at its end (only this GPU's polling thread writes them; the watchdog
+// only sets `unresponsive`, which publishing keeps).
+MonoTime Sampler::poll_due(GpuState& g, MonoTime now, const Emit& emit) {
+  const MonoTime next = poll_groups(g, now, emit);
+  if (!g.abandoned.load()) publish_stats(g);
+  return next;
+}
 
-  if (g.lost) {
-    if (now < g.lost_retry_at) return g.lost_retry_at;
-    // A lost GPU is tried again rarely: it may come back after a reset by the operator.
-    auto info = backend_.device_info(g.gpu);
-    if (!info) {
-      g.lost_retry_at = now + config_.lost_retry;
-      return g.lost_retry_at;
-    }
-    g.lost = false;
-    {
-      std::lock_guard lock(g.stats_mu);
-      g.stats.lost = false;
-    }
-    event("gpu_recovered", {{"after", "lost"}});
-    g.next_due.fill(now);
-  }
-
+MonoTime Sampler::poll_groups(GpuState& g, MonoTime now, const Emit& emit) {
+  if (g.lost && !retry_lost(g, now, emit)) return g.lost_retry_at;
   MonoTime next = MonoTime::max();
   for (MetricGroup grp : gpu::all_groups()) {
-    std::size_t i = gpu::index(grp);
-    Nanos period = config_.periods[i];
-    if (period.count() <= 0) continue;
-    {
-      std::lock_guard lock(g.stats_mu);
-      if (g.stats.group_disabled[i]) continue;
-    }
+    const std::size_t i = gpu::index(grp);
+    if (config_.periods[i].count() <= 0 || g.polled.group_disabled[i]) continue;
     if (g.next_due[i] <= now) {
-      g.call_group.store(static_cast<int>(i));
-      g.call_started_ns.store(std::max<std::int64_t>(1, clock_.now().time_since_epoch().count()));
-      auto r = backend_.read(g.gpu, grp);
-      g.call_started_ns.store(0);
-      if (g.abandoned.load()) return MonoTime::max();  // stop() has moved on; drop the late result
-
-      if (g.unresponsive.exchange(false)) event("gpu_recovered", {{"after", "unresponsive"}});
-      if (r) {
-        std::size_t n = r->metrics.size();
-        {
-          std::lock_guard lock(g.stats_mu);
-          g.stats.reads++;
-          g.stats.samples += n;
-        }
-        if (!r->metrics.empty()) {
-          SamplerRecord rec;
-          rec.kind = SamplerRecord::Kind::kSamples;
-          rec.gpu = g.gpu;
-          rec.samples = std::move(r->metrics);
-          emit(std::move(rec));
-        }
-        if (grp == MetricGroup::kProcesses) {
-          if (config_.contended_processes_period.count() > 0 && config_.contended_processes_period < period) {
-            std::vector<std::uint32_t> pids;
-            for (const auto& p : r->processes)
-              if (std::find(pids.begin(), pids.end(), p.pid) == pids.end()) pids.push_back(p.pid);
-            const bool contended = pids.size() >= 2;
-            if (contended) period = config_.contended_processes_period;
-            std::lock_guard lock(g.stats_mu);
-            g.stats.contended = contended;
-          }
-          SamplerRecord rec;
-          rec.kind = SamplerRecord::Kind::kProcesses;
-          rec.gpu = g.gpu;
-          rec.time_unix_ns = clock_.unix_now_ns();
-          rec.processes = std::move(r->processes);
-          emit(std::move(rec));
-        }
-      } else {
-        const core::Error& e = r.error();
-        if (e.kind() == core::ErrorKind::kGpuLost) {
-          g.lost = true;
-          g.lost_retry_at = now + config_.lost_retry;
-          {
-            std::lock_guard lock(g.stats_mu);
-            g.stats.lost = true;
-          }
-          core::log_warn("GPU {} lost: {}; the other GPUs are still sampled", g.gpu, e.message());
-          event("gpu_lost", {{"message", e.message()}});
-          return g.lost_retry_at;
-        }
-        if (e.kind() == core::ErrorKind::kNotSupported) {
-          core::log_debug("GPU {}: group {} not supported ({}); not polling it again", g.gpu, gpu::info(grp).name,
-                          e.message());
-          std::lock_guard lock(g.stats_mu);
-          g.stats.group_disabled[i] = true;
-          continue;
-        }
-        std::uint64_t errors;
-        {
-          std::lock_guard lock(g.stats_mu);
-          errors = ++g.stats.errors;
-        }
-        // Log the first few and then every thousandth, so a flaky sensor cannot flood stderr.
-        if (errors <= 3 || errors % 1000 == 0)
-          core::log_warn("GPU {}: reading {} failed ({} so far): {}", g.gpu, gpu::info(grp).name, errors, e.message());
-      }
-      // Fixed cadence: the next slot after now, without bursts to catch up after a stall.
-      // (The processes group's period may have just changed: see contended_processes_period.)
-      MonoTime after = clock_.now();
-      g.next_due[i] += period;
-      if (g.next_due[i] <= after) {
-        auto behind = (after - g.next_due[i]) / period + 1;
-        g.next_due[i] += period * behind;
+      switch (read_group(g, grp, now, emit)) {
+        case ReadOutcome::kAbandoned: return MonoTime::max();
+        case ReadOutcome::kLost: return g.lost_retry_at;
+        case ReadOutcome::kDisabled: continue;
+        case ReadOutcome::kRead: break;
       }
     }
     next = std::min(next, g.next_due[i]);
   }
   return next;
+}
+
+bool Sampler::retry_lost(GpuState& g, MonoTime now, const Emit& emit) {
+  if (now < g.lost_retry_at) return false;
+  // A lost GPU is tried again rarely: it may come back after a reset by the operator.
+  if (!backend_.device_info(g.gpu)) {
+    g.lost_retry_at = now + config_.lost_retry;
+    return false;
+  }
+  g.lost = false;
+  g.polled.lost = false;
+  emit_event(g, "gpu_recovered", {{"after", "lost"}}, emit);
+  g.next_due.fill(now);
+  return true;
+}
+
+Sampler::ReadOutcome Sampler::read_group(GpuState& g, MetricGroup grp, MonoTime now, const Emit& emit) {
+  const std::size_t i = gpu::index(grp);
+  g.call_group.store(static_cast<int>(i));
+  g.call_started_ns.store(std::max<std::int64_t>(1, clock_.now().time_since_epoch().count()));
+  auto r = backend_.read(g.gpu, grp);
+  g.call_started_ns.store(0);
+  if (g.abandoned.load()) return ReadOutcome::kAbandoned;  // stop() has moved on; drop the late result
+
+  if (g.unresponsive.exchange(false)) emit_event(g, "gpu_recovered", {{"after", "unresponsive"}}, emit);
+  Nanos period = config_.periods[i];
+  if (r) {
+    period = emit_reading(g, grp, std::move(*r), emit);
+  } else if (const ReadOutcome failed = on_read_error(g, grp, r.error(), now, emit); failed != ReadOutcome::kRead) {
+    return failed;
+  }
+  schedule_next(g, i, period);
+  return ReadOutcome::kRead;
+}
+
+Nanos Sampler::emit_reading(GpuState& g, MetricGroup grp, gpu::GroupReading&& r, const Emit& emit) {
+  Nanos period = config_.periods[gpu::index(grp)];
+  g.polled.reads++;
+  g.polled.samples += r.metrics.size();
+  if (!r.metrics.empty()) {
+    SamplerRecord rec;
+    rec.kind = SamplerRecord::Kind::kSamples;
+    rec.gpu = g.gpu;
+    rec.samples = std::move(r.metrics);
+    emit(std::move(rec));
+  }
+  if (grp != MetricGroup::kProcesses) return period;
+  if (config_.contended_processes_period.count() > 0 && config_.contended_processes_period < period) {
+    std::vector<std::uint32_t> pids;
+    for (const auto& p : r.processes)
+      if (std::find(pids.begin(), pids.end(), p.pid) == pids.end()) pids.push_back(p.pid);
+    const bool contended = pids.size() >= 2;
+    if (contended) period = config_.contended_processes_period;
+    g.polled.contended = contended;
+  }
+  SamplerRecord rec;
+  rec.kind = SamplerRecord::Kind::kProcesses;
+  rec.gpu = g.gpu;
+  rec.time_unix_ns = clock_.unix_now_ns();
+  rec.processes = std::move(r.processes);
+  emit(std::move(rec));
+  return period;
+}
+
+Sampler::ReadOutcome Sampler::on_read_error(GpuState& g, MetricGroup grp, const core::Error& e, MonoTime now,
+                                            const Emit& emit) {
+  if (e.kind() == core::ErrorKind::kGpuLost) {
+    g.lost = true;
+    g.lost_retry_at = now + config_.lost_retry;
+    g.polled.lost = true;
+    core::log_warn("GPU {} lost: {}; the other GPUs are still sampled", g.gpu, e.message());
+    emit_event(g, "gpu_lost", {{"message", e.message()}}, emit);
+    return ReadOutcome::kLost;
+  }
+  if (e.kind() == core::ErrorKind::kNotSupported) {
+    core::log_debug("GPU {}: group {} not supported ({}); not polling it again", g.gpu, gpu::info(grp).name,
+                    e.message());
+    g.polled.group_disabled[gpu::index(grp)] = true;
+    return ReadOutcome::kDisabled;
+  }
+  const std::uint64_t errors = ++g.polled.errors;
+  // Log the first few and then every thousandth, so a flaky sensor cannot flood stderr.
+  if (errors <= 3 || errors % 1000 == 0)
+    core::log_warn("GPU {}: reading {} failed ({} so far): {}", g.gpu, gpu::info(grp).name, errors, e.message());
+  return ReadOutcome::kRead;
+}
+
+void Sampler::schedule_next(GpuState& g, std::size_t i, Nanos period) {
+  // Fixed cadence: the next slot after now, without bursts to catch up after a stall.
+  // (The processes group's period may have just changed: see contended_processes_period.)
+  const MonoTime after = clock_.now();
+  g.next_due[i] += period;
+  if (g.next_due[i] <= after) {
+    auto behind = (after - g.next_due[i]) / period + 1;
+    g.next_due[i] += period * behind;
+  }
+}
+
+void Sampler::emit_event(const GpuState& g, std::string kind, nlohmann::json fields, const Emit& emit) {
+  emit(event_record(g.gpu, clock_.unix_now_ns(), std::move(kind), std::move(fields)));
+}
+
+void Sampler::publish_stats(GpuState& g) {
+  std::lock_guard lock(g.stats_mu);
+  const bool unresponsive = g.stats.unresponsive;  // the watchdog's
+  g.stats = g.polled;
+  g.stats.unresponsive = unresponsive;
 }
 
 core::Status Sampler::start() {
@@ -219,7 +242,7 @@ void Sampler::gpu_thread(GpuState* g) {
   read_buffered_once_more(*g, emit);
 }
 
-void Sampler::read_buffered_once_more(GpuState& g, const std::function<void(SamplerRecord&&)>& emit) {
+void Sampler::read_buffered_once_more(GpuState& g, const Emit& emit) {
   // The driver's buffers (utilization samples, per-process samples) hold what it sampled since the
   // last read, up to a period ago: read them once more so the record ends when the sampling does.
   // On this GPU's own thread, like every other call to it, so a hung driver stalls nobody (stop()
@@ -334,7 +357,7 @@ void Sampler::stop() {
   threads_.clear();
 }
 
-core::Status Sampler::run_until(MonoTime end, const std::function<void(SamplerRecord&&)>& sink) {
+core::Status Sampler::run_until(MonoTime end, const Emit& sink) {
   if (states_.empty()) {
     if (auto s = resolve_gpus(); !s) return s;
   }

@@ -105,12 +105,26 @@ class Sampler {
   [[nodiscard]] const std::vector<int>& gpus() const { return gpus_; }
 
  private:
+  using Emit = std::function<void(SamplerRecord&&)>;
   struct GpuState;
+  enum class ReadOutcome { kRead, kDisabled, kLost, kAbandoned };
   core::Status resolve_gpus();
   // Polls whatever is due for one GPU at `now`; returns the next due time.
-  core::MonoTime poll_due(GpuState& g, core::MonoTime now, const std::function<void(SamplerRecord&&)>& emit);
+  core::MonoTime poll_due(GpuState& g, core::MonoTime now, const Emit& emit);
+  core::MonoTime poll_groups(GpuState& g, core::MonoTime now, const Emit& emit);
+  // Whether a lost GPU answers again (tried every lost_retry).
+  bool retry_lost(GpuState& g, core::MonoTime now, const Emit& emit);
+  // One due group: the driver call, its records, the next due time.
+  ReadOutcome read_group(GpuState& g, gpu::MetricGroup grp, core::MonoTime now, const Emit& emit);
+  // Emits a reading's records; returns the group's period from now on.
+  core::Nanos emit_reading(GpuState& g, gpu::MetricGroup grp, gpu::GroupReading&& r, const Emit& emit);
+  ReadOutcome on_read_error(GpuState& g, gpu::MetricGroup grp, const core::Error& e, core::MonoTime now,
+                            const Emit& emit);
+  void schedule_next(GpuState& g, std::size_t i, core::Nanos period);
+  void emit_event(const GpuState& g, std::string kind, nlohmann::json fields, const Emit& emit);
+  static void publish_stats(GpuState& g);
   void gpu_thread(GpuState* g);
-  void read_buffered_once_more(GpuState& g, const std::function<void(SamplerRecord&&)>& emit);
+  void read_buffered_once_more(GpuState& g, const Emit& emit);
   void watchdog_thread();
   void event_thread();
   void push(SamplerRecord&& r);
