@@ -9,10 +9,10 @@ namespace gpudoc::core {
 namespace {
 
 // dlopen and the dlerror() that explains a failure, read under one lock.
-Result<void*> dlopen_serialized(const std::string& file) {
+Result<void*> dlopen_serialized(const std::string& file, int flags = RTLD_NOW | RTLD_LOCAL) {
   static std::mutex mu;
   std::lock_guard lock(mu);
-  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(file.c_str(), flags);
   if (handle != nullptr) return handle;
   const char* why = dlerror();
   return Error(ErrorKind::kEnvironment, why != nullptr ? why : "unknown reason");
@@ -55,6 +55,18 @@ Result<DynamicLibrary> open_library(const LibrarySpec& spec) {
   return with_hint("cannot load " + spec.what + " from any of " + join(spec.candidates) + " (" +
                        (unusual.empty() ? std::string("none found") : unusual) + ")",
                    spec.hint);
+}
+
+Result<DynamicLibrary> open_file(const LibrarySpec& spec, const std::string& file) {
+  auto opened = dlopen_serialized(file);
+  if (!opened) return opened.error();
+  return DynamicLibrary(spec, file, *opened);
+}
+
+std::optional<DynamicLibrary> find_loaded(const LibrarySpec& spec) {
+  for (const std::string& file : spec.candidates)
+    if (auto opened = dlopen_serialized(file, RTLD_NOW | RTLD_NOLOAD)) return DynamicLibrary(spec, file, *opened);
+  return std::nullopt;
 }
 
 Status SymbolResolver::status() const {

@@ -1,8 +1,8 @@
 // gpudoc::core dynamic libraries — the one way gpudoc loads a vendor library at run time (NVML,
-// NCCL, cuBLASLt; libcuda to tell "no driver" from other CUDA failures): find the file (a list of
-// candidate names, or the one file an environment variable names), resolve a table of named
-// functions into typed pointers, and say in every error which library, file and symbol failed and
-// why. Kept C++17 so the .cu files (nvcc) can include it.
+// NCCL, cuBLASLt, CUPTI inside the profiled program; libcuda to tell "no driver" from other CUDA
+// failures): find the file (a list of candidate names, or the one file an environment variable
+// names), resolve a table of named functions into typed pointers, and say in every error which
+// library, file and symbol failed and why. Kept C++17 so the .cu files (nvcc) can include it.
 //
 //   const core::LibrarySpec spec{"NCCL", {"libnccl.so.2"}, "GPUDOC_NCCL_LIBRARY", "install libnccl2"};
 //   auto lib = core::open_library(spec);     // "cannot load NCCL from libnccl.so.2 (<dlerror>); install libnccl2"
@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,14 @@ class DynamicLibrary {
 // architecture, a missing dependency). kInternal when spec has no candidate. Thread-safe: loads are
 // serialized so each caller reads its own dlerror().
 [[nodiscard]] Result<DynamicLibrary> open_library(const LibrarySpec& spec);
+
+// The lower steps of open_library, for a loader that searches its own way and words its own
+// messages (the CUPTI injection library: the program's own copy first, then a list of files).
+// open_file: `file` alone, RTLD_NOW | RTLD_LOCAL; the error (kEnvironment) is dlerror()'s text and
+// nothing else. find_loaded: the first of spec.candidates the process has already loaded
+// (RTLD_NOLOAD: nothing new is mapped), or nullopt.
+[[nodiscard]] Result<DynamicLibrary> open_file(const LibrarySpec& spec, const std::string& file);
+[[nodiscard]] std::optional<DynamicLibrary> find_loaded(const LibrarySpec& spec);
 
 enum class Need {
   kRequired,  // the library is unusable without it: SymbolResolver::status() fails

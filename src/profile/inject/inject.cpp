@@ -25,11 +25,13 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "core/dynamic_library.hpp"
 #include "profile/inject/cupti_api.hpp"
 #include "profile/record_format.hpp"
 
@@ -270,43 +272,42 @@ void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, con
 // The files to try: each of $GPUDOC_PROFILE_CUPTI (':'-separated), then the loader's own search.
 // Returns "" when CUPTI is loaded with every required function, else what is missing.
 std::string load_cupti(State& s) {
-  std::string tried;
   // A CUPTI the program already loaded (PyTorch brings its own) is the one to use: two copies of
   // CUPTI in one process would both hook the driver.
-  void* handle = nullptr;
-  for (const char* soname : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
-    if (handle == nullptr) handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+  const core::LibrarySpec spec{"CUPTI", {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}, "", ""};
+  std::optional<core::DynamicLibrary> lib = core::find_loaded(spec);
   std::string list = std::getenv(kEnvCuptiPath) != nullptr ? std::getenv(kEnvCuptiPath) : "";
   list += ":libcupti.so.13:libcupti.so";
+  std::string tried;
   std::size_t pos = 0;
-  while (handle == nullptr && pos <= list.size()) {
+  while (!lib && pos <= list.size()) {
     const std::size_t end = std::min(list.find(':', pos), list.size());
     const std::string file = list.substr(pos, end - pos);
     pos = end + 1;
     if (file.empty()) continue;
-    handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      tried += (tried.empty() ? "" : "; ") + file + ": " + (why != nullptr ? why : "not found");
-    }
+    auto opened = core::open_file(spec, file);
+    if (opened)
+      lib = *opened;
+    else
+      tried += (tried.empty() ? "" : "; ") + file + ": " + opened.error().message();
   }
-  if (handle == nullptr) return "cannot load CUPTI (" + tried + "); the program runs unprofiled";
-  std::string missing;
-#define GPUDOC_CUPTI_RESOLVE(req, name, ret, params)                                            \
-  {                                                                                             \
-    void* sym = dlsym(handle, #name);                                                           \
-    static_assert(sizeof(sym) == sizeof(s.api.name));                                           \
-    std::memcpy(&s.api.name, &sym, sizeof(sym));                                                \
-    if (sym == nullptr && (req)) missing += (missing.empty() ? "" : ", ") + std::string(#name); \
-  }
+  if (!lib) return "cannot load CUPTI (" + tried + "); the program runs unprofiled";
+  core::SymbolResolver symbols(*lib);
+#define GPUDOC_CUPTI_RESOLVE(req, name, ret, params) \
+  symbols.resolve((req) ? core::Need::kRequired : core::Need::kOptional, #name, s.api.name);
   GPUDOC_CUPTI_FUNCTIONS(GPUDOC_CUPTI_RESOLVE)
 #undef GPUDOC_CUPTI_RESOLVE
-  if (!missing.empty()) return "the CUPTI library found lacks " + missing + "; the program runs unprofiled";
+  if (!symbols.missing().empty()) {
+    std::string missing;
+    for (const std::string& name : symbols.missing()) missing += (missing.empty() ? "" : ", ") + name;
+    return "the CUPTI library found lacks " + missing + "; the program runs unprofiled";
+  }
   // NVTX hands its ranges to the library NVTX_INJECTION64_PATH names (gpudoc points it at a CUPTI
   // it found); when the CUPTI in use is another file (the program's own), NVTX must load that one,
   // or the ranges would reach a second, idle copy of CUPTI. NVTX reads the variable at its first call.
   link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr && *map->l_name == '/')
+  if (dlinfo(lib->handle(), RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
+      *map->l_name == '/')
     setenv("NVTX_INJECTION64_PATH", map->l_name, 1);
   return {};
 }

@@ -117,6 +117,39 @@ TEST_F(DynamicLibraryTest, ResolverFillsTypedPointersAndNamesEveryMissingRequire
   EXPECT_EQ(st.error().message(), "libm.so.6 lacks required libm functions (gpudoc_absent_a, gpudoc_absent_b); a hint");
 }
 
+bool mapped_in_this_process(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("/" + name) != std::string::npos) return true;
+  return false;
+}
+
+// The lower steps, for a loader with its own search: find_loaded never maps anything new, open_file
+// does, and its error is the loader's reason alone.
+TEST_F(DynamicLibraryTest, FindLoadedSeesOnlyWhatIsMappedAndOpenFileMapsIt) {
+  const LibrarySpec zlib{"zlib", {"/nonexistent/libz.so", "libz.so.1"}, "", "unused hint"};
+  if (mapped_in_this_process("libz.so.1")) GTEST_SKIP() << "libz is already mapped into this test";
+  EXPECT_FALSE(find_loaded(zlib).has_value());
+  EXPECT_FALSE(mapped_in_this_process("libz.so.1"));  // RTLD_NOLOAD: asking loads nothing
+
+  auto opened = open_file(zlib, "libz.so.1");
+  if (!opened.ok()) GTEST_SKIP() << "no libz.so.1 here: " << opened.error().message();
+  EXPECT_EQ(opened->file(), "libz.so.1");
+  EXPECT_NE(opened->find("zlibVersion"), nullptr);
+  auto found = find_loaded(zlib);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->file(), "libz.so.1");
+  EXPECT_EQ(found->what(), "zlib");
+  EXPECT_EQ(found->handle(), opened->handle());
+
+  auto missing = open_file(zlib, "/nonexistent/libz.so");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind(), ErrorKind::kEnvironment);
+  EXPECT_THAT(missing.error().message(), ::testing::StartsWith("/nonexistent/libz.so: "));
+  EXPECT_THAT(missing.error().message(), HasSubstr("No such file"));
+  EXPECT_THAT(missing.error().message(), ::testing::Not(HasSubstr("unused hint")));
+}
+
 TEST_F(DynamicLibraryTest, MissingSymbolsErrorWithoutAHint) {
   const Error e = missing_symbols_error("the injected function table", "NVML", {"nvmlInit_v2"}, "");
   EXPECT_EQ(e.kind(), ErrorKind::kEnvironment);

@@ -105,6 +105,23 @@ TEST(ProfileInjection, AnotherCuptiClientIsNamedAndTheProgramGoesOn) {
   EXPECT_EQ(text.find("\nK\t"), std::string::npos) << text;
 }
 
+// A file that loads but is not CUPTI: the library names every required function it lacks, in the
+// list's order, and the program runs on unprofiled.
+TEST(ProfileInjection, ALibraryThatIsNotCuptiListsWhatItLacks) {
+  gpudoc::testing::TempDir dir("gpudoc-inject");
+  ASSERT_EQ(run_injection(dir.str(), [](pid_t) { setenv("GPUDOC_PROFILE_CUPTI", "libm.so.6", 1); }), 1);
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) found = e.path().string();
+  const std::string text = slurp(found);
+  EXPECT_NE(text.find("W\tthe CUPTI library found lacks cuptiGetVersion, cuptiGetResultString, cuptiSubscribe, "
+                      "cuptiActivityEnable, cuptiActivityRegisterCallbacks, cuptiActivityGetNextRecord, "
+                      "cuptiActivityGetNumDroppedRecords, cuptiActivityFlushAll, cuptiGetCallbackName, "
+                      "cuptiGetTimestamp, cuptiActivityEnableRuntimeApi, cuptiActivityEnableDriverApi; the program "
+                      "runs unprofiled\n"),
+            std::string::npos)
+      << text;
+}
+
 // In a child, once the library has loaded the stand-in CUPTI: the stand-in's function `name`, or exit 251.
 template <class Fn>
 Fn fake_cupti_function(const char* name) {
