@@ -3,16 +3,11 @@
 // would help. The program is not modified; its records land in a private folder made here.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <glob.h>
-#include <signal.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -20,7 +15,7 @@
 #include "core/temp_dir.hpp"
 #include "profile/analysis.hpp"
 #include "profile/chrome_trace.hpp"
-#include "profile/record_format.hpp"
+#include "profile/launch.hpp"
 #include "profile/records.hpp"
 #include "view/profile_report.hpp"
 
@@ -42,141 +37,39 @@ struct ProfileFlags {
   std::vector<std::string> command;
 };
 
-// "2:18" or "0.5:9.5" (seconds traced : seconds not) -> "2000:18000"; empty on anything else.
-std::string sample_to_env(const std::string& text) {
-  const std::size_t colon = text.find(':');
-  if (colon == std::string::npos) return {};
-  auto millis = [](const std::string& v) -> long long {
-    if (v.empty() || v.size() > 12) return -1;
-    char* end = nullptr;
-    const double seconds = std::strtod(v.c_str(), &end);
-    if (end != v.c_str() + v.size() || !(seconds >= 0.001) || seconds > 86400) return -1;
-    return std::llround(seconds * 1000);
-  };
-  const long long on = millis(text.substr(0, colon)), off = millis(text.substr(colon + 1));
-  if (on < 1 || off < 1) return {};
-  return fmt::format("{}:{}", on, off);  // at most 86 400 000 each: what SampleWindows::parse takes
-}
-
 core::Error env_error(std::string message) { return core::Error(core::ErrorKind::kEnvironment, std::move(message)); }
 
-// libgpudoc_profile.so: $GPUDOC_PROFILE_LIBRARY, else beside the gpudoc executable, else in
-// ../lib/gpudoc (an installed gpudoc).
-core::Result<std::string> find_injection_library() {
-  if (const char* env = std::getenv("GPUDOC_PROFILE_LIBRARY"); env != nullptr && *env != '\0') {
-    if (access(env, R_OK) == 0) return std::string(env);
-    return env_error(fmt::format("GPUDOC_PROFILE_LIBRARY={} cannot be read", env));
-  }
-  std::error_code ec;
-  const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  const std::vector<fs::path> candidates = {dir / "libgpudoc_profile.so", dir / "../lib/gpudoc/libgpudoc_profile.so",
-                                            dir / "../lib/x86_64-linux-gnu/gpudoc/libgpudoc_profile.so"};
-  for (const auto& c : candidates)
-    if (access(c.c_str(), R_OK) == 0) return fs::absolute(c).lexically_normal().string();
-  return env_error(fmt::format(
-      "the injection library libgpudoc_profile.so is not beside gpudoc ({}) nor in {}/../lib/gpudoc: this gpudoc was "
-      "built without CUPTI's headers (cupti.h); rebuild with the CUDA toolkit, or set GPUDOC_PROFILE_LIBRARY",
-      dir.string(), dir.string()));
-}
-
-std::vector<std::string> glob_files(const std::string& pattern) {
-  std::vector<std::string> out;
-  glob_t g{};
-  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-  globfree(&g);
-  return out;
-}
-
-// Every libcupti the job might use, best first: $GPUDOC_CUPTI_LIBRARY, the CUDA toolkit's, the
-// distribution's, and the one a pip-installed PyTorch brings.
-core::Result<std::vector<std::string>> find_cupti() {
-  if (const char* env = std::getenv("GPUDOC_CUPTI_LIBRARY"); env != nullptr && *env != '\0') {
-    if (access(env, R_OK) == 0) return std::vector<std::string>{env};
-    return env_error(fmt::format("GPUDOC_CUPTI_LIBRARY={} cannot be read", env));
-  }
-  std::vector<std::string> roots;
-  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') roots.emplace_back(home);
-  roots.emplace_back("/usr/local/cuda");
-  for (const auto& d : glob_files("/usr/local/cuda-*")) roots.push_back(d);
-  std::vector<std::string> found;
-  for (const auto& r : roots)
-    for (const char* sub :
-         {"/extras/CUPTI/lib64/libcupti.so*", "/targets/x86_64-linux/lib/libcupti.so*", "/lib64/libcupti.so*"})
-      for (const auto& f : glob_files(r + sub)) found.push_back(f);
-  for (const auto& f : glob_files("/usr/lib/x86_64-linux-gnu/libcupti.so*")) found.push_back(f);
-  for (const auto& f : glob_files("/usr/local/lib/python3*/dist-packages/nvidia/cu*/lib/libcupti.so*"))
-    found.push_back(f);
-  for (const auto& f : glob_files("/usr/local/lib/python3*/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*"))
-    found.push_back(f);
-  if (found.empty())
+// Runs the program under the injection library in a private folder (kept in `dir`) and reads back
+// the records of the process that ran the most kernels; `exit_code` is the program's.
+core::Result<profile::RecordSet> run_and_read(const ProfileFlags& f, std::optional<core::PrivateDir>& dir,
+                                              int& exit_code, std::size_t& files) {
+  // The driver loads one injection library: a tool already set up for this program (Nsight
+  // Systems sets CUDA_INJECTION64_PATH) would be silently displaced, and lose its data.
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other != nullptr && *other != '\0')
     return env_error(
-        "CUPTI (libcupti.so) was not found in /usr/local/cuda*/extras/CUPTI/lib64, /usr/local/cuda*/targets/"
-        "x86_64-linux/lib nor /usr/lib/x86_64-linux-gnu: install the CUDA toolkit's CUPTI (cuda-cupti-13-0) or set "
-        "GPUDOC_CUPTI_LIBRARY");
-  return found;
-}
-
-// Runs the command with the injection library, in a process group of its own; stops it after
-// `duration` (SIGINT, then SIGTERM, then SIGKILL, 10 s apart, to its process group), or by the
-// stop policy on a stop signal (core::GroupStopper). Returns its exit code as a shell reports it.
-core::Result<int> run_command(const ProfileFlags& f, const std::string& library, const std::vector<std::string>& cupti,
-                              const std::string& dir) {
-  std::string cupti_list;
-  for (const auto& c : cupti) cupti_list += (cupti_list.empty() ? "" : ":") + c;
-  core::SpawnOptions o = core::workload_spawn_options();
-  o.extra_env = {"CUDA_INJECTION64_PATH=" + library, std::string(profile::kEnvOutputDir) + "=" + dir,
-                 std::string(profile::kEnvCuptiPath) + "=" + cupti_list,
-                 std::string(profile::kEnvSample) + "=" + f.sample_env,
-                 // NVTX ranges reach CUPTI only when NVTX loads CUPTI as its tool
-                 "NVTX_INJECTION64_PATH=" + cupti.front()};
-  o.stdout_to_stderr = f.json;
+        fmt::format("another CUPTI tool is already set up for this program (CUDA_INJECTION64_PATH={}, "
+                    "as Nsight Systems sets it); CUPTI serves one client per process: run gpudoc "
+                    "profile outside that tool",
+                    other));
+  auto library = profile::find_injection_library();
+  if (!library) return library.error();
+  auto cupti = profile::find_cupti();
+  if (!cupti) return cupti.error();
+  auto made = core::PrivateDir::create("gpudoc-profile");
+  if (!made) return made.error();
+  dir.emplace(std::move(*made));
   install_stop_handlers();  // before the spawn: from then on a stop signal stops the program's group
-  auto child = core::ChildProcess::spawn(f.command, o);
-  if (!child) return child.error();
-  const auto start = std::chrono::steady_clock::now();
-  int sent = 0;
-  auto last_signal = start;
-  core::GroupStopper stopper;
-  while (!child->poll()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const auto now = std::chrono::steady_clock::now();
-    if (stop_requests().load() > 0) {
-      stopper.step(*child, stop_requests().load() >= 2);
-      continue;
-    }
-    const bool stop = f.duration_s > 0 && now - start >= std::chrono::duration<double>(f.duration_s);
-    if (stop && (sent == 0 || now - last_signal >= std::chrono::seconds(10))) {
-      // SIGINT first: Python raises KeyboardInterrupt and runs its exit handlers, which flush CUPTI.
-      const int sig = sent == 0 ? SIGINT : sent == 1 ? SIGTERM : SIGKILL;
-      child->signal_group(sig);
-      ++sent;
-      last_signal = now;
-    }
-  }
-  if (stopper.started()) stopper.finish(*child, [] { return stop_requests().load() >= 2; });
-  return child->exit_code_for_shell();
-}
-
-// The records file of the process that ran the most kernels (a launcher's children each write one).
-core::Result<profile::RecordSet> pick_records(const std::string& dir, std::size_t& files) {
-  std::optional<profile::RecordSet> best;
-  std::vector<std::string> warnings;
-  files = 0;
-  for (const auto& path : glob_files(dir + "/records-*.txt")) {
-    ++files;
-    auto set = profile::read_records_file(path);
-    if (!set) return set.error();
-    for (const auto& w : set->warnings) warnings.push_back(w);
-    if (!best || set->kernels.size() > best->kernels.size()) best = std::move(*set);
-  }
-  if (files == 0)
-    return env_error(
-        "the program created no CUDA context, so the injection library never ran: it uses no GPU, or there is no GPU "
-        "or driver here (nvidia-smi tells)");
-  if (best->kernels.empty() && !warnings.empty())
-    return env_error("profiling failed in the program: " + warnings.front());
-  return std::move(*best);
+  auto code = profile::run_injected({.command = f.command,
+                                     .library = *library,
+                                     .cupti = *cupti,
+                                     .output_dir = dir->path(),
+                                     .sample_env = f.sample_env,
+                                     .duration_s = f.duration_s,
+                                     .stdout_to_stderr = f.json},
+                                    stop_requests());
+  if (!code) return code.error();
+  exit_code = *code;
+  return profile::pick_records(dir->path(), files);
 }
 
 core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set, const profile::Profile& p) {
@@ -201,7 +94,7 @@ int run_profile(ProfileFlags& f) {
                                     "give a command to profile after -- (gpudoc profile -- python3 train.py), or "
                                     "--input RECORDS to analyse saved records, not both"),
                         f.json);
-  if (!f.sample.empty() && (f.sample_env = sample_to_env(f.sample)).empty())
+  if (!f.sample.empty() && (f.sample_env = profile::sample_to_env(f.sample)).empty())
     return report_error(
         core::Error(core::ErrorKind::kUsage, fmt::format("--sample {}: give seconds traced and seconds not, as ON:OFF "
                                                          "(2:18 traces 2 s of every 20 s), each at least 0.001",
@@ -216,27 +109,8 @@ int run_profile(ProfileFlags& f) {
     if (!set && set.error().kind() == core::ErrorKind::kIo)
       set = core::Error(core::ErrorKind::kBadInput, set.error().message());
   } else {
-    // The driver loads one injection library: a tool already set up for this program (Nsight
-    // Systems sets CUDA_INJECTION64_PATH) would be silently displaced, and lose its data.
-    if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other != nullptr && *other != '\0')
-      return report_error(
-          env_error(fmt::format("another CUPTI tool is already set up for this program (CUDA_INJECTION64_PATH={}, "
-                                "as Nsight Systems sets it); CUPTI serves one client per process: run gpudoc "
-                                "profile outside that tool",
-                                other)),
-          f.json);
-    auto library = find_injection_library();
-    if (!library) return report_error(library.error(), f.json);
-    auto cupti = find_cupti();
-    if (!cupti) return report_error(cupti.error(), f.json);
-    auto made = core::PrivateDir::create("gpudoc-profile");
-    if (!made) return report_error(made.error(), f.json);
-    dir.emplace(std::move(*made));
-    auto code = run_command(f, *library, *cupti, dir->path());
-    if (!code) return report_error(code.error(), f.json);
-    exit_code = *code;
-    set = pick_records(dir->path(), files);
-    if (!set && stop_signal().signal.load() != 0) {  // the caller exits 128 + N
+    set = run_and_read(f, dir, exit_code, files);
+    if (!set && dir && stop_signal().signal.load() != 0) {  // the caller exits 128 + N
       std::fprintf(stderr, "gpudoc: profile: stopped by %s before the program wrote its records: nothing to analyse\n",
                    core::signal_name(stop_signal().signal.load()).c_str());
       return exit_code;
@@ -245,8 +119,8 @@ int run_profile(ProfileFlags& f) {
   if (!set) return report_error(set.error(), f.json);
   if (!f.records_copy.empty()) {
     std::error_code ec;
-    fs::copy_file(dir ? glob_files(dir->path() + "/records-" + std::to_string(set->pid) + ".txt").at(0) : f.input,
-                  f.records_copy, fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(dir ? profile::records_path(dir->path(), set->pid) : f.input, f.records_copy,
+                  fs::copy_options::overwrite_existing, ec);
     if (ec)
       return report_error(
           core::Error(core::ErrorKind::kIo, fmt::format("writing {}: {}", f.records_copy, ec.message())), f.json);

@@ -1,0 +1,153 @@
+#include "profile/launch.hpp"
+
+#include <fmt/format.h>
+#include <glob.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "core/process.hpp"
+#include "profile/record_format.hpp"
+
+namespace gpudoc::profile {
+namespace {
+
+namespace fs = std::filesystem;
+
+core::Error env_error(std::string message) { return core::Error(core::ErrorKind::kEnvironment, std::move(message)); }
+
+std::vector<std::string> glob_files(const std::string& pattern) {
+  std::vector<std::string> out;
+  glob_t g{};
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  return out;
+}
+
+}  // namespace
+
+std::string sample_to_env(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return {};
+  auto millis = [](const std::string& v) -> long long {
+    if (v.empty() || v.size() > 12) return -1;
+    char* end = nullptr;
+    const double seconds = std::strtod(v.c_str(), &end);
+    if (end != v.c_str() + v.size() || !(seconds >= 0.001) || seconds > 86400) return -1;
+    return std::llround(seconds * 1000);
+  };
+  const long long on = millis(text.substr(0, colon)), off = millis(text.substr(colon + 1));
+  if (on < 1 || off < 1) return {};
+  return fmt::format("{}:{}", on, off);  // at most 86 400 000 each: what SampleWindows::parse takes
+}
+
+core::Result<std::string> find_injection_library() {
+  if (const char* env = std::getenv("GPUDOC_PROFILE_LIBRARY"); env != nullptr && *env != '\0') {
+    if (access(env, R_OK) == 0) return std::string(env);
+    return env_error(fmt::format("GPUDOC_PROFILE_LIBRARY={} cannot be read", env));
+  }
+  std::error_code ec;
+  const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  const std::vector<fs::path> candidates = {dir / "libgpudoc_profile.so", dir / "../lib/gpudoc/libgpudoc_profile.so",
+                                            dir / "../lib/x86_64-linux-gnu/gpudoc/libgpudoc_profile.so"};
+  for (const auto& c : candidates)
+    if (access(c.c_str(), R_OK) == 0) return fs::absolute(c).lexically_normal().string();
+  return env_error(fmt::format(
+      "the injection library libgpudoc_profile.so is not beside gpudoc ({}) nor in {}/../lib/gpudoc: this gpudoc was "
+      "built without CUPTI's headers (cupti.h); rebuild with the CUDA toolkit, or set GPUDOC_PROFILE_LIBRARY",
+      dir.string(), dir.string()));
+}
+
+core::Result<std::vector<std::string>> find_cupti() {
+  if (const char* env = std::getenv("GPUDOC_CUPTI_LIBRARY"); env != nullptr && *env != '\0') {
+    if (access(env, R_OK) == 0) return std::vector<std::string>{env};
+    return env_error(fmt::format("GPUDOC_CUPTI_LIBRARY={} cannot be read", env));
+  }
+  std::vector<std::string> roots;
+  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') roots.emplace_back(home);
+  roots.emplace_back("/usr/local/cuda");
+  for (const auto& d : glob_files("/usr/local/cuda-*")) roots.push_back(d);
+  std::vector<std::string> found;
+  for (const auto& r : roots)
+    for (const char* sub :
+         {"/extras/CUPTI/lib64/libcupti.so*", "/targets/x86_64-linux/lib/libcupti.so*", "/lib64/libcupti.so*"})
+      for (const auto& f : glob_files(r + sub)) found.push_back(f);
+  for (const char* pattern :
+       {"/usr/lib/x86_64-linux-gnu/libcupti.so*", "/usr/local/lib/python3*/dist-packages/nvidia/cu*/lib/libcupti.so*",
+        "/usr/local/lib/python3*/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*"})
+    for (const auto& f : glob_files(pattern)) found.push_back(f);
+  if (found.empty())
+    return env_error(
+        "CUPTI (libcupti.so) was not found in /usr/local/cuda*/extras/CUPTI/lib64, /usr/local/cuda*/targets/"
+        "x86_64-linux/lib nor /usr/lib/x86_64-linux-gnu: install the CUDA toolkit's CUPTI (cuda-cupti-13-0) or set "
+        "GPUDOC_CUPTI_LIBRARY");
+  return found;
+}
+
+core::Result<int> run_injected(const InjectedRun& run, const std::atomic<int>& stop_requests) {
+  std::string cupti_list;
+  for (const auto& c : run.cupti) cupti_list += (cupti_list.empty() ? "" : ":") + c;
+  core::SpawnOptions o = core::workload_spawn_options();
+  o.extra_env = {"CUDA_INJECTION64_PATH=" + run.library, std::string(kEnvOutputDir) + "=" + run.output_dir,
+                 std::string(kEnvCuptiPath) + "=" + cupti_list, std::string(kEnvSample) + "=" + run.sample_env,
+                 // NVTX ranges reach CUPTI only when NVTX loads CUPTI as its tool
+                 "NVTX_INJECTION64_PATH=" + run.cupti.front()};
+  o.stdout_to_stderr = run.stdout_to_stderr;
+  auto child = core::ChildProcess::spawn(run.command, o);
+  if (!child) return child.error();
+  const auto start = std::chrono::steady_clock::now();
+  int sent = 0;
+  auto last_signal = start;
+  core::GroupStopper stopper;
+  while (!child->poll()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto now = std::chrono::steady_clock::now();
+    if (stop_requests.load() > 0) {
+      stopper.step(*child, stop_requests.load() >= 2);
+      continue;
+    }
+    const bool stop = run.duration_s > 0 && now - start >= std::chrono::duration<double>(run.duration_s);
+    if (stop && (sent == 0 || now - last_signal >= std::chrono::seconds(10))) {
+      // SIGINT first: Python raises KeyboardInterrupt and runs its exit handlers, which flush CUPTI.
+      const int sig = sent == 0 ? SIGINT : sent == 1 ? SIGTERM : SIGKILL;
+      child->signal_group(sig);
+      ++sent;
+      last_signal = now;
+    }
+  }
+  if (stopper.started()) stopper.finish(*child, [&stop_requests] { return stop_requests.load() >= 2; });
+  return child->exit_code_for_shell();
+}
+
+core::Result<RecordSet> pick_records(const std::string& dir, std::size_t& files) {
+  std::optional<RecordSet> best;
+  std::vector<std::string> warnings;
+  files = 0;
+  for (const auto& path : glob_files(dir + "/records-*.txt")) {
+    ++files;
+    auto set = read_records_file(path);
+    if (!set) return set.error();
+    for (const auto& w : set->warnings) warnings.push_back(w);
+    if (!best || set->kernels.size() > best->kernels.size()) best = std::move(*set);
+  }
+  if (files == 0)
+    return env_error(
+        "the program created no CUDA context, so the injection library never ran: it uses no GPU, or there is no GPU "
+        "or driver here (nvidia-smi tells)");
+  if (best->kernels.empty() && !warnings.empty())
+    return env_error("profiling failed in the program: " + warnings.front());
+  return std::move(*best);
+}
+
+std::string records_path(const std::string& dir, std::uint32_t pid) {
+  return dir + "/records-" + std::to_string(pid) + ".txt";
+}
+
+}  // namespace gpudoc::profile

@@ -1,0 +1,64 @@
+// Running a program under gpudoc's CUPTI injection library, from outside it: finding
+// libgpudoc_profile.so and libcupti, starting the program with both (CUDA_INJECTION64_PATH), stopping
+// it at a deadline or on a stop request, and picking the records it left.
+//
+//   auto library = profile::find_injection_library();            // Result<std::string>
+//   auto cupti = profile::find_cupti();                            // Result<std::vector<std::string>>
+//   auto code = profile::run_injected({.command = argv, .library = *library, .cupti = *cupti,
+//                                      .output_dir = dir}, stop_requests);
+//   std::size_t files = 0;
+//   auto set = profile::pick_records(dir, files);                  // Result<RecordSet>
+//
+// Errors: kEnvironment for a library that is missing or cannot be read (the message says where
+// gpudoc looked and which variable overrides it) and for a program that left no records.
+// Thread-safety: none needed; run_injected blocks its caller until the program has ended.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "profile/records.hpp"
+
+namespace gpudoc::profile {
+
+// libgpudoc_profile.so: $GPUDOC_PROFILE_LIBRARY, else beside the running executable, else in
+// ../lib/gpudoc (an installed gpudoc). Returns its path.
+[[nodiscard]] core::Result<std::string> find_injection_library();
+
+// Every libcupti the program might use, best first: $GPUDOC_CUPTI_LIBRARY, the CUDA toolkit's,
+// the distribution's, and the one a pip-installed PyTorch brings.
+[[nodiscard]] core::Result<std::vector<std::string>> find_cupti();
+
+// "2:18" or "0.5:9.5" (seconds traced : seconds not) -> "2000:18000", what GPUDOC_PROFILE_SAMPLE
+// takes; empty for anything else (each side at least 0.001 s, at most a day).
+[[nodiscard]] std::string sample_to_env(const std::string& text);
+
+struct InjectedRun {
+  std::vector<std::string> command;
+  std::string library;             // libgpudoc_profile.so
+  std::vector<std::string> cupti;  // find_cupti()'s list, not empty
+  std::string output_dir;          // where the injection library writes records-PID.txt
+  std::string sample_env;          // sample_to_env()'s value; empty: trace throughout
+  double duration_s = 0;           // > 0: stop the program after this many seconds
+  bool stdout_to_stderr = false;   // the program's stdout goes to stderr (gpudoc's is JSON)
+};
+
+// Runs the program with the injection library, in a process group of its own, and returns its
+// exit code as a shell reports it. After `duration_s` it gets SIGINT (Python then runs its exit
+// handlers, which flush CUPTI), then SIGTERM, then SIGKILL, 10 s apart, to its process group. Once
+// `stop_requests` counts one, the group is stopped by core::GroupStopper (a second request: at once).
+[[nodiscard]] core::Result<int> run_injected(const InjectedRun& run, const std::atomic<int>& stop_requests);
+
+// The records file of the process that ran the most kernels in `dir` (a launcher's children each
+// write one); `files` is set to how many there were. Errors: kEnvironment when there was none (no
+// CUDA context) or when profiling failed in the program (its first warning).
+[[nodiscard]] core::Result<RecordSet> pick_records(const std::string& dir, std::size_t& files);
+
+// The path of process `pid`'s records file in `dir`.
+[[nodiscard]] std::string records_path(const std::string& dir, std::uint32_t pid);
+
+}  // namespace gpudoc::profile
