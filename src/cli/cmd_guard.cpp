@@ -3,24 +3,20 @@
 // channel, and logs every decision. The engine is guard/session.hpp; this file parses, opens the
 // backend, the channel, the log and the store, and prints.
 #include <CLI/CLI.hpp>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <sstream>
 
 #include "baseline/guard_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/log.hpp"
-#include "core/text.hpp"
 #include "guard/channel.hpp"
+#include "guard/event_log.hpp"
 #include "guard/policy.hpp"
 #include "guard/session.hpp"
 #include "health/health.hpp"
+#include "view/guard_live.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -41,93 +37,6 @@ struct GuardFlags {
   std::vector<std::string> command;
 };
 
-core::Result<std::vector<guard::Action>> parse_signals(const std::string& text) {
-  std::vector<guard::Action> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    const auto a = guard::action_from_string(item == "checkpoint" ? "checkpoint_now" : item);
-    if (!a || (*a != guard::Action::kCheckpointNow && *a != guard::Action::kStop))
-      return core::Error(
-          core::ErrorKind::kUsage,
-          fmt::format("--signal '{}': allowed: checkpoint (SIGUSR1), stop (SIGTERM)", core::terminal_safe(item)));
-    out.push_back(*a);
-  }
-  return out;
-}
-
-// One JSON line per event, appended and written at once (a crash loses nothing written before).
-class EventLog {
- public:
-  static core::Result<EventLog> open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      const int err = errno;  // before anything else can overwrite it
-      return core::Error(core::ErrorKind::kIo,
-                         fmt::format("--log {}: {}", core::terminal_safe(path), std::strerror(err)));
-    }
-    return EventLog(fd);
-  }
-  EventLog(EventLog&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  EventLog& operator=(EventLog&&) = delete;
-  EventLog(const EventLog&) = delete;
-  ~EventLog() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void write(const nlohmann::json& e) {
-    const std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::size_t off = 0;
-    while (off < line.size()) {
-      const ssize_t n = ::write(fd_, line.data() + off, line.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (!failed_) core::log_warn("the guard log could not be written: {}", std::strerror(errno));
-        failed_ = true;
-        return;
-      }
-      off += static_cast<std::size_t>(n);
-    }
-  }
-
- private:
-  explicit EventLog(int fd) : fd_(fd) {}
-  int fd_ = -1;
-  bool failed_ = false;
-};
-
-// A line on stderr for what a person watching wants to see: level changes, advice, acks, signals.
-std::optional<std::string> human_line(const nlohmann::json& e) {
-  const std::string type = e.value("type", std::string());
-  auto s = [&](const char* k) { return core::terminal_safe(e.value(k, std::string())); };
-  if (type == "start")
-    return fmt::format("guarding GPU(s) {} (horizon {:g} s){}; job channel {}", e["gpus"].dump(),
-                       e.value("horizon_s", 5.0), e.value("dry_run", false) ? ", dry run: only logging" : "",
-                       s("socket"));
-  if (type == "decision")
-    return fmt::format("GPU {}: level {} -> {}{}: {}", e.value("gpu", -1), e.value("previous_level", 0),
-                       e.value("level", 0), e.value("rate_limited", false) ? " (rate limited: nothing sent)" : "",
-                       s("reason"));
-  if (type == "advice")
-    return fmt::format("  advice {} to {}: {}{}", s("id"), s("job"), s("action"),
-                       e.contains("factor") ? fmt::format(" {:g}", e.value("factor", 0.0)) : "");
-  if (type == "ack")
-    return fmt::format("  ack {} from {}: {} ({:.0f} ms from the sample)", s("id"), s("job"), s("status"),
-                       e.value("latency_ms", 0.0));
-  if (type == "ack_timeout") return fmt::format("  no ack for {} from {} by its deadline", s("id"), s("job"));
-  if (type == "signal")
-    return fmt::format("  {} to pid {}{} ({})", s("signal"), e.value("pid", 0),
-                       e.contains("name") ? " " + s("name") : "", s("action"));
-  if (type == "not_sent") return fmt::format("  {} not sent to {}: {}", s("action"), s("job"), s("why"));
-  if (type == "job_joined")
-    return fmt::format("job {} (pid {}, {}){}", s("job"), e.value("pid", 0), s("name"),
-                       e.value("connected", false) ? " connected" : " started");
-  if (type == "job_left") return fmt::format("job {} left ({})", s("job"), s("how"));
-  if (type == "note" || type == "protocol_error") return s(type == "note" ? "message" : "error");
-  if (type == "gpu_event") return fmt::format("GPU {}: {}", e.value("gpu", -1), s("event"));
-  return std::nullopt;
-}
-
 int run_guard(GuardFlags f, Context& ctx) {
   auto policy = f.policy ? guard::load_policy(*f.policy) : core::Result<guard::Policy>(guard::default_policy());
   if (!policy) return report_error(policy.error(), f.json);
@@ -138,7 +47,7 @@ int run_guard(GuardFlags f, Context& ctx) {
   if (f.command.empty() == f.pids.empty())
     return report_error(core::Error(core::ErrorKind::kUsage, "give a command after -- or --pid PID..., not both"),
                         f.json);
-  auto signals = parse_signals(f.signals);
+  auto signals = guard::signal_opt_in_from_text(f.signals);
   if (!signals) return report_error(signals.error(), f.json);
   // The guard reads only what it decides on: power, clocks and die temperature (fast), memory and
   // HBM temperature (slow), processes (non-critical work on a GPU) and XID events. Utilization,
@@ -150,9 +59,9 @@ int run_guard(GuardFlags f, Context& ctx) {
   auto config = f.sampler.to_config(defaults);
   if (!config) return report_error(config.error(), f.json);
 
-  std::optional<EventLog> log;
+  std::optional<guard::EventLog> log;
   if (f.log) {
-    auto l = EventLog::open(*f.log);
+    auto l = guard::EventLog::open(*f.log);
     if (!l) return report_error(l.error(), f.json);
     log.emplace(std::move(*l));
   }
@@ -197,7 +106,7 @@ int run_guard(GuardFlags f, Context& ctx) {
       }
     }
     if (!f.quiet)
-      if (auto line = human_line(e)) print_text(stderr, fmt::format("gpudoc guard: {}\n", *line));
+      if (auto line = view::guard_event_line(e)) print_text(stderr, fmt::format("gpudoc guard: {}\n", *line));
   };
   install_stop_handlers();
   auto r = guard::run_session(*live->backend, *live->clock, *channel, o, stop_requests(), sink);

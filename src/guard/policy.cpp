@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <regex>
+#include <sstream>
 #include <utility>
 
 #include "core/file.hpp"
+#include "core/text.hpp"
 
 namespace gpudoc::guard {
 namespace {
@@ -411,6 +413,22 @@ std::optional<Action> action_from_string(std::string_view name) noexcept {
                    Action::kStop})
     if (name == to_string(a)) return a;
   return std::nullopt;
+}
+
+core::Result<std::vector<Action>> signal_opt_in_from_text(const std::string& text) {
+  std::vector<Action> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto a = action_from_string(item == "checkpoint" ? "checkpoint_now" : item);
+    if (!a || (*a != Action::kCheckpointNow && *a != Action::kStop))
+      return core::Error(
+          core::ErrorKind::kUsage,
+          fmt::format("--signal '{}': allowed: checkpoint (SIGUSR1), stop (SIGTERM)", core::terminal_safe(item)));
+    out.push_back(*a);
+  }
+  return out;
 }
 bool fires_below(Metric m) noexcept { return m == Metric::kSecondsToOom; }
 

@@ -89,6 +89,10 @@ struct Policy {
 [[nodiscard]] const char* to_string(FatalEvent e) noexcept;
 // The inverse of to_string(Action): "shrink_batch" -> kShrinkBatch; nullopt for any other word.
 [[nodiscard]] std::optional<Action> action_from_string(std::string_view name) noexcept;
+// The actions a job that does not acknowledge may receive as signals (`gpudoc guard --signal`):
+// "checkpoint" (or "checkpoint_now", SIGUSR1) and "stop" (SIGTERM), comma-separated; empty items
+// are skipped. Errors: kUsage naming the first other word.
+[[nodiscard]] core::Result<std::vector<Action>> signal_opt_in_from_text(const std::string& text);
 // true for seconds_to_oom: it fires when the value is at or below the threshold.
 [[nodiscard]] bool fires_below(Metric m) noexcept;
 
