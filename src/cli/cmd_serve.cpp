@@ -6,19 +6,15 @@
 
 #include <chrono>
 #include <cstdio>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
 
 #include "baseline/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/file.hpp"
 #include "core/host.hpp"
-#include "core/process_tree.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "serve/config.hpp"
+#include "serve/process_labels.hpp"
 #include "serve/server.hpp"
 #include "serve/service.hpp"
 #include "telemetry/recorder.hpp"
@@ -32,12 +28,8 @@ namespace {
 constexpr std::chrono::milliseconds kServeGpmPeriod{1000};
 
 struct ServeFlags {
-  std::string listen;
+  serve::SettingFlags settings;
   std::string config;
-  bool dcgm_compatible = false;
-  double diagnose_window_s = 0;  // 0: the config's, else 120
-  double diagnose_every_s = 0;   // 0: the config's, else 10
-  double history_s = 0;          // 0: the config's, else 600
   std::optional<std::string> store;
   bool no_store = false;
   double duration_s = 0;
@@ -45,12 +37,7 @@ struct ServeFlags {
 };
 
 // Flags over the config file over the defaults.
-struct Settings {
-  serve::ListenAddress listen{"127.0.0.1", serve::kDefaultPort};
-  bool dcgm_compatible = false;
-  double diagnose_window_s = 120;
-  double diagnose_every_s = 10;
-  double history_s = 600;
+struct Settings : serve::Settings {
   std::optional<std::string> store;  // the path; nullopt: no store
   telemetry::SamplerConfig sampler;
 };
@@ -58,36 +45,25 @@ struct Settings {
 core::Result<Settings> settings_of(const ServeFlags& f) {
   serve::ConfigFile file;
   if (!f.config.empty()) {
-    auto text = core::read_file(f.config, {.max_bytes = 4 << 20, .what = "a serve config"});
-    if (!text) return core::Error(core::ErrorKind::kUsage, fmt::format("--config: {}", text.error().message()));
-    auto parsed = serve::parse_config(*text, f.config);
+    auto parsed = serve::load_config(f.config);
     if (!parsed) return parsed.error();
     file = std::move(*parsed);
   }
+  auto resolved = serve::resolve_settings(f.settings, file);
+  if (!resolved) return resolved.error();
   Settings s;
-  const std::string listen = !f.listen.empty() ? f.listen : file.listen.value_or("");
-  if (!listen.empty()) {
-    auto a = serve::parse_listen(listen);
-    if (!a) return a.error();
-    s.listen = *a;
-  }
-  s.dcgm_compatible = f.dcgm_compatible || file.dcgm_compatible.value_or(false);
-  s.diagnose_window_s = f.diagnose_window_s > 0 ? f.diagnose_window_s : file.diagnose_window_s.value_or(120);
-  s.diagnose_every_s = f.diagnose_every_s > 0 ? f.diagnose_every_s : file.diagnose_every_s.value_or(10);
-  s.history_s = f.history_s > 0 ? f.history_s : file.history_s.value_or(600);
+  static_cast<serve::Settings&>(s) = *resolved;
   if (!f.no_store) {
     auto path = baseline::default_store_path(f.store ? f.store : file.store);
     if (!path) return path.error();
     s.store = *path;
   }
   // The recorder's periods but GPM. Utilization is drained every 10 s as in a recording, not every
-  // second: each drain costs ~5 ms of CPU whatever it returns, and on the H200 under a training job
-  // serve cost 0.618 % of a core draining every second against 0.282 % every 10 s; every sample still
-  // arrives, with the driver's timestamp, at most ~10 s late. GPM is read every second, not every
-  // 200 ms: its metrics are differences of two counter snapshots, whose interval is ours to choose
-  // (no sensor ticks under it), and serve alone under the same job then cost 0.200 % (twice)
-  // against 0.292-0.300 % (docs/results/serve.md). The config's periods over these, the flags' last
-  // (the later wins).
+  // second: each drain costs CPU whatever it returns, and every sample still arrives, with the
+  // driver's timestamp, at most ~10 s late. GPM is read every second, not every 200 ms: its metrics
+  // are differences of two counter snapshots, whose interval is ours to choose (no sensor ticks
+  // under it); docs/results/serve.md has what each costs. The config's periods over these, the
+  // flags' last (the later wins).
   auto defaults = telemetry::SamplerConfig::default_periods();
   defaults[gpu::index(gpu::MetricGroup::kGpm)] = kServeGpmPeriod;
   SamplerFlags sampler = f.sampler;
@@ -100,31 +76,6 @@ core::Result<Settings> settings_of(const ServeFlags& f) {
   s.sampler = std::move(*config);
   return s;
 }
-
-// Container and pod of each GPU process, from its cgroup; read once a pid (and again after a minute,
-// in case the pid was reused).
-class CgroupLabeler {
- public:
-  void operator()(serve::ProcessSnapshot& p) {
-    const auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(mu_);
-    auto it = cache_.find(p.pid);
-    if (it == cache_.end() || now - it->second.read_at > std::chrono::minutes(1)) {
-      if (cache_.size() > 4096) cache_.clear();
-      it = cache_.insert_or_assign(p.pid, Entry{core::process_cgroup_identity(static_cast<pid_t>(p.pid)), now}).first;
-    }
-    p.container_id = it->second.id.container_id;
-    p.pod_uid = it->second.id.pod_uid;
-  }
-
- private:
-  struct Entry {
-    core::CgroupIdentity id;
-    std::chrono::steady_clock::time_point read_at;
-  };
-  std::mutex mu_;
-  std::unordered_map<std::uint32_t, Entry> cache_;
-};
 
 serve::Handlers handlers_of(serve::Service& service) {
   serve::Handlers h;
@@ -173,7 +124,7 @@ int run_serve(const ServeFlags& f, Context& ctx) {
   so.diagnose_window = std::chrono::seconds(static_cast<long>(s->diagnose_window_s));
   so.diagnose_every = std::chrono::seconds(static_cast<long>(s->diagnose_every_s));
   so.store = s->store;
-  auto labeler = std::make_shared<CgroupLabeler>();
+  auto labeler = std::make_shared<serve::CgroupLabeler>();
   if (live->real()) so.label_process = [labeler](serve::ProcessSnapshot& p) { (*labeler)(p); };
   so.hostname = core::host_name();
   so.version = core::kVersion;
@@ -232,16 +183,16 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
       "GPUDOC_BACKEND=replay:FILE serves a recorded trace, fake:N scripted GPUs (docs/serve.md).\n"
       "The sampler runs at the recorder's periods (gpudoc record --help) except GPM, read every second\n"
       "(--period gpm=200 for the recorder's rate, at about 0.1 % of a core more per GPU).");
-  cmd->add_option("--listen", f->listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
+  cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
   cmd->add_option("--config", f->config, "a JSON file of settings (docs/serve.md); flags override it");
-  cmd->add_flag("--dcgm-compatible", f->dcgm_compatible,
+  cmd->add_flag("--dcgm-compatible", f->settings.dcgm_compatible,
                 "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");
   // The same ranges as the config file's keys (serve/config.hpp).
-  add_number(*cmd, "--diagnose-window", f->diagnose_window_s, {.min = 2, .max = 3600, .unit = "seconds"},
+  add_number(*cmd, "--diagnose-window", f->settings.diagnose_window_s, {.min = 2, .max = 3600, .unit = "seconds"},
              "seconds the sliding diagnosis looks at (default 120)");
-  add_number(*cmd, "--diagnose-every", f->diagnose_every_s, {.min = 1, .max = 3600, .unit = "seconds"},
+  add_number(*cmd, "--diagnose-every", f->settings.diagnose_every_s, {.min = 1, .max = 3600, .unit = "seconds"},
              "seconds between two diagnoses (default 10)");
-  add_number(*cmd, "--history", f->history_s, {.min = 60, .max = 86400, .unit = "seconds"},
+  add_number(*cmd, "--history", f->settings.history_s, {.min = 60, .max = 86400, .unit = "seconds"},
              "seconds of waveforms kept for the dashboard (default 600)");
   cmd->add_option("--store", f->store,
                   "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");

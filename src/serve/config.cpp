@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file.hpp"
+
 namespace gpudoc::serve {
 namespace {
 
@@ -108,6 +110,27 @@ core::Result<ConfigFile> parse_config(std::string_view text, std::string_view na
     }
   }
   return c;
+}
+
+core::Result<ConfigFile> load_config(const std::string& path) {
+  auto text = core::read_file(path, {.max_bytes = 4 << 20, .what = "a serve config"});
+  if (!text) return core::Error(core::ErrorKind::kUsage, fmt::format("--config: {}", text.error().message()));
+  return parse_config(*text, path);
+}
+
+core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile& file) {
+  Settings s;
+  const std::string listen = !f.listen.empty() ? f.listen : file.listen.value_or("");
+  if (!listen.empty()) {
+    auto a = parse_listen(listen);
+    if (!a) return a.error();
+    s.listen = *a;
+  }
+  s.dcgm_compatible = f.dcgm_compatible || file.dcgm_compatible.value_or(false);
+  s.diagnose_window_s = f.diagnose_window_s > 0 ? f.diagnose_window_s : file.diagnose_window_s.value_or(120);
+  s.diagnose_every_s = f.diagnose_every_s > 0 ? f.diagnose_every_s : file.diagnose_every_s.value_or(10);
+  s.history_s = f.history_s > 0 ? f.history_s : file.history_s.value_or(600);
+  return s;
 }
 
 }  // namespace gpudoc::serve

@@ -20,6 +20,8 @@
 
 namespace gpudoc::serve {
 
+inline constexpr int kDefaultPort = 9401;  // beside dcgm-exporter's 9400 (9402 is cert-manager's); deploy/ uses it
+
 struct ListenAddress {
   std::string host;  // "127.0.0.1", "::1", "0.0.0.0", "node7"
   int port = 0;      // 0..65535 (0: any free port)
@@ -42,5 +44,28 @@ struct ConfigFile {
 // Errors: kUsage naming `name` and the key: not JSON, not an object, an unknown key, a value of the
 // wrong type or out of range (seconds: window 2..3600, every 1..3600, history 60..86400).
 [[nodiscard]] core::Result<ConfigFile> parse_config(std::string_view text, std::string_view name);
+
+// parse_config of the file at `path` (at most 4 MiB). Errors: kUsage "--config: ..." when it cannot
+// be read, else parse_config's.
+[[nodiscard]] core::Result<ConfigFile> load_config(const std::string& path);
+
+// What serve runs with besides its store and sampler: each flag given (a number above 0, a text
+// not empty, a flag set) over the file's value over the default.
+struct SettingFlags {
+  std::string listen;
+  bool dcgm_compatible = false;
+  double diagnose_window_s = 0;  // 0: the file's, else 120
+  double diagnose_every_s = 0;   // 0: the file's, else 10
+  double history_s = 0;          // 0: the file's, else 600
+};
+struct Settings {
+  ListenAddress listen{"127.0.0.1", kDefaultPort};
+  bool dcgm_compatible = false;
+  double diagnose_window_s = 120;
+  double diagnose_every_s = 10;
+  double history_s = 600;
+};
+// Errors: parse_listen's for the address in effect.
+[[nodiscard]] core::Result<Settings> resolve_settings(const SettingFlags& flags, const ConfigFile& file);
 
 }  // namespace gpudoc::serve

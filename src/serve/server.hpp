@@ -41,11 +41,10 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "serve/config.hpp"
 #include "serve/exposition.hpp"
 
 namespace gpudoc::serve {
-
-inline constexpr int kDefaultPort = 9401;  // beside dcgm-exporter's 9400 (9402 is cert-manager's); deploy/ uses it
 
 // Sent with every answer: no script, style or connection from anywhere but this server, no framing.
 inline constexpr const char* kContentSecurityPolicy =

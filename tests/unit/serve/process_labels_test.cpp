@@ -1,0 +1,84 @@
+// serve's per-process labels (a cgroup read once per pid, again after a minute) and the settings
+// serve runs with (flags over the config file over the defaults).
+#include "serve/process_labels.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/temp_dir.hpp"
+#include "serve/config.hpp"
+
+namespace gpudoc::serve {
+namespace {
+
+TEST(ServeCgroupLabeler, ReadsAPidOnceAMinute) {
+  int reads = 0;
+  auto now = std::chrono::steady_clock::time_point{};
+  CgroupLabeler labeler(
+      [&](pid_t pid) {
+        ++reads;
+        return core::CgroupIdentity{.container_id = "c" + std::to_string(pid) + "-" + std::to_string(reads),
+                                    .pod_uid = "pod"};
+      },
+      [&] { return now; });
+  ProcessSnapshot p{.pid = 7};
+  labeler(p);
+  EXPECT_EQ(p.container_id, "c7-1");
+  EXPECT_EQ(p.pod_uid, "pod");
+  now += std::chrono::seconds(60);
+  ProcessSnapshot again{.pid = 7};
+  labeler(again);
+  EXPECT_EQ(again.container_id, "c7-1");  // within the minute: not read again
+  now += std::chrono::seconds(1);
+  labeler(again);
+  EXPECT_EQ(again.container_id, "c7-2");  // the pid may have been reused
+  EXPECT_EQ(reads, 2);
+}
+
+TEST(ServeSettings, FlagsOverTheFileOverTheDefaults) {
+  auto defaults = resolve_settings({}, {});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->listen.host, "127.0.0.1");
+  EXPECT_EQ(defaults->listen.port, kDefaultPort);
+  EXPECT_DOUBLE_EQ(defaults->diagnose_window_s, 120);
+  EXPECT_DOUBLE_EQ(defaults->diagnose_every_s, 10);
+  EXPECT_DOUBLE_EQ(defaults->history_s, 600);
+  EXPECT_FALSE(defaults->dcgm_compatible);
+
+  ConfigFile file;
+  file.listen = "0.0.0.0:9500";
+  file.dcgm_compatible = true;
+  file.diagnose_window_s = 60;
+  file.history_s = 900;
+  auto mixed = resolve_settings({.listen = ":9600", .diagnose_window_s = 30}, file);
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(mixed->listen.port, 9600);
+  EXPECT_TRUE(mixed->dcgm_compatible);
+  EXPECT_DOUBLE_EQ(mixed->diagnose_window_s, 30);
+  EXPECT_DOUBLE_EQ(mixed->diagnose_every_s, 10);
+  EXPECT_DOUBLE_EQ(mixed->history_s, 900);
+
+  auto bad = resolve_settings({.listen = "host:"}, file);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind(), core::ErrorKind::kUsage);
+}
+
+TEST(ServeSettings, AConfigFileThatCannotBeReadIsAUsageError) {
+  auto missing = load_config("/nonexistent/serve.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_EQ(missing.error().message().rfind("--config: ", 0), 0u) << missing.error().message();
+
+  auto dir = core::PrivateDir::create("gpudoc-test-serve");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir->path() + "/serve.json";
+  std::ofstream(path) << R"({"history_s": 120, "periods": {"fast": 100}})";
+  auto file = load_config(path);
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->history_s, 120);
+  EXPECT_EQ(file->periods.at("fast"), 100);
+}
+
+}  // namespace
+}  // namespace gpudoc::serve
