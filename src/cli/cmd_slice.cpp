@@ -2,17 +2,15 @@
 // gpudoc slice list: the slices that run now, their processes and their use against the limits.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/text.hpp"
 #include "slice/slice.hpp"
+#include "view/slice_list.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -29,59 +27,16 @@ struct SliceFlags {
 
 core::Error usage(const std::string& message) { return core::Error(core::ErrorKind::kUsage, message); }
 
-core::Result<slice::Limits> parse_limits(const SliceFlags& f) {
-  slice::Limits limits;
-  if (f.mem.empty() && f.sm.empty() && f.pcie.empty())
-    return usage(
-        "give a limit: --mem SIZE (e.g. --mem 40G), --sm PERCENT (e.g. --sm 30) and/or --pcie RATE (e.g. --pcie 12G)");
-  if (!f.mem.empty()) {
-    auto mem = slice::parse_size(f.mem, "--mem");
-    if (!mem) return mem.error();
-    limits.memory_bytes = *mem;
-  }
-  if (!f.sm.empty()) {
-    auto sm = slice::parse_percent(f.sm, "--sm");
-    if (!sm) return sm.error();
-    limits.sm_percent = *sm;
-  }
-  if (!f.pcie.empty()) {
-    auto rate = slice::parse_rate(f.pcie, "--pcie");
-    if (!rate) return rate.error();
-    limits.pcie_bytes_per_second = *rate;
-  }
-  return limits;
-}
-
 std::string exe_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-// How the slice enforces --sm, and what it cannot enforce, said before the job starts.
-void warn_unenforced(const slice::Limits& limits, const slice::Placement& placement) {
-  if (placement.mechanism == slice::Mechanism::kInterception && limits.sm_percent > 0)
-    std::fputs(
-        "gpudoc slice: --sm without MPS: kernel and graph launches pass only in the slice's own part of each "
-        "20 ms, kept apart from your other slices' parts, and as long as NVML's per-process figure keeps the "
-        "slice under its share; a process outside any slice is not kept apart, and no launch throttling bounds a "
-        "neighbour's tail latency: for a share that holds beside any process, start an MPS control daemon "
-        "(docs/slice.md)\n",
-        stderr);
-  if (limits.pcie_bytes_per_second > 0 && placement.mechanism == slice::Mechanism::kInterception)
-    std::fputs(
-        "gpudoc slice: --pcie: host<->device copies are held back when issued, so the rate holds on average "
-        "over more than 50 ms, not within one large copy; 2D/3D and peer copies are not counted\n",
-        stderr);
-  if (limits.pcie_bytes_per_second > 0 && placement.mechanism != slice::Mechanism::kInterception)
-    std::fputs("gpudoc slice: warning: --pcie is not enforced under MPS (the interception library is not loaded)\n",
-               stderr);
-}
-
 int run_slice(SliceFlags& f) {
   if (f.command.empty())
     return report_error(usage("give the command to run after --, e.g. -- python3 train.py"), false);
-  auto limits = parse_limits(f);
+  auto limits = slice::limits_from_text(f.mem, f.sm, f.pcie);
   if (!limits) return report_error(limits.error(), false);
   const slice::Placement placement = slice::choose_placement();
   std::string library;
@@ -104,7 +59,7 @@ int run_slice(SliceFlags& f) {
         stderr, "gpudoc slice: %s: memory %s, SM %s; %s\n", core::terminal_safe(request.name).c_str(),
         limits->memory_bytes > 0 ? core::human_bytes(static_cast<double>(limits->memory_bytes)).c_str() : "no cap",
         limits->sm_percent > 0 ? fmt::format("{} %", limits->sm_percent).c_str() : "no cap", placement.note.c_str());
-    warn_unenforced(*limits, placement);
+    std::fputs(slice::enforcement_notes(*limits, placement).c_str(), stderr);
   }
   install_stop_handlers();
   auto code = slice::run(request, placement, library, &stop_requests());
@@ -112,65 +67,12 @@ int run_slice(SliceFlags& f) {
   return *code;  // the job's own exit status passes through (after stop signal N: 128 + N, the caller)
 }
 
-nlohmann::json listed_json(const slice::Listed& s) {
-  nlohmann::json procs = nlohmann::json::array();
-  for (const auto& p : s.state.processes)
-    procs.push_back({{"pid", p.pid},
-                     {"used_bytes", p.used_bytes},
-                     {"peak_bytes", p.peak_bytes},
-                     {"refused_allocations", p.refused}});
-  return {{"name", s.state.name},
-          {"command", s.state.command},
-          {"gpudoc_pid", s.state.owner_pid},
-          {"running", s.owner_running},
-          {"mechanism", s.state.mechanism == 1 ? "mps" : "interception"},
-          {"memory_limit_bytes", s.state.limits.memory_bytes},
-          {"memory_used_bytes", s.state.used_bytes},
-          {"sm_percent", s.state.limits.sm_percent},
-          {"sm_window_start_percent", s.state.mechanism == 0 && s.state.limits.sm_percent > 0
-                                          ? nlohmann::json(s.state.limits.sm_window_offset_permyriad / 100.0)
-                                          : nlohmann::json()},
-          {"pcie_bytes_per_second", s.state.limits.pcie_bytes_per_second},
-          {"copied_bytes", s.state.copy_bytes},
-          {"copy_waited_seconds", static_cast<double>(s.state.copy_waited_ns) / 1e9},
-          {"reaped_bytes", s.state.reaped_bytes},
-          {"recovered_locks", s.state.recovered_locks},
-          {"created_unix_seconds", s.state.created_unix_seconds},
-          {"processes", procs}};
-}
-
 int run_list(const SliceFlags& f) {
   const auto slices = slice::list();
-  if (f.list_json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& s : slices) out.push_back(listed_json(s));
-    print_json(nlohmann::json{{"slices", out}});
-    return 0;
-  }
-  if (slices.empty()) {
-    std::puts("no slices run now (gpudoc slice --mem SIZE -- CMD starts one)");
-    return 0;
-  }
-  std::vector<std::vector<std::string>> rows{
-      {"NAME", "GPUDOC PID", "MECHANISM", "MEMORY", "SM", "PROCESSES", "COMMAND"}};
-  for (const auto& s : slices) {
-    const auto& st = s.state;
-    std::string procs;
-    for (const auto& p : st.processes)
-      procs +=
-          fmt::format("{}{}:{}", procs.empty() ? "" : " ", p.pid, core::human_bytes(static_cast<double>(p.used_bytes)));
-    rows.push_back({core::terminal_safe(st.name), fmt::format("{}{}", st.owner_pid, s.owner_running ? "" : " (gone)"),
-                    st.mechanism == 1 ? "mps" : "interception",
-                    core::human_bytes(static_cast<double>(st.used_bytes)) + " / " +
-                        (st.limits.memory_bytes > 0 ? core::human_bytes(static_cast<double>(st.limits.memory_bytes))
-                                                    : std::string("no cap")),
-                    st.limits.sm_percent == 0 ? std::string("-")
-                    : st.mechanism == 1       ? fmt::format("{} %", st.limits.sm_percent)
-                                              : fmt::format("{} % (window from {:g} %)", st.limits.sm_percent,
-                                                            st.limits.sm_window_offset_permyriad / 100.0),
-                    procs.empty() ? "-" : procs, core::terminal_safe(st.command)});
-  }
-  std::fputs(core::render_table(rows).c_str(), stdout);
+  if (f.list_json)
+    print_json(view::slice_list_json(slices));
+  else
+    std::fputs(view::render_slice_list(slices).c_str(), stdout);
   return 0;
 }
 

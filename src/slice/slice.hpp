@@ -34,6 +34,11 @@ namespace gpudoc::slice {
 [[nodiscard]] core::Result<std::uint32_t> parse_percent(std::string_view text, std::string_view flag);
 // "12G", "12GB/s", "800M/s": bytes per second (sizes as parse_size).
 [[nodiscard]] core::Result<std::uint64_t> parse_rate(std::string_view text, std::string_view flag);
+// The limits of `gpudoc slice --mem SIZE --sm PERCENT --pcie RATE` from the flags' texts (empty: not
+// given). Errors: kUsage when none is given (the message shows each flag), else parse_size's,
+// parse_percent's or parse_rate's.
+[[nodiscard]] core::Result<Limits> limits_from_text(const std::string& mem, const std::string& sm,
+                                                    const std::string& pcie);
 
 // The total memory of the job's first GPU (as CUDA numbers them), in bytes, read through the CUDA
 // driver (libcuda.so.1, or the file GPUDOC_CUDA_DRIVER names). kEnvironment when there is no driver
@@ -54,6 +59,9 @@ struct Placement {
 [[nodiscard]] Placement choose_placement();
 // The variables that make an MPS client honour `limits`.
 [[nodiscard]] std::vector<std::string> mps_environment(const Limits& limits);
+// What a person is told before the job starts about what `placement` enforces of `limits` and what
+// it cannot: lines for stderr, each starting "gpudoc slice: "; empty when there is nothing to say.
+[[nodiscard]] std::string enforcement_notes(const Limits& limits, const Placement& placement);
 
 // Where a new slice's compute window goes (interception library, --sm): its start in each gate period,
 // in 1/10000 of the period, so that its part [start, start + cap) overlaps least the parts `taken` by

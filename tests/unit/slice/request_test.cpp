@@ -1,0 +1,46 @@
+// What a person asks of a slice: limits from the flags' texts, and the notes on what the chosen
+// mechanism enforces of them.
+#include <gtest/gtest.h>
+
+#include "slice/slice.hpp"
+
+namespace gpudoc::slice {
+namespace {
+
+TEST(SliceRequest, LimitsFromTheFlagsTexts) {
+  auto all = limits_from_text("40G", "30", "12G");
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  EXPECT_EQ(all->memory_bytes, 40ull << 30);
+  EXPECT_EQ(all->sm_percent, 30u);
+  EXPECT_EQ(all->pcie_bytes_per_second, 12ull << 30);
+  auto mem_only = limits_from_text("512MiB", "", "");
+  ASSERT_TRUE(mem_only.ok());
+  EXPECT_EQ(mem_only->sm_percent, 0u);
+  EXPECT_EQ(mem_only->pcie_bytes_per_second, 0u);
+
+  auto none = limits_from_text("", "", "");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_EQ(none.error().message(),
+            "give a limit: --mem SIZE (e.g. --mem 40G), --sm PERCENT (e.g. --sm 30) and/or --pcie RATE (e.g. --pcie "
+            "12G)");
+  auto bad = limits_from_text("40G", "130", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--sm"), std::string::npos) << bad.error().message();
+}
+
+TEST(SliceRequest, NotesSayWhatEachMechanismEnforces) {
+  const Placement interception{.mechanism = Mechanism::kInterception};
+  const Placement mps{.mechanism = Mechanism::kMps};
+  EXPECT_EQ(enforcement_notes({.memory_bytes = 1 << 30}, interception), "");
+  const std::string sm = enforcement_notes({.sm_percent = 30}, interception);
+  EXPECT_EQ(sm.rfind("gpudoc slice: --sm without MPS: ", 0), 0u) << sm;
+  EXPECT_EQ(enforcement_notes({.sm_percent = 30}, mps), "");
+  const std::string pcie = enforcement_notes({.pcie_bytes_per_second = 1 << 30}, interception);
+  EXPECT_EQ(pcie.rfind("gpudoc slice: --pcie: host<->device copies are held back", 0), 0u) << pcie;
+  EXPECT_EQ(enforcement_notes({.pcie_bytes_per_second = 1 << 30}, mps),
+            "gpudoc slice: warning: --pcie is not enforced under MPS (the interception library is not loaded)\n");
+}
+
+}  // namespace
+}  // namespace gpudoc::slice
