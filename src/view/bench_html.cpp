@@ -192,83 +192,6 @@ std::string matrix_html(const std::string& key, const json& matrix) {
   return t + "</table>\n";
 }
 
-constexpr std::string_view kCss = R"CSS(
-:root{--fg:#1d2330;--muted:#5d6678;--line:#d9dde5;--bad:#c62828;--bg:#fff}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1200px;padding:16px 24px}
-h1{font-size:22px;margin:4px 0}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid var(--line);padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}
-.muted{color:var(--muted)}code{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace}.hint{font-size:12px;color:var(--muted)}
-table{border-collapse:collapse;margin:6px 0}td,th{border-bottom:1px solid var(--line);padding:3px 12px 3px 0;text-align:left;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.bad,.wide{color:var(--bad);font-weight:600}
-.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:4px 16px}
-)CSS";
-
-constexpr std::string_view kJs = R"JS(
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
-  function fmt(unit) {
-    return function (u, v) {
-      if (v == null) return "—";
-      var s = Math.abs(v) >= 1e6 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(3) : String(+v.toPrecision(4));
-      return unit ? s + " " + unit : s;
-    };
-  }
-  var plain = fmt("");
-  function bytes(v) {
-    if (v == null) return "";
-    var k = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0, x = v;
-    while (x >= 1024 && i < k.length - 1) { x /= 1024; i++; }
-    return String(+x.toPrecision(4)) + " " + k[i];
-  }
-  function widthOf(el) { return Math.max(320, (el.clientWidth || 560) - 8); }
-  var plots = [];
-  function add(host, opts, cols) {
-    var el = document.createElement("div");
-    host.appendChild(el);
-    opts.width = widthOf(host);
-    opts.height = 220;
-    opts.cursor = { drag: { x: true, y: false } };
-    plots.push(new uPlot(opts, cols, el));
-  }
-  data.samples.forEach(function (s) {
-    var host = document.getElementById("samples-" + s.i);
-    if (!host) return;
-    var xs = s.values.map(function (_, i) { return i + 1; });
-    var f = fmt(s.unit);
-    var series = [{ label: "sample" },
-      { label: s.key, stroke: "#1f77b4", width: 1.2, value: f, points: { show: true, size: 4 } },
-      { label: "median", stroke: "#555555", width: 1, dash: [4, 4], value: f, points: { show: false } }];
-    var cols = [xs, s.values, xs.map(function () { return s.median; })];
-    if (s.host_cpu) {
-      series.push({ label: "host thread CPU per launch", stroke: "#d95f02", width: 1, value: f, points: { show: false } });
-      cols.push(s.host_cpu);
-    }
-    add(host, { title: s.key + " (" + s.unit + "), CV " + (100 * s.cv).toFixed(2) + " %",
-                scales: { x: { time: false } }, series: series,
-                axes: [{ label: "sample, in the order measured" },
-                       { size: 60, values: function (u, vals) { return vals.map(function (v) { return plain(u, v); }); } }] }, cols);
-  });
-  data.curves.forEach(function (c) {
-    var host = document.getElementById("curve-" + c.i);
-    if (!host) return;
-    var f = fmt("GB/s");
-    add(host, { title: c.key + ": bandwidth by message size",
-                scales: { x: { time: false, distr: 3, log: 2 } },
-                series: [{ label: "size", value: function (u, v) { return v == null ? "—" : bytes(v); } },
-                  { label: "bus bandwidth", stroke: "#1f77b4", width: 1.5, value: f },
-                  { label: "algorithm bandwidth", stroke: "#2ca02c", width: 1, dash: [6, 3], value: f }],
-                axes: [{ values: function (u, vals) { return vals.map(bytes); } },
-                       { size: 60, label: "GB/s", values: function (u, vals) { return vals.map(function (v) { return plain(u, v); }); } }] },
-        [c.bytes, c.busbw, c.algbw]);
-  });
-  window.addEventListener("resize", function () {
-    plots.forEach(function (u) { u.setSize({ width: widthOf(u.root.parentNode), height: 220 }); });
-  });
-  document.body.dataset.plots = String(plots.length);
-  document.body.dataset.rendered = "ok";
-})();
-)JS";
-
 }  // namespace
 
 core::Result<std::string> render_bench_html(const json& report, const WebAssets& assets) {
@@ -280,7 +203,8 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
   const std::string gpu_name = str(obj(obj(report, "machine"), "gpu"), "name");
   std::string page;
   page.reserve(256 * 1024);
-  page += html_page_start("gpudoc bench" + (gpu_name.empty() ? std::string() : " — " + gpu_name), assets, kCss);
+  page += html_page_start("gpudoc bench" + (gpu_name.empty() ? std::string() : " — " + gpu_name), assets,
+                          report_file("bench.css"));
   page += "<p class=\"muted\">" + html_escape(machine_text(report)) + "</p>\n";
   const std::string during = conditions_text(obj(report, "conditions"));
   if (!during.empty()) page += "<p class=\"muted\">During the run: " + html_escape(during) + "</p>\n";
@@ -343,7 +267,7 @@ core::Result<std::string> render_bench_html(const json& report, const WebAssets&
   if (!sample_divs.empty()) page += "<h2>Samples</h2>\n<div class=\"plots\">\n" + sample_divs + "</div>\n";
   if (es.empty()) page += "<p>No results in this report.</p>\n";
 
-  page += html_page_end({{"samples", samples}, {"curves", curves}}, kJs, assets);
+  page += html_page_end({{"samples", samples}, {"curves", curves}}, report_file("bench.js"), assets);
   return page;
 }
 

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "view/dashboard_files.hpp"
+#include "view/embedded_files.hpp"
 #include "view/web_assets.hpp"
 
 namespace gpudoc::view {
@@ -12,9 +12,10 @@ constexpr std::string_view kAssets = "/assets/";
 constexpr std::string_view kUplotJs = "uPlot.iife.min.js";
 constexpr std::string_view kUplotCss = "uPlot.min.css";
 
-constexpr std::array<std::string_view, 7> kPaths = {"/",
+constexpr std::array<std::string_view, 8> kPaths = {"/",
                                                     "/assets/dashboard.js",
                                                     "/assets/findings_shading.js",
+                                                    "/assets/plot_catalog.json",
                                                     "/assets/dashboard.css",
                                                     "/assets/errors.js",
                                                     "/assets/uPlot.iife.min.js",
@@ -24,6 +25,7 @@ std::string_view content_type_of(std::string_view name) {
   if (name.ends_with(".html")) return "text/html; charset=utf-8";
   if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
   if (name.ends_with(".css")) return "text/css; charset=utf-8";
+  if (name.ends_with(".json")) return "application/json";
   return "application/octet-stream";
 }
 

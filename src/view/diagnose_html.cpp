@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/version.hpp"
 #include "view/dashboard_assets.hpp"
@@ -15,23 +18,53 @@ namespace {
 
 using gpu::Metric;
 
-// The curves the page plots: trace metric, key in the page's data, scale (for the JS).
+// A curve the page plots: a trace metric, kept in the page's data under the metric's name, in the
+// unit it is plotted in (values multiplied by scale: bytes -> GiB) and rounded to 1/round.
 struct Curve {
   Metric metric;
-  const char* key;
-  double scale;  // multiply values by this (bytes -> GiB)
-  double round;  // keep this many decimals' worth: value rounded to 1/round
+  std::string key;
+  double scale;
+  double round;
 };
-constexpr Curve kCurves[] = {
-    {Metric::kGpuUtilizationPercent, "gpu_utilization_percent", 1, 10},
-    {Metric::kGpmSmActivityPercent, "gpm_sm_activity_percent", 1, 10},
-    {Metric::kGpmTensorActivityPercent, "gpm_tensor_activity_percent", 1, 10},
-    {Metric::kGpmDramActivityPercent, "gpm_dram_activity_percent", 1, 10},
-    {Metric::kMemoryUtilizationPercent, "memory_utilization_percent", 1, 10},
-    {Metric::kPowerWatts, "power_watts", 1, 10},
-    {Metric::kSmClockMhz, "sm_clock_mhz", 1, 1},
-    {Metric::kMemoryUsedBytes, "memory_used_gib", 1.0 / (1024.0 * 1024.0 * 1024.0), 1000},
-};
+
+// The catalog of plotted curves, web/dashboard/plot_catalog.json, which serve's dashboard reads too:
+// each curve's label, colour, unit, scale and decimals, and the plots of each page. Parsed once;
+// discarded (no plots) if it does not parse, which a unit test keeps from shipping.
+const nlohmann::json& plot_catalog() {
+  static const nlohmann::json catalog = [] {
+    const auto file = dashboard_asset("/assets/plot_catalog.json");
+    return nlohmann::json::parse(file ? file->body : std::string_view(), nullptr, false);
+  }();
+  return catalog;
+}
+
+// What the page's script reads of the catalog: the curves and the "report" layout (no plots when
+// the catalog is unusable).
+nlohmann::json report_catalog() {
+  const nlohmann::json& c = plot_catalog();
+  if (!c.is_object() || !c.contains("series") || !c.contains("report"))
+    return {{"series", nlohmann::json::object()}, {"report", nlohmann::json::array()}};
+  return {{"series", c["series"]}, {"report", c["report"]}};
+}
+
+// The curves of the catalog's "report" layout, in its order.
+const std::vector<Curve>& report_curves() {
+  static const std::vector<Curve> curves = [] {
+    std::vector<Curve> out;
+    const nlohmann::json c = report_catalog();
+    for (const auto& plot : c["report"])
+      for (const auto& name : plot.value("series", nlohmann::json::array())) {
+        if (!name.is_string()) continue;
+        const std::string key = name.get<std::string>();
+        const auto metric = gpu::metric_from_name(key);
+        const auto it = c["series"].find(key);
+        if (!metric || it == c["series"].end()) continue;
+        out.push_back({*metric, key, it->value("scale", 1.0), std::pow(10.0, it->value("decimals", 0))});
+      }
+    return out;
+  }();
+  return curves;
+}
 
 double rounded(double v, double r) { return std::round(v * r) / r; }
 
@@ -70,7 +103,7 @@ nlohmann::json page_data(std::span<const HtmlReport> reports, std::size_t bucket
     nlohmann::json gpus = nlohmann::json::array();
     for (std::size_t pos = 0; pos < t.gpus.size(); ++pos) {
       nlohmann::json series = nlohmann::json::object();
-      for (const auto& c : kCurves) {
+      for (const auto& c : report_curves()) {
         const auto& s = t.gpus[pos].metric(c.metric);
         if (!s.empty()) series[c.key] = curve_json(s, c, buckets);
       }
@@ -92,113 +125,8 @@ nlohmann::json page_data(std::span<const HtmlReport> reports, std::size_t bucket
     }
     traces.push_back({{"duration_s", std::max(t.duration_s, d.duration_s)}, {"gpus", gpus}});
   }
-  return {{"traces", traces}};
+  return {{"traces", traces}, {"catalog", report_catalog()}};
 }
-
-constexpr std::string_view kCss = R"CSS(
-:root{--fg:#1d2330;--muted:#5d6678;--line:#d9dde5;--info:#2f6fd0;--warning:#c98500;--critical:#c62828;--bg:#fff}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1200px;padding:16px 24px}
-h1{font-size:22px;margin:4px 0}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:18px 0 4px}.muted{color:var(--muted)}code,pre{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace}
-.banner{background:#fff3e0;border:1px solid #f0c080;padding:8px 12px;border-radius:6px;font-weight:600}
-.chips{display:flex;flex-wrap:wrap;gap:6px;margin:8px 0}.chip{border-radius:12px;padding:2px 10px;font-size:12.5px;color:#fff;text-decoration:none}
-.sev-info .sev,.chip.sev-info{background:var(--info)}.sev-warning .sev,.chip.sev-warning{background:var(--warning)}.sev-critical .sev,.chip.sev-critical{background:var(--critical)}
-.sev{color:#fff;border-radius:4px;padding:1px 6px;font-size:12px;text-transform:uppercase;margin-right:6px}
-.finding{border:1px solid var(--line);border-left:5px solid var(--info);border-radius:6px;padding:8px 14px;margin:12px 0}
-.finding.sev-warning{border-left-color:var(--warning)}.finding.sev-critical{border-left-color:var(--critical)}
-table.evidence{border-collapse:collapse;margin:6px 0}table.evidence td,table.evidence th{border-bottom:1px solid var(--line);padding:3px 10px 3px 0;text-align:left;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.plot{margin:4px 0 10px}.gpu{margin:10px 0 18px}button.zoom{font-size:12px;cursor:pointer}
-.hint{font-size:12px;color:var(--muted)}
-)CSS";
-
-constexpr std::string_view kJs = R"JS(
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
-  var PLOTS = [
-    { title: "activity (%)", scales: { "%": { range: [0, 100] } }, axes: [["%", 3]], series: [
-      ["gpu_utilization_percent", "utilization", "#1f77b4", "%"],
-      ["gpm_sm_activity_percent", "SM activity", "#2ca02c", "%"],
-      ["gpm_tensor_activity_percent", "tensor activity", "#9467bd", "%"],
-      ["gpm_dram_activity_percent", "DRAM activity", "#ff7f0e", "%"],
-      ["memory_utilization_percent", "memory-bandwidth util", "#8c564b", "%"]] },
-    { title: "power (W) and SM clock (MHz)", scales: { W: { range: function (u, mn, mx) { return [0, Math.max(mx, 1)]; } }, MHz: { range: function (u, mn, mx) { return [0, Math.max(mx, 1)]; } } },
-      axes: [["W", 3], ["MHz", 1]], series: [
-      ["power_watts", "power", "#d62728", "W"],
-      ["sm_clock_mhz", "SM clock", "#17becf", "MHz"]] },
-    { title: "memory used (GiB)", scales: { GiB: { range: function (u, mn, mx) { return [0, Math.max(mx, 1)]; } } }, axes: [["GiB", 3]], series: [
-      ["memory_used_gib", "memory used", "#555555", "GiB"]] }
-  ];
-  function windowsPlugin(wins) {  // web/dashboard/findings_shading.js, embedded before this script
-    return gpudocShading.plugin(function () { return wins; });
-  }
-  var groups = [];
-  var plotCount = 0;
-  function fmtVal(unit) {
-    return function (u, v) { return v == null ? "—" : (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)) + " " + unit; };
-  }
-  function widthOf(el) { return Math.max(320, (el.clientWidth || 800) - 8); }
-  data.traces.forEach(function (tr, ti) {
-    var group = [];
-    var syncing = false;
-    groups.push(group);
-    tr.gpus.forEach(function (g, gi) {
-      var host = document.getElementById("plots-" + ti + "-" + gi);
-      if (!host) return;
-      PLOTS.forEach(function (spec) {
-        var present = spec.series.filter(function (s) { return g.series[s[0]]; });
-        if (present.length === 0) return;
-        var tables = present.map(function (s) { return g.series[s[0]]; });
-        var aligned = tables.length === 1 ? tables[0] : uPlot.join(tables);
-        var series = [{ label: "t", value: function (u, v) { return v == null ? "—" : v.toFixed(2) + " s"; } }];
-        present.forEach(function (s) {
-          series.push({ label: s[1], stroke: s[2], width: 1.25, scale: s[3], spanGaps: false, value: fmtVal(s[3]) });
-        });
-        var axes = [{ label: "seconds since the start of the trace" }];
-        spec.axes.forEach(function (a) {
-          if (!present.some(function (s) { return s[3] === a[0]; })) return;
-          axes.push({ scale: a[0], label: a[0], side: a[1], grid: { show: a[1] === 3 }, size: 55 });
-        });
-        var el = document.createElement("div");
-        el.className = "plot";
-        host.appendChild(el);
-        var opts = {
-          title: g.label + " — " + spec.title, width: widthOf(host), height: 200,
-          scales: Object.assign({ x: { time: false, range: function (u, mn, mx) { return [mn, mx]; } } }, spec.scales),
-          series: series, axes: axes,
-          cursor: { sync: { key: "trace-" + ti }, drag: { x: true, y: false } },
-          plugins: [windowsPlugin(g.windows)],
-          hooks: { setScale: [function (u, key) {
-            if (key !== "x" || syncing) return;
-            syncing = true;
-            group.forEach(function (o) { if (o !== u) o.setScale("x", { min: u.scales.x.min, max: u.scales.x.max }); });
-            syncing = false;
-          }] }
-        };
-        group.push(new uPlot(opts, aligned, el));
-        plotCount++;
-      });
-    });
-  });
-  document.querySelectorAll("button.zoom").forEach(function (btn) {
-    btn.addEventListener("click", function () {
-      var ti = +btn.dataset.trace, a = +btn.dataset.start, b = +btn.dataset.end;
-      var pad = Math.max((b - a) * 0.05, 0.5);
-      (groups[ti] || []).forEach(function (u) { u.setScale("x", { min: Math.max(0, a - pad), max: b + pad }); });
-      var first = document.getElementById("trace-" + ti);
-      if (first) first.scrollIntoView({ behavior: "smooth" });
-    });
-  });
-  window.addEventListener("resize", function () {
-    groups.forEach(function (group) {
-      group.forEach(function (u) { u.setSize({ width: widthOf(u.root.parentNode), height: 200 }); });
-    });
-  });
-  document.body.dataset.plots = String(plotCount);
-  document.body.dataset.rendered = "ok";
-})();
-)JS";
 
 std::string render_findings(const telemetry::Trace& t, const diagnose::Diagnosis& d, std::size_t ti) {
   std::string out;
@@ -295,7 +223,7 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
   std::string title = o.title.empty() ? "gpudoc diagnose" : "gpudoc diagnose — " + o.title;
   std::string page;
   page.reserve(1 << 20);
-  page += html_page_start(title, assets, kCss);
+  page += html_page_start(title, assets, report_file("diagnose.css"));
   page += fmt::format(
       "<p class=\"hint\">gpudoc {}. Drag on a plot to zoom in, double-click to zoom out; the plots of one "
       "trace move together. Shaded: where a finding holds.</p>\n",
@@ -350,10 +278,12 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
     }
     page += "</section>\n";
   }
-  // The findings' shading is serve's dashboard's own file (web/dashboard/findings_shading.js).
+  // The findings' shading is serve's dashboard's own file (web/dashboard/findings_shading.js); the
+  // page's script is web/report/diagnose.js.
   const auto shading = dashboard_asset("/assets/findings_shading.js");
-  page += html_page_end(page_data(reports, o.buckets),
-                        std::string(shading ? shading->body : std::string_view()) + std::string(kJs), assets);
+  page += html_page_end(
+      page_data(reports, o.buckets),
+      std::string(shading ? shading->body : std::string_view()) + std::string(report_file("diagnose.js")), assets);
   return page;
 }
 

@@ -1,6 +1,6 @@
 # gpudoc_bytes(VAR FILE): FILE's bytes as a C array initialiser ('\x3c','\x21',...) in VAR and their
 # count in VAR_size. Bytes, not a string literal: no delimiter can clash with the file's content.
-# Included by the build-time embedding scripts (embed_web_assets.cmake, embed_dashboard.cmake).
+# Included by the build-time embedding scripts (embed_web_assets.cmake, embed_files.cmake).
 function(gpudoc_bytes var file)
   file(READ "${file}" hex HEX)
   string(LENGTH "${hex}" n)

@@ -23,34 +23,6 @@ std::string when(double unix_s) {
   return buf;
 }
 
-// The page's script: one zoomable plot per series over the runs' times (UTC). It marks the body
-// data-rendered="ok" and data-plots=N at its end, and the error hook in <head> writes data-errors
-// on <html>, so a headless browser can tell that the plots were built (tests/integration).
-constexpr std::string_view kReportJs = R"JS(
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
-  var host = document.getElementById("plots");
-  var plots = [];
-  data.plots.forEach(function (p) {
-    var d = document.createElement("div");
-    host.appendChild(d);
-    plots.push(new uPlot({
-      title: p.title, width: Math.max(320, Math.min(900, (host.clientWidth || 900) - 8)), height: 220,
-      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
-      scales: { x: { time: true, range: function (u, mn, mx) {
-        if (mn == null || mx == null) return [0, 1];
-        return mn === mx ? [mn - 3600, mx + 3600] : [mn, mx];
-      } } },
-      series: [{ label: "time (UTC)" }, { label: p.title, stroke: "#2a6", spanGaps: true, points: { show: true } }],
-      cursor: { drag: { x: true, y: false } }
-    }, [data.t, p.y], d));
-  });
-  document.body.dataset.plots = String(plots.length);
-  document.body.dataset.rendered = "ok";
-})();
-)JS";
-
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& health_series_names() {
@@ -150,9 +122,7 @@ core::Result<std::string> render_health_history_html(const HealthHistory& h, con
       plots.push_back(
           {{"title", (gpu >= 0 ? fmt::format("GPU {}: ", gpu) : std::string("node: ")) + label}, {"y", ys}});
     }
-  std::string page =
-      html_page_start("gpudoc health report", *assets,
-                      "body{font-family:sans-serif;margin:1.5em}li{font-family:monospace;font-size:12px}");
+  std::string page = html_page_start("gpudoc health report", *assets, report_file("health.css"));
   page += fmt::format(
       "<p>{} runs in the last {}. Drag on a plot to zoom in, double-click to "
       "zoom out.</p>\n<div id=\"plots\"></div>\n",
@@ -160,7 +130,7 @@ core::Result<std::string> render_health_history_html(const HealthHistory& h, con
   page += fmt::format("<h2>Warnings and failures ({})</h2>\n<ul>", h.problems.size());
   for (const auto& p : h.problems) page += "<li>" + html_escape(p) + "</li>";
   page += "</ul>\n";
-  page += html_page_end({{"t", h.times_s}, {"plots", plots}}, kReportJs, *assets);
+  page += html_page_end({{"t", h.times_s}, {"plots", plots}}, report_file("health.js"), *assets);
   return page;
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/version.hpp"
+#include "view/dashboard_assets.hpp"
+#include "view/embedded_files.hpp"
 
 namespace gpudoc::view {
 
@@ -58,6 +60,12 @@ std::string script_safe_json(const nlohmann::json& j) {
   return out;
 }
 
+std::string_view report_file(std::string_view name) {
+  for (const auto& f : detail::report_files())
+    if (f.name == name) return f.body;
+  return {};
+}
+
 std::string html_page_start(std::string_view title, const WebAssets& assets, std::string_view page_css) {
   std::string page;
   page +=
@@ -67,9 +75,8 @@ std::string html_page_start(std::string_view title, const WebAssets& assets, std
                       html_escape(assets.version));
   page += "<title>" + html_escape(title) + "</title>\n";
   // Errors are recorded into the DOM so that a headless browser (and a person) can see them.
-  page +=
-      "<script>window.addEventListener(\"error\",function(e){var d=document.documentElement;"
-      "d.dataset.errors=(d.dataset.errors?d.dataset.errors+\" | \":\"\")+(e.message||\"error\");});</script>\n";
+  const auto errors = dashboard_asset("/assets/errors.js");
+  page += "<script>" + guard_end_tag(errors ? errors->body : std::string_view(), "script") + "</script>\n";
   page += "<style>" + guard_end_tag(assets.css, "style") + "</style>\n";
   page += "<style>" + std::string(page_css) + "</style>\n</head>\n<body data-rendered=\"no\">\n";
   page += "<h1>" + html_escape(title) + "</h1>\n";

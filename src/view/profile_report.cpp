@@ -244,50 +244,10 @@ nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector
   return j;
 }
 
-namespace {
-
-constexpr std::string_view kCss = R"CSS(
-:root{--fg:#1d2330;--muted:#5d6678;--line:#d9dde5}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0 auto;max-width:1200px;padding:16px 24px}
-h1{font-size:22px;margin:4px 0}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid var(--line);padding-bottom:4px}
-pre{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap}
-.verdict{font-size:16px;font-weight:600;margin:12px 0}
-)CSS";
-
-constexpr std::string_view kJs = R"JS(
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("gpudoc-data").textContent);
-  var host = document.getElementById("steps");
-  if (data.steps.length > 0 && host) {
-    var xs = data.steps.map(function (_, i) { return i + 1; });
-    var colors = ["#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#2ca02c"];
-    var series = [{ label: "step" }], cols = [xs];
-    data.parts.forEach(function (name, k) {
-      series.push({ label: name + " (ms)", stroke: colors[k % colors.length], width: 1.2 });
-      cols.push(data.steps.map(function (s) { return s[k] / 1e6; }));
-    });
-    new uPlot({ title: "Each step: GPU busy and idle by cause (ms)", width: Math.max(320, host.clientWidth - 8),
-                height: 260, scales: { x: { time: false } }, series: series }, cols, host);
-  }
-  var hist = document.getElementById("hist");
-  if (hist) {
-    var hx = data.histogram.map(function (_, i) { return i; });
-    new uPlot({ title: "Kernel durations: count per bucket [2^i, 2^(i+1)) us", width: Math.max(320, hist.clientWidth - 8),
-                height: 220, scales: { x: { time: false } },
-                series: [{ label: "log2 us" }, { label: "kernels", stroke: "#1f77b4", width: 1.5 }] },
-              [hx, data.histogram], hist);
-  }
-  document.body.setAttribute("data-rendered", "ok");
-})();
-)JS";
-
-}  // namespace
-
 core::Result<std::string> profile_html(const profile::Profile& p, const std::vector<std::string>& command) {
   auto assets = web_assets();
   if (!assets) return core::Error(core::ErrorKind::kEnvironment, std::string(kWebAssetsMissing));
-  std::string page = html_page_start("gpudoc profile: " + join(command), *assets, kCss);
+  std::string page = html_page_start("gpudoc profile: " + join(command), *assets, report_file("profile.css"));
   page += "<p class=\"verdict\">CUDA Graphs: " + html_escape(verdict_line(p.advice)) + "</p>\n";
   page += "<h2>Steps</h2>\n<div id=\"steps\"></div>\n<h2>Kernel durations</h2>\n<div id=\"hist\"></div>\n";
   page += "<h2>Summary</h2>\n<pre>" + html_escape(profile_text(p, command)) + "</pre>\n";
@@ -300,7 +260,8 @@ core::Result<std::string> profile_html(const profile::Profile& p, const std::vec
   nlohmann::json parts = nlohmann::json::array({"busy"});
   for (std::size_t i = 0; i < profile::kIdleCauseCount; ++i)
     parts.push_back(std::string("idle: ") + profile::to_string(static_cast<IdleCause>(i)));
-  page += html_page_end({{"steps", steps}, {"parts", parts}, {"histogram", p.duration_histogram}}, kJs, *assets);
+  page += html_page_end({{"steps", steps}, {"parts", parts}, {"histogram", p.duration_histogram}},
+                        report_file("profile.js"), *assets);
   return page;
 }
 

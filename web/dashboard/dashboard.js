@@ -17,25 +17,19 @@ var SLOWDOWN = { sw_power_cap: 1, hw_slowdown: 1, sw_thermal_slowdown: 1, hw_the
 var SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
 var GIB = 1024 * 1024 * 1024;
 
-// One plot per row: [metric, label, colour, scale factor, dashed].
-var PLOTS = [
-  { key: "activity", title: "activity (%)", unit: "%", fixed: [0, 100], series: [
-    ["gpu_utilization_percent", "utilization", "#1f77b4"],
-    ["gpm_sm_activity_percent", "SM activity", "#2ca02c"],
-    ["gpm_tensor_activity_percent", "tensor activity", "#9467bd"],
-    ["gpm_dram_activity_percent", "DRAM activity", "#ff7f0e"]] },
-  { key: "power", title: "power (W)", unit: "W", series: [
-    ["power_watts", "power", "#d62728"],
-    ["power_limit_watts", "power limit", "#7f7f7f", 1, true]] },
-  { key: "temperature", title: "temperature (°C)", unit: "°C", series: [
-    ["gpu_temperature_celsius", "GPU", "#e377c2"],
-    ["memory_temperature_celsius", "HBM", "#8c564b"]] },
-  { key: "clocks", title: "clocks (MHz)", unit: "MHz", series: [
-    ["sm_clock_mhz", "SM clock", "#17becf"],
-    ["memory_clock_mhz", "memory clock", "#bcbd22"]] },
-  { key: "memory", title: "memory used (GiB)", unit: "GiB", series: [
-    ["memory_used_bytes", "memory used", "#555555", 1 / GIB]] }
-];
+// One plot per row: {key, title, unit, fixed, series: [metric, label, colour, scale factor, dashed]},
+// from the "dashboard" layout of plot_catalog.json (the one catalog of curves, which the HTML report
+// of gpudoc diagnose draws from too); start() loads it before the first snapshot.
+var PLOTS = [];
+function plotsOf(catalog) {
+  return catalog.dashboard.map(function (p) {
+    return { key: p.key, title: p.title, unit: catalog.series[p.series[0]].unit, fixed: p.range,
+             series: p.series.map(function (m) {
+               var c = catalog.series[m];
+               return [m, c.label, c.color, c.scale, c.dashed];
+             }) };
+  });
+}
 // The current values shown above each GPU's plots: [metric, label, unit, scale, digits].
 var VALUES = [
   ["gpu_utilization_percent", "util", "%", 1, 0],
@@ -518,7 +512,10 @@ function start() {
     });
   });
   setInterval(checkStale, 1000);
-  getJson("api/v1/snapshot").then(function (s) {
+  getJson("assets/plot_catalog.json").then(function (catalog) {
+    PLOTS = plotsOf(catalog);
+    return getJson("api/v1/snapshot");
+  }).then(function (s) {
     applySnapshot(s);
     return fetchHistory();
   }).then(markRendered, function (err) {

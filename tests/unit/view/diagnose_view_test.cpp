@@ -253,9 +253,13 @@ TEST(DiagnoseHtml, EveryFindingEvidenceNextStepAndTheData) {
   ASSERT_EQ(json["traces"].size(), 1u);
   const auto& g0 = json["traces"][0]["gpus"][0];
   for (const char* k : {"gpu_utilization_percent", "gpm_sm_activity_percent", "gpm_tensor_activity_percent",
-                        "gpm_dram_activity_percent", "power_watts", "sm_clock_mhz", "memory_used_gib"})
+                        "gpm_dram_activity_percent", "power_watts", "sm_clock_mhz", "memory_used_bytes"})
     EXPECT_TRUE(g0["series"].contains(k)) << k;
-  EXPECT_DOUBLE_EQ(g0["series"]["memory_used_gib"][1][0].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(g0["series"]["memory_used_bytes"][1][0].get<double>(), 40.0);  // in GiB, the unit plotted
+  // The plots come from web/dashboard/plot_catalog.json's "report" layout, carried in the data.
+  ASSERT_EQ(json["catalog"]["report"].size(), 3u);
+  EXPECT_EQ(json["catalog"]["report"][1]["title"], "power (W) and SM clock (MHz)");
+  EXPECT_EQ(json["catalog"]["series"]["memory_used_bytes"]["unit"], "GiB");
   ASSERT_EQ(g0["windows"].size(), 3u);  // throttled and sawtooth on GPU 0, idle on all
   EXPECT_EQ(g0["windows"][0]["id"], "throttled");
   EXPECT_EQ(g0["windows"][0]["severity"], "critical");
