@@ -1,5 +1,5 @@
 // gpudoc watch: a live terminal view of every GPU, or a replay of a recorded trace. The frames are
-// made by view/watch_loop.hpp; this file parses, opens the backend and writes them.
+// made by cli/watch_loop.hpp; this file parses, opens the backend and writes them.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,11 +8,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/watch_loop.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
 #include "telemetry/replay_backend.hpp"
-#include "view/watch_loop.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -58,11 +58,11 @@ int run_watch(const WatchFlags& f, Context& ctx) {
       print_text(stderr, fmt::format("gpudoc: warning: {}\n", core::terminal_safe(w)));
   auto header = telemetry::make_header(*live->backend, *live->clock, *config, {});
   if (!header) return report_error(header.error(), f.json);
-  view::WatchLoop loop(*live, *header, *config,
-                       {.interval = std::chrono::milliseconds(f.interval_ms),
-                        .duration_s = f.duration_s,
-                        .once = f.once,
-                        .json = f.json});
+  WatchLoop loop(*live, *header, *config,
+                 {.interval = std::chrono::milliseconds(f.interval_ms),
+                  .duration_s = f.duration_s,
+                  .once = f.once,
+                  .json = f.json});
   if (auto s = loop.start(); !s) return report_error(s.error(), f.json);
   install_stop_handlers();
   const bool clear = isatty(STDOUT_FILENO) != 0 && !f.no_clear && !f.once && !f.json;

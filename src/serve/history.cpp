@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "telemetry/trace_builder.hpp"
+
 namespace gpudoc::serve {
 namespace {
 
@@ -84,40 +86,37 @@ void History::prune(std::int64_t now_unix_ns) {
 }
 
 telemetry::Trace History::window(const telemetry::TraceHeader& header, std::int64_t now_unix_ns, double seconds) const {
-  telemetry::Trace t;
-  t.header = header;
+  telemetry::TraceHeader h = header;
   const auto span_ns = static_cast<std::int64_t>(std::min(seconds, static_cast<double>(span_.count())) * 1e9);
   const std::int64_t start = now_unix_ns - span_ns;
-  t.header.start_unix_ns = start;
-  const auto rel = [start](std::int64_t ns) { return static_cast<double>(ns - start) * 1e-9; };
+  h.start_unix_ns = start;
+  const auto inside = [&](std::int64_t ns) { return ns >= start && ns <= now_unix_ns; };
+  // The window is built as a recording of it would read back (telemetry::TraceBuilder), so the
+  // sliding diagnosis sees what `gpudoc diagnose` of that recording would.
+  telemetry::TraceBuilder builder(h);
   std::lock_guard lock(mu_);
-  t.gpus.resize(gpus_.size());
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    for (std::size_t m = 0; m < gpu::kMetricCount; ++m) {
-      auto& out = t.gpus[i].metrics[m];
-      for (const auto& p : gpus_[i].series[m]) {
-        if (p.t_ns < start || p.t_ns > now_unix_ns) continue;
-        out.t.push_back(rel(p.t_ns));
-        out.v.push_back(p.v);
-      }
-      if (!out.empty()) {
-        t.first_sample_s = std::min(t.first_sample_s.value_or(out.t.front()), out.t.front());
-        t.last_sample_s = std::max(t.last_sample_s.value_or(out.t.back()), out.t.back());
-      }
+  for (const auto& g : gpus_) {
+    for (std::size_t m = 0; m < gpu::kMetricCount; ++m)
+      for (const auto& p : g.series[m])
+        if (inside(p.t_ns)) {
+          const gpu::MetricSample s{static_cast<gpu::Metric>(m), p.v, p.t_ns};
+          builder.add_samples(g.info.index, {&s, 1});
+        }
+    for (const auto& [ns, p] : g.processes) {
+      if (!inside(ns)) continue;
+      gpu::ProcessSample at = p;
+      at.time_unix_ns = ns;
+      builder.add_processes(g.info.index, {&at, 1});
     }
-    for (const auto& [ns, p] : gpus_[i].processes)
-      if (ns >= start && ns <= now_unix_ns) t.gpus[i].processes.push_back({rel(ns), p});
   }
   for (const auto& e : events_) {
-    if (e.t_ns < start || e.t_ns > now_unix_ns) continue;
-    telemetry::Event ev;
-    ev.t = rel(e.t_ns);
-    ev.kind = e.kind;
-    if (e.slot) ev.gpu = static_cast<int>(*e.slot);
-    ev.fields = e.fields;
-    t.events.push_back(std::move(ev));
+    if (!inside(e.t_ns)) continue;
+    std::optional<int> gpu;
+    if (e.slot) gpu = gpus_[*e.slot].info.index;
+    builder.add_event({static_cast<double>(e.t_ns - start) * 1e-9, e.kind, gpu, e.fields});
   }
-  t.duration_s = rel(now_unix_ns);
+  telemetry::Trace t = builder.finish();
+  t.duration_s = static_cast<double>(now_unix_ns - start) * 1e-9;  // the whole window, sampled or not
   return t;
 }
 

@@ -53,7 +53,8 @@ class History {
   void prune(std::int64_t now_unix_ns);
 
   // The last `seconds` before `now_unix_ns` as a trace: `header` with start_unix_ns moved to the
-  // window's start, series and process points in time order, the events of the window.
+  // window's start, series and process points in time order, the events of the window; built by
+  // telemetry::TraceBuilder (what a recording of the window reads back as), duration_s the window's.
   [[nodiscard]] telemetry::Trace window(const telemetry::TraceHeader& header, std::int64_t now_unix_ns,
                                         double seconds) const;
   // {"step_s": S, "gpus": [{"gpu": index, "t": [unix s...], "series": {"power_watts": [v|null...]}}]}

@@ -4,26 +4,16 @@
 
 namespace gpudoc::serve {
 
-Latest::Latest(const std::vector<gpu::DeviceInfo>& devices, const Periods& periods,
-               std::chrono::nanoseconds min_stale) {
+Latest::Latest(const std::vector<gpu::DeviceInfo>& devices, const Periods& periods, std::chrono::nanoseconds min_stale)
+    : state_(devices, periods, {.width = 0, .min_stale = min_stale}), processes_(devices.size()) {
   for (const auto& d : devices) {
-    Gpu g;
-    g.info.index = d.index;
-    g.info.uuid = d.uuid;
-    g.info.name = d.name;
-    g.info.pci_bus_id = d.pci_bus_id;
-    gpus_.push_back(std::move(g));
+    GpuSnapshot g;
+    g.index = d.index;
+    g.uuid = d.uuid;
+    g.name = d.name;
+    g.pci_bus_id = d.pci_bus_id;
+    identity_.push_back(std::move(g));
   }
-  for (std::size_t i = 0; i < periods.size(); ++i) {
-    const auto period = std::chrono::duration_cast<std::chrono::nanoseconds>(periods[i]);
-    stale_after_ns_[i] = period.count() <= 0 ? 0 : std::max(3 * period, min_stale).count();
-  }
-}
-
-Latest::Gpu* Latest::find(int gpu) {
-  for (auto& g : gpus_)
-    if (g.info.index == gpu) return &g;
-  return nullptr;
 }
 
 void Latest::apply(const telemetry::SamplerRecord& record) {
@@ -44,36 +34,21 @@ void Latest::apply(const telemetry::SamplerRecord& record) {
     }
   }
   std::lock_guard lock(mu_);
-  Gpu* g = find(record.gpu);
-  if (g == nullptr) return;
-  if (record.kind == Kind::kSamples) {
-    for (const auto& s : record.samples) {
-      const auto i = gpu::index(s.metric);
-      if (g->value[i] && s.time_unix_ns < g->time_unix_ns[i]) continue;  // an older buffered sample
-      g->value[i] = s.value;
-      g->time_unix_ns[i] = s.time_unix_ns;
-    }
-    return;
-  }
-  g->processes = std::move(procs);
-  g->processes_time_unix_ns = record.time_unix_ns;
+  const auto slot = state_.slot_of(record.gpu);
+  if (!slot) return;
+  state_.add(record);
+  if (record.kind == Kind::kProcesses) processes_[*slot] = std::move(procs);
 }
 
 Snapshot Latest::snapshot(std::int64_t now_unix_ns) const {
   Snapshot s;
   std::lock_guard lock(mu_);
-  s.gpus.reserve(gpus_.size());
-  const auto fresh = [&](gpu::MetricGroup group, std::int64_t t) {
-    const auto limit = stale_after_ns_[gpu::index(group)];
-    return limit > 0 && now_unix_ns - t <= limit;
-  };
-  for (const auto& g : gpus_) {
-    GpuSnapshot out = g.info;
-    for (gpu::Metric m : gpu::all_metrics()) {
-      const auto i = gpu::index(m);
-      if (g.value[i] && fresh(gpu::info(m).group, g.time_unix_ns[i])) out.latest[i] = g.value[i];
-    }
-    if (fresh(gpu::MetricGroup::kProcesses, g.processes_time_unix_ns)) out.processes = g.processes;
+  s.gpus.reserve(identity_.size());
+  for (std::size_t slot = 0; slot < identity_.size(); ++slot) {
+    GpuSnapshot out = identity_[slot];
+    for (gpu::Metric m : gpu::all_metrics()) out.latest[gpu::index(m)] = state_.latest_at(slot, m, now_unix_ns);
+    if (state_.fresh(gpu::MetricGroup::kProcesses, state_.processes_time_unix_ns(slot), now_unix_ns))
+      out.processes = processes_[slot];
     s.gpus.push_back(std::move(out));
   }
   return s;

@@ -1,5 +1,7 @@
 // gpudoc::serve::Latest — the newest value of every metric of every GPU, fed by the sampler's
-// records and read by each scrape as a serve::Snapshot.
+// records and read by each scrape as a serve::Snapshot. The values are kept by the live state every
+// live command shares (telemetry::LiveState); this adds the lock, the process labels and the
+// snapshot.
 //
 // Honest values: a value older than its group's staleness limit (three periods, and at least
 // `min_stale`) is left out of the snapshot, never repeated as if fresh, so a GPU whose reads stop
@@ -19,10 +21,12 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "gpu/backend.hpp"
 #include "serve/exposition.hpp"
+#include "telemetry/live_state.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace gpudoc::serve {
@@ -44,19 +48,11 @@ class Latest {
   [[nodiscard]] Snapshot snapshot(std::int64_t now_unix_ns) const;
 
  private:
-  struct Gpu {
-    GpuSnapshot info;  // identity; latest values and processes are filled by snapshot()
-    std::array<std::optional<double>, gpu::kMetricCount> value{};
-    std::array<std::int64_t, gpu::kMetricCount> time_unix_ns{};
-    std::vector<ProcessSnapshot> processes;
-    std::int64_t processes_time_unix_ns = 0;
-  };
-  [[nodiscard]] Gpu* find(int gpu);
-
   mutable std::mutex mu_;
   std::function<void(ProcessSnapshot&)> labeler_;
-  std::vector<Gpu> gpus_;
-  std::array<std::int64_t, gpu::kMetricGroupCount> stale_after_ns_{};  // 0: the group is off
+  std::vector<GpuSnapshot> identity_;  // by slot; latest values and processes filled by snapshot()
+  telemetry::LiveState state_;
+  std::vector<std::vector<ProcessSnapshot>> processes_;  // by slot: the last process read, labelled
 };
 
 }  // namespace gpudoc::serve

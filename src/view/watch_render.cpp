@@ -32,7 +32,7 @@ void trim_right(std::string& line) {
 
 }  // namespace
 
-std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
+std::string render_watch(const telemetry::LiveState& s, const WatchRenderOptions& o) {
   std::string out;
   // Every line may carry text from a trace or a process (host, GPU and process names, event
   // kinds): made terminal-safe before it is cut to the width. The frame has no escapes of its own.
@@ -131,7 +131,7 @@ std::string render_watch(const LiveState& s, const WatchRenderOptions& o) {
   return out;
 }
 
-nlohmann::json watch_json(const LiveState& s) {
+nlohmann::json watch_json(const telemetry::LiveState& s) {
   nlohmann::json gpus = nlohmann::json::array();
   for (std::size_t i = 0; i < s.gpu_count(); ++i) {
     const auto& d = s.device(i);

@@ -1,5 +1,5 @@
 // gpudoc::view::render_watch — one frame of `gpudoc watch` as text, 80 columns wide, and the same
-// frame as JSON. Pure functions of a LiveState. The text frame shows names from the GPUs, the
+// frame as JSON. Pure functions of a telemetry::LiveState. The text frame shows names from the GPUs, the
 // processes and replayed traces terminal-safe (core::terminal_safe); the JSON carries them exactly.
 //
 //   std::string frame = view::render_watch(state, {.title = "gpudoc watch — node7"});
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "view/live_state.hpp"
+#include "telemetry/live_state.hpp"
 
 namespace gpudoc::view {
 
@@ -21,8 +21,8 @@ struct WatchRenderOptions {
   std::size_t max_processes = 3;
 };
 
-[[nodiscard]] std::string render_watch(const LiveState& state, const WatchRenderOptions& options);
+[[nodiscard]] std::string render_watch(const telemetry::LiveState& state, const WatchRenderOptions& options);
 // Latest values per GPU, absent when stale: {"gpus":[{"index":0,"name":...,"gpu_utilization_percent":87,...}]}
-[[nodiscard]] nlohmann::json watch_json(const LiveState& state);
+[[nodiscard]] nlohmann::json watch_json(const telemetry::LiveState& state);
 
 }  // namespace gpudoc::view

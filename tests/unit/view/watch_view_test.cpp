@@ -2,8 +2,8 @@
 
 #include "core/text.hpp"
 #include "gpu/fake/fake_backend.hpp"
+#include "telemetry/live_state.hpp"
 #include "telemetry/sampler.hpp"
-#include "view/live_state.hpp"
 #include "view/watch_render.hpp"
 
 namespace gpudoc::view {
@@ -33,32 +33,8 @@ telemetry::SamplerRecord samples(int gpu, std::int64_t t_ns, std::vector<std::pa
 
 constexpr std::int64_t kSec = 1'000'000'000;
 
-TEST(LiveState, LatestGoesStaleAndAbsentIsNotZero) {
-  LiveState s({h200(0)}, telemetry::SamplerConfig::default_periods());
-  s.add(samples(0, 10 * kSec, {{Metric::kPowerWatts, 312.5}}));
-  s.set_now(10 * kSec + kSec / 10);
-  EXPECT_EQ(s.latest(0, Metric::kPowerWatts), 312.5);
-  EXPECT_FALSE(s.latest(0, Metric::kGpmSmActivityPercent).has_value());
-  s.set_now(13 * kSec);  // fast group period 100 ms: 3 s without a reading is stale
-  EXPECT_FALSE(s.latest(0, Metric::kPowerWatts).has_value());
-}
-
-TEST(LiveState, HistoryBucketsMeanAndGaps) {
-  LiveState s({h200(0)}, telemetry::SamplerConfig::default_periods(), 500ms, 4);
-  s.add(samples(0, 10 * kSec, {{Metric::kGpuUtilizationPercent, 100}}));
-  s.add(samples(0, 10 * kSec + kSec / 5, {{Metric::kGpuUtilizationPercent, 50}}));
-  s.add(samples(0, 11 * kSec + kSec / 5, {{Metric::kGpuUtilizationPercent, 0}}));
-  s.set_now(11 * kSec + kSec / 2);  // buckets 20, 21, 22, 23 (of 500 ms)
-  auto h = s.history(0, Metric::kGpuUtilizationPercent);
-  ASSERT_EQ(h.size(), 4u);
-  EXPECT_EQ(h[0], 75.0);
-  EXPECT_FALSE(h[1].has_value());
-  EXPECT_EQ(h[2], 0.0);
-  EXPECT_FALSE(h[3].has_value());
-}
-
 TEST(WatchRender, FitsEightyColumnsAndShowsWhatItKnows) {
-  LiveState s({h200(0), h200(1)}, telemetry::SamplerConfig::default_periods());
+  telemetry::LiveState s({h200(0), h200(1)}, telemetry::SamplerConfig::default_periods());
   for (int i = 0; i < 20; ++i)
     s.add(samples(0, 10 * kSec + i * kSec / 5,
                   {{Metric::kGpuUtilizationPercent, 100},
@@ -96,7 +72,7 @@ TEST(WatchRender, FitsEightyColumnsAndShowsWhatItKnows) {
 TEST(WatchRender, NamesFromGpusProcessesAndTracesCannotDriveTheTerminal) {
   gpu::DeviceInfo d = h200(0);
   d.name = "H200\x1b[2J\nERROR: fake";
-  LiveState s({d}, telemetry::SamplerConfig::default_periods());
+  telemetry::LiveState s({d}, telemetry::SamplerConfig::default_periods());
   s.add(samples(0, 10 * kSec, {{Metric::kPowerWatts, 300}}));
   telemetry::SamplerRecord procs;
   procs.kind = telemetry::SamplerRecord::Kind::kProcesses;

@@ -1,12 +1,12 @@
-// gpudoc::view::WatchLoop — `gpudoc watch` over time: the GPUs of the backend chosen for the run
-// sampled into a LiveState, and a frame (render_watch's text, or one JSON line) made every interval
+// gpudoc::cli::WatchLoop — `gpudoc watch` over time: the GPUs of the backend chosen for the run
+// sampled into a telemetry::LiveState, and a frame (render_watch's text, or one JSON line) made every interval
 // until --once, --duration, the end of a replay, a stop request, or an output that is gone. It
 // writes nothing itself: the caller's `emit` does. A replay runs on the trace's clock, SPEED times
 // as fast as the wall: the interval and duration are wall time and scaled here, and what is stale
 // is judged in trace time.
 //
 //   auto header = telemetry::make_header(*live.backend, *live.clock, config, {});
-//   view::WatchLoop loop(live, *header, config, {.interval = std::chrono::milliseconds(500)});
+//   cli::WatchLoop loop(live, *header, config, {.interval = std::chrono::milliseconds(500)});
 //   if (auto s = loop.start(); !s) return s.error();                     // the sampler's threads
 //   int frames = loop.run([](const std::string& frame) { return write(frame); },
 //                         [] { return stop_requests() > 0; });
@@ -20,11 +20,11 @@
 
 #include "core/result.hpp"
 #include "telemetry/backend_source.hpp"
+#include "telemetry/live_state.hpp"
 #include "telemetry/sampler.hpp"
 #include "telemetry/trace.hpp"
-#include "view/live_state.hpp"
 
-namespace gpudoc::view {
+namespace gpudoc::cli {
 
 struct WatchOptions {
   std::chrono::milliseconds interval{500};  // wall time between frames
@@ -51,8 +51,8 @@ class WatchLoop {
   const telemetry::Live& live_;
   WatchOptions options_;
   std::string title_;
-  LiveState state_;
+  telemetry::LiveState state_;
   telemetry::Sampler sampler_;
 };
 
-}  // namespace gpudoc::view
+}  // namespace gpudoc::cli

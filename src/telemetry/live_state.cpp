@@ -1,26 +1,33 @@
-#include "view/live_state.hpp"
+#include "telemetry/live_state.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace gpudoc::view {
+namespace gpudoc::telemetry {
 
-LiveState::LiveState(std::vector<gpu::DeviceInfo> gpus,
-                     std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> periods,
-                     std::chrono::milliseconds bucket, std::size_t width)
-    : periods_(periods), bucket_ns_(std::chrono::duration_cast<core::Nanos>(bucket).count()), width_(width) {
+LiveState::LiveState(std::vector<gpu::DeviceInfo> gpus, const Periods& periods, LiveStateOptions options)
+    : bucket_ns_(std::chrono::duration_cast<core::Nanos>(options.bucket).count()), width_(options.width) {
   for (auto& d : gpus) {
+    slot_by_index_.emplace_back(d.index, gpus_.size());
     Gpu g;
     g.info = std::move(d);
     gpus_.push_back(std::move(g));
   }
+  // A GPU listed twice is found at its first slot, as a search from the front would.
+  std::stable_sort(slot_by_index_.begin(), slot_by_index_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < periods.size(); ++i) {
+    const auto period = std::chrono::duration_cast<core::Nanos>(periods[i]);
+    stale_after_ns_[i] = period.count() <= 0 ? 0 : std::max<core::Nanos>(3 * period, options.min_stale).count();
+  }
 }
 
 std::optional<std::size_t> LiveState::slot_of(int gpu) const {
-  for (std::size_t i = 0; i < gpus_.size(); ++i)
-    if (gpus_[i].info.index == gpu) return i;
-  return std::nullopt;
+  auto it = std::lower_bound(slot_by_index_.begin(), slot_by_index_.end(), gpu,
+                             [](const auto& e, int index) { return e.first < index; });
+  if (it == slot_by_index_.end() || it->first != gpu) return std::nullopt;
+  return it->second;
 }
 
 void LiveState::add(const telemetry::SamplerRecord& r) {
@@ -36,7 +43,10 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
       }
       if (!r.samples.empty() && g.status == "unresponsive") g.status.clear();
       break;
-    case telemetry::SamplerRecord::Kind::kProcesses: g.processes = r.processes; break;
+    case telemetry::SamplerRecord::Kind::kProcesses:
+      g.processes = r.processes;
+      g.processes_time_ns = r.time_unix_ns;
+      break;
     case telemetry::SamplerRecord::Kind::kEvent:
       if (r.event_kind == "gpu_lost")
         g.status = "lost";
@@ -53,7 +63,8 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
 }
 
 void LiveState::add_point(PerMetric& pm, double value, std::int64_t time_unix_ns) {
-  if (!pm.latest || time_unix_ns >= pm.latest->time_unix_ns) pm.latest = Latest{value, time_unix_ns};
+  if (!pm.latest || time_unix_ns >= pm.latest->time_unix_ns) pm.latest = LatestValue{value, time_unix_ns};
+  if (width_ == 0) return;
   std::int64_t b = time_unix_ns / bucket_ns_;
   auto it = std::find_if(pm.buckets.rbegin(), pm.buckets.rend(), [&](const auto& e) { return e.first <= b; });
   if (it != pm.buckets.rend() && it->first == b) {
@@ -67,13 +78,14 @@ void LiveState::add_point(PerMetric& pm, double value, std::int64_t time_unix_ns
 
 void LiveState::set_now(std::int64_t unix_ns) { now_ns_ = std::max(now_ns_, unix_ns); }
 
-std::optional<double> LiveState::latest(std::size_t slot, gpu::Metric m) const {
+bool LiveState::fresh(gpu::MetricGroup group, std::int64_t time_unix_ns, std::int64_t now_unix_ns) const {
+  const std::int64_t limit = stale_after_ns_[gpu::index(group)];
+  return limit > 0 && now_unix_ns - time_unix_ns <= limit;
+}
+
+std::optional<double> LiveState::latest_at(std::size_t slot, gpu::Metric m, std::int64_t now_unix_ns) const {
   const auto& pm = gpus_[slot].metrics[gpu::index(m)];
-  if (!pm.latest) return std::nullopt;
-  auto period = std::chrono::duration_cast<core::Nanos>(periods_[gpu::index(gpu::info(m).group)]).count();
-  // A reading older than three periods (and at least a second: buffered sensors arrive late) is stale.
-  std::int64_t max_age = std::max<std::int64_t>(3 * period, 1'500'000'000);
-  if (now_ns_ - pm.latest->time_unix_ns > max_age) return std::nullopt;
+  if (!pm.latest || !fresh(gpu::info(m).group, pm.latest->time_unix_ns, now_unix_ns)) return std::nullopt;
   return pm.latest->value;
 }
 
@@ -98,4 +110,4 @@ std::vector<std::optional<double>> LiveState::history_of(const PerMetric& pm) co
 
 std::vector<std::string> LiveState::recent_events() const { return {events_.begin(), events_.end()}; }
 
-}  // namespace gpudoc::view
+}  // namespace gpudoc::telemetry

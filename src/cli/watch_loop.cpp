@@ -1,4 +1,4 @@
-#include "view/watch_loop.hpp"
+#include "cli/watch_loop.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include "telemetry/replay_backend.hpp"
 #include "view/watch_render.hpp"
 
-namespace gpudoc::view {
+namespace gpudoc::cli {
 
 namespace {
 
@@ -53,7 +53,7 @@ core::Status WatchLoop::start() { return sampler_.start(); }
 std::string WatchLoop::frame() const {
   core::Clock& clock = *live_.clock;
   if (options_.json) {
-    auto j = watch_json(state_);
+    auto j = view::watch_json(state_);
     if (live_.replay != nullptr) j["replay"] = live_.spec->file;
     if (!live_.real()) j["backend"] = telemetry::describe(*live_.spec);
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -63,7 +63,7 @@ std::string WatchLoop::frame() const {
     clock_text =
         fmt::format("t={:.1f} / {:.1f} s", std::min(live_.replay->position_s(), live_.replay->trace().duration_s),
                     live_.replay->trace().duration_s);
-  return render_watch(state_, {.title = title_, .banner = live_.banner, .clock = clock_text});
+  return view::render_watch(state_, {.title = title_, .banner = live_.banner, .clock = clock_text});
 }
 
 int WatchLoop::run(const std::function<bool(const std::string&)>& emit, const std::function<bool()>& stop_requested) {
@@ -94,4 +94,4 @@ int WatchLoop::run(const std::function<bool(const std::string&)>& emit, const st
   return frames;
 }
 
-}  // namespace gpudoc::view
+}  // namespace gpudoc::cli
