@@ -14,8 +14,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(REPO, "python"))
 sys.path.insert(0, os.path.join(REPO, "workloads"))
+sys.path.insert(0, os.path.join(REPO, "tests", "python"))
 
-from tests.fake_guard import FakeGuard, wait_until  # noqa: E402  (python/tests)
+from client.fake_guard import FakeGuard, wait_until  # noqa: E402  (tests/python/client)
 
 TRAIN = os.path.join(REPO, "workloads", "guard_train.py")
 TINY = ["--device", "cpu", "--width", "32", "--layers", "1", "--heads", "2", "--context", "16",

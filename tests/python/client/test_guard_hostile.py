@@ -11,7 +11,7 @@ from unittest import mock
 
 from gpudoc import Advice, BatchSizeController, Guard
 from gpudoc import guard as guard_module
-from tests.fake_guard import FakeGuard, wait_until
+from client.fake_guard import FakeGuard, wait_until
 
 QUEUE = getattr(guard_module, "MAX_QUEUED_ADVICE", 256)
 KEPT_ERRORS = getattr(guard_module, "MAX_KEPT_ERRORS", 64)

@@ -8,7 +8,7 @@ from unittest import mock
 
 from gpudoc import Guard, protocol, report
 from gpudoc import guard as guard_module
-from tests.fake_guard import FakeGuard, wait_until
+from client.fake_guard import FakeGuard, wait_until
 
 ADVICE = {"v": 1, "type": "advice", "id": "a-1", "level": 1, "action": "shrink_batch", "factor": 0.75,
           "reason": {"metric": "gpu_temperature_celsius", "now": 83.0, "forecast": 88.4, "horizon_s": 5,
