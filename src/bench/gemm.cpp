@@ -87,7 +87,7 @@ class GemmBenchmark final : public Benchmark {
         opt.repetitions = 20;
         opt.warmup_seconds = 1.0;
         // 100 ms samples outside --quick: under the power cap the clock moves on a ~100 ms scale,
-        // and 50 ms samples of an FP8 GEMM spread to a CV of 2.2% (H200, 2026-11-30).
+        // and shorter samples of an FP8 GEMM spread too widely for the CV bound (docs/methodology.md).
         opt.sample_seconds = 0.1;
         opt.algo_candidates = fp32_data ? 16 : 8;
         break;

@@ -51,8 +51,8 @@ int run_guard(GuardFlags f, Context& ctx) {
   if (!signals) return report_error(signals.error(), f.json);
   // The guard reads only what it decides on: power, clocks and die temperature (fast), memory and
   // HBM temperature (slow), processes (non-critical work on a GPU) and XID events. Utilization,
-  // GPM and energy cost about 0.2 % of a core per GPU on an H200 (docs/results/sampler-cost.md)
-  // and decide nothing here; --period turns them on.
+  // GPM and energy cost CPU on every GPU (docs/results/sampler-cost.md) and decide nothing here;
+  // --period turns them on.
   auto defaults = telemetry::SamplerConfig::default_periods();
   for (auto g : {gpu::MetricGroup::kUtilization, gpu::MetricGroup::kGpm, gpu::MetricGroup::kEnergy})
     defaults[gpu::index(g)] = std::chrono::milliseconds(0);

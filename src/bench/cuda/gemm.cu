@@ -450,8 +450,8 @@ core::Result<std::vector<Candidate>> heuristic_candidates(const LtApi& lt, const
 
 // Cluster-shape variants of each layout's first pick, appended to `candidates`; returns how many.
 // The heuristics offer one thread-block cluster shape per kernel and tile; under the power cap
-// another shape of the same kernel can be faster in the steady state (H200, TF32, TN 128x256 tile:
-// 2x1x1 1.9 % ahead of the offered 1x2x1, 2026-11-30, docs/results/bench-h200.md). A variant
+// another shape of the same kernel can be faster in the steady state, so the variants compete too
+// (on the H200 a TF32 variant beats the offered shape: docs/results/bench-h200.md). A variant
 // cuBLASLt's check refuses, or one with the configuration of a candidate already there, is left
 // out; one that fails to run is skipped like any other candidate.
 int add_cluster_variants(const LtApi& lt, const GemmOptions& o, const Problem& p, std::vector<Candidate>& candidates) {
@@ -668,14 +668,13 @@ core::Result<Choice> final_round(const Runner& run, const std::vector<Candidate>
 //     the GPU was coolest;
 //  4. the final: the fastest few run again in long turns (final_round). The final's turns are long
 //     (1 s by default): kernels that differ only in their cluster shape separate only once the power
-//     controller has settled on each (H200, TF32 TN 128x256: 2x1x1 led 2x2x1 by 0.4 % on average in
-//     0.3 s turns, by 0.9-2.0 % in every 1 s comparison; 0.3 s turns once put 2x1x1 1.2 % behind a
-//     kernel it beats, 2026-11-30).
+//     controller has settled on each; in short turns they swap places from turn to turn, and a
+//     short final can rank a kernel behind one it beats (docs/methodology.md, gemm; the figures:
+//     docs/results/bench-h200.md).
 // Every turn, probe and final, is half untimed, so the power controller settles on that kernel, and
-// half timed: a turn timed whole judges a kernel partly at the clock its predecessor left. On the
-// H200 such a probe ranked the FP8 112x128 tile ahead of the heuristics' 144x128, which the steady
-// state runs ~2 % faster, and a TF32 cluster variant (TN 128x256, 2x1x1) 4-6 % behind its first
-// pick, which settled turns put it 1.9 % ahead of (2026-11-30). Returns the chosen candidate.
+// half timed: a turn timed whole judges a kernel partly at the clock its predecessor left, and
+// ranks kernels in an order the steady state reverses (docs/methodology.md, gemm). Returns the
+// chosen candidate.
 core::Result<Choice> choose_algorithm(const Runner& run, const std::vector<Candidate>& candidates, const GemmOptions& o,
                                       GemmTiming& t) {
   t.algo_seconds.assign(candidates.size(), 0.0);

@@ -6,9 +6,9 @@
 // apart). A controller thread sets `duty`, at most the cap, from the slice's share of the GPU as NVML
 // reports it — per-process SM utilization, summed over the slice's processes — so that figure settles
 // at the cap whatever the kernels' lengths (closed loop). With each slice's window at a place of its
-// own, two slices side by side time-sliced and NVML's figure was not the work (on an H200 a 30 % slice
-// held 30 % by NVML while doing 51 % of a job alone's work; docs/results/slice.md); kept apart, each
-// slice's kernels run in its own part of the period. A process outside any slice is not kept apart.
+// own, two slices side by side time-sliced and NVML's figure was not the work (a slice held at its
+// cap by NVML did far more than its share of a job alone's work: docs/results/slice.md); kept apart,
+// each slice's kernels run in its own part of the period. A process outside any slice is not kept apart.
 // Internal to libgpudoc_slice.so.
 //
 //   inject::DutyController c(/*target*/ 30);    // pure logic, tested without a GPU
@@ -97,8 +97,8 @@ inline constexpr std::int64_t kGatePeriodNs = 20'000'000;
 // in two pieces, both inside period k. Slices given disjoint [offset, offset + cap) (the slice's
 // duty never exceeds its cap) are never open at once: the rotation turns all of them together.
 // (Beside another process the windows must be kept apart: with each slice's window at a place of its
-// own, NVML's per-process figure the controller steers did not divide the GPU the way the work did
-// on an H200 — 30.1 / 60.3 % by NVML, 50.6 / 42.8 % of the work; docs/results/slice.md.)
+// own, NVML's per-process figure the controller steers did not divide the GPU the way the work did;
+// the figures are in docs/results/slice.md.)
 [[nodiscard]] inline std::int64_t gate_wait_ns(std::int64_t now_ns, double duty, std::int64_t offset_ns) {
   if (duty >= 1.0) return 0;
   const std::int64_t period = kGatePeriodNs;

@@ -33,7 +33,7 @@ TEST(DefaultRule, CommonNames) {
   check("tokens_per_second", "", Direction::kHigherIsBetter, 5);
   check("throughput", "", Direction::kHigherIsBetter, 5);
   check("tflops", "", Direction::kHigherIsBetter, 5);
-  check("hbm.copy", "GB/s", Direction::kHigherIsBetter, 5);            // the seed: bandwidth down > 5 %
+  check("hbm.copy", "GB/s", Direction::kHigherIsBetter, 5);            // bandwidth down > 5 %
   check("probe.matmul_bf16_ms", "ms", Direction::kLowerIsBetter, 10);  // matmul time up > 10 %
   check("loss", "", Direction::kLowerIsBetter, 5);
   check("val_loss", "", Direction::kLowerIsBetter, 5);

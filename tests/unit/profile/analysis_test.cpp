@@ -1,5 +1,5 @@
 // profile::analyse on synthetic loops: each idle cause is found where it was put, steps come from
-// NVTX or the kernel sequence, and the CUDA Graph verdict follows the seed's decision tree.
+// NVTX or the kernel sequence, and the CUDA Graph verdict follows the rules of docs/profile.md (Verdict).
 #include "profile/analysis.hpp"
 
 #include <gtest/gtest.h>
