@@ -6,12 +6,29 @@
 
 namespace gpudoc::guard {
 
+namespace {
+
+// The one GPU a watch keeps, under the number the sampler's records give it.
+gpu::DeviceInfo as_index(gpu::DeviceInfo info, int gpu) {
+  info.index = gpu;
+  return info;
+}
+
+}  // namespace
+
 GpuWatch::GpuWatch(int gpu, gpu::DeviceInfo info, Policy policy, WatchOptions options)
     : gpu_(gpu),
       info_(std::move(info)),
       options_(std::move(options)),
       escalator_(std::move(policy), info_),
-      forecaster_(options_.forecast) {}
+      forecaster_(options_.forecast),
+      latest_({as_index(info_, gpu)}, telemetry::SamplerConfig::default_periods(), {.width = 0}) {}
+
+std::optional<double> GpuWatch::newest_sample_t() const {
+  const auto ns = latest_.newest_sample_unix_ns(0);
+  if (!ns) return std::nullopt;
+  return static_cast<double>(*ns) * 1e-9;
+}
 
 void GpuWatch::add(const telemetry::SamplerRecord& r) {
   if (r.gpu != gpu_) return;
@@ -29,6 +46,7 @@ void GpuWatch::add(const telemetry::SamplerRecord& r) {
     return;
   }
   if (r.kind != telemetry::SamplerRecord::Kind::kSamples) return;
+  latest_.add(r);
   ThermalSample s;
   std::optional<double> t;
   for (const gpu::MetricSample& m : r.samples) {
@@ -43,9 +61,6 @@ void GpuWatch::add(const telemetry::SamplerRecord& r) {
     }
   }
   if (!t) return;
-  if (!newest_t_ || *t > *newest_t_) newest_t_ = t;
-  if (s.power_watts) power_ = s.power_watts;
-  if (s.gpu_temperature_celsius) temperature_now_ = s.gpu_temperature_celsius;
   if (s.power_watts || s.gpu_temperature_celsius || s.memory_temperature_celsius) {
     s.t = *t;
     forecaster_.add(s);
@@ -73,8 +88,12 @@ std::optional<Decision> GpuWatch::tick(double t) {
   EscalationInput in;
   in.t = t;
   in.fatal = fatal_;
-  in.power_watts = power_;
-  in.gpu_temp_now = temperature_now_;
+  const auto value = [this](gpu::Metric m) -> std::optional<double> {
+    const auto& v = latest_.newest(0, m);
+    return v ? std::optional<double>(v->value) : std::nullopt;
+  };
+  in.power_watts = value(gpu::Metric::kPowerWatts);
+  in.gpu_temp_now = value(gpu::Metric::kGpuTemperatureCelsius);
   if (forecaster_.gpu().has_temperature()) {
     const Forecast f = forecaster_.gpu().forecast(horizon);
     in.gpu_temp_forecast = f.temperature_celsius;

@@ -6,7 +6,8 @@
 //   w.add_health(facts);                                      // ECC / row-remap counters, when read
 //   if (auto d = w.tick(now_s)) act(*d, w.input());            // a level change (or a resume) to act on
 //
-// Times are seconds on the sampler's time base (time_unix_ns / 1e9). The forecast is made at the
+// Times are seconds on the sampler's time base (time_unix_ns / 1e9). The newest readings are kept in
+// a telemetry::LiveState, the live state the other live commands keep. The forecast is made at the
 // policy's horizon from the newest samples; memory headroom from memory_used over the last 30 s.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include "guard/escalation.hpp"
 #include "guard/forecast.hpp"
 #include "guard/policy.hpp"
+#include "telemetry/live_state.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace gpudoc::guard {
@@ -49,7 +51,7 @@ class GpuWatch {
   // The input of the last tick (what a decision was made from).
   [[nodiscard]] const EscalationInput& input() const { return input_; }
   // Time of the newest sample (seconds), the one a decision of this tick rests on.
-  [[nodiscard]] std::optional<double> newest_sample_t() const { return newest_t_; }
+  [[nodiscard]] std::optional<double> newest_sample_t() const;
   // What made a fatal flag rise, for the log ("XID 79: GPU has fallen off the bus").
   [[nodiscard]] const std::vector<std::string>& fatal_reasons() const { return fatal_reasons_; }
 
@@ -63,7 +65,7 @@ class GpuWatch {
   FatalFlags fatal_;
   std::vector<std::string> fatal_reasons_;
   std::optional<std::uint64_t> ecc_uncorrected_at_start_;
-  std::optional<double> newest_t_, power_, temperature_now_;
+  telemetry::LiveState latest_;  // the GPU's newest readings, kept as every live command keeps them
   EscalationInput input_;
 };
 

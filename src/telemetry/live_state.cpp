@@ -37,6 +37,7 @@ void LiveState::add(const telemetry::SamplerRecord& r) {
   switch (r.kind) {
     case telemetry::SamplerRecord::Kind::kSamples:
       for (const auto& s : r.samples) {
+        if (!g.newest_sample_ns || s.time_unix_ns > *g.newest_sample_ns) g.newest_sample_ns = s.time_unix_ns;
         add_point(g.metrics[gpu::index(s.metric)], s.value, s.time_unix_ns);
         if (s.metric == gpu::Metric::kClockEventReasonsMask)
           add_point(g.slowdown, gpu::is_slowdown(static_cast<std::uint64_t>(s.value)) ? 1.0 : 0.0, s.time_unix_ns);

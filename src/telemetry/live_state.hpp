@@ -64,6 +64,10 @@ class LiveState {
   [[nodiscard]] const std::optional<LatestValue>& newest(std::size_t slot, gpu::Metric m) const {
     return gpus_[slot].metrics[gpu::index(m)].latest;
   }
+  // The time of the newest sample of any metric (absent before the first).
+  [[nodiscard]] std::optional<std::int64_t> newest_sample_unix_ns(std::size_t slot) const {
+    return gpus_[slot].newest_sample_ns;
+  }
   // Whether a reading of `group` taken at `time_unix_ns` is still fresh at `now_unix_ns`; a group
   // that is not read is never fresh.
   [[nodiscard]] bool fresh(gpu::MetricGroup group, std::int64_t time_unix_ns, std::int64_t now_unix_ns) const;
@@ -97,6 +101,7 @@ class LiveState {
     PerMetric slowdown;  // 1 when a slowdown reason was active, 0 otherwise
     std::vector<gpu::ProcessSample> processes;
     std::int64_t processes_time_ns = 0;
+    std::optional<std::int64_t> newest_sample_ns;
     std::string status;
   };
   void add_point(PerMetric& pm, double value, std::int64_t time_unix_ns);

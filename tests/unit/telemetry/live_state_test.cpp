@@ -72,6 +72,7 @@ TEST(LiveState, AnOlderBufferedSampleNeverReplacesTheNewest) {
   ASSERT_TRUE(s.newest(0, Metric::kGpuUtilizationPercent));
   EXPECT_EQ(s.newest(0, Metric::kGpuUtilizationPercent)->value, 90.0);
   EXPECT_EQ(s.newest(0, Metric::kGpuUtilizationPercent)->time_unix_ns, 10 * kSec);
+  EXPECT_EQ(s.newest_sample_unix_ns(0), 10 * kSec);
   // No history was asked for: the buckets stay empty.
   s.set_now(10 * kSec);
   EXPECT_TRUE(s.history(0, Metric::kGpuUtilizationPercent).empty());
