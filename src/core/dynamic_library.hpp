@@ -16,7 +16,7 @@
 // Policy, stated once for every library gpudoc loads: it is never closed (no dlclose). Vendor
 // libraries leave threads, exit handlers or driver state behind (NCCL's proxy threads, CUDA state in
 // cuBLASLt and NVML) that would run unmapped code after a dlclose; a crash at exit seen on a 2-GPU
-// H200 (2026-11-29) is suspected to be NVML's. A DynamicLibrary is therefore a plain handle that
+// H200 is suspected to be NVML's. A DynamicLibrary is therefore a plain handle that
 // owns nothing: the mapping lives until the process ends, and a library that turns out to lack a
 // required function stays mapped too (unloading it buys nothing and risks its destructors).
 #pragma once

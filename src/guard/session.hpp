@@ -45,8 +45,8 @@ struct SessionOptions {
   double clock_speed = 1.0;                      // the backend clock's seconds per wall second (a replay's speed)
   std::function<bool(std::uint64_t)> fatal_xid;  // the XID catalog's reset/reboot classes
   double ack_deadline_s = 10.0;                  // an advice not acknowledged by then: signal (if opted in) and log
-  // How often the loop wakes (sampler drain + channel): each wake-up costs ~40 µs of CPU on an
-  // H200 host, so 20 a second is 0.08 % of a core; it adds at most this much to an ack's latency.
+  // How often the loop wakes (sampler drain + channel): each wake-up costs CPU (docs/results/guard.md),
+  // and the period adds at most this much to an ack's latency.
   std::chrono::milliseconds loop_period{50};
   std::chrono::milliseconds health_period{5000};   // ECC / row-remap counters
   std::chrono::milliseconds status_period{60000};  // a "status" event: each GPU's level and forecast

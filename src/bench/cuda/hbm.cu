@@ -59,10 +59,9 @@ __global__ void fill_index_kernel(uint4* __restrict__ dst, std::size_t n) {
 }
 
 // Copy: one 16-byte vector per thread and one block per 256 vectors, no loop. On an H200 this
-// shape moved 4282 GB/s where the persistent grid-stride loop of the read and write kernels
-// (streaming hints or not, 2 to 8 vectors in flight per thread, 256 or 512 threads) reached
-// 3816-3938 GB/s, and cudaMemcpyAsync 4268 GB/s (12 variants, 3 interleaved rounds;
-// docs/results/bench-h200.md).
+// shape copies faster than the persistent grid-stride loop of the read and write kernels (with or
+// without streaming hints, 2 to 8 vectors in flight per thread, 256 or 512 threads) and than
+// cudaMemcpyAsync (the variants compared: docs/methodology.md, docs/results/bench-h200.md).
 __global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) dst[i] = src[i];

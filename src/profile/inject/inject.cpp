@@ -338,8 +338,8 @@ bool open_output(State& s) {
 
 // Whether an API call matters to the analysis: it launches, copies, sets, synchronizes, allocates,
 // records or waits on an event, or calls back into the host. Tracing every runtime and driver call
-// cost 44 % of a PyTorch training step on an H200 (about 20 calls per kernel: cudaGetDevice,
-// cudaGetLastError, cuKernelGetName, ...).
+// slows a PyTorch training step by a large share (about 20 calls per kernel: cudaGetDevice,
+// cudaGetLastError, cuKernelGetName, ...; docs/results/profile.md).
 bool api_that_matters(const char* name) {
   if (name == nullptr) return false;
   for (const char* word : {"Launch", "Memcpy", "Memset", "Synchronize", "Malloc", "MemAlloc", "Free", "HostAlloc",
