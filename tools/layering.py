@@ -24,10 +24,14 @@ LAYERS = {
     "bench": 3,
     # the analysis of CUPTI records reads only core; the injection library inside the job nothing at all
     "profile": 3,
+    # the SQLite store: baseline runs, health and guard history; includes core only, sits below
+    # everything that keeps runs in it
+    "store": 3,
     "health": 4,
     "guard": 4,
+    # the regression gate: judges runs and keeps them in the store
     "baseline": 5,
-    # above baseline and health: the exporter will show their last verdicts; below view and cli
+    # above baseline and health: the exporter shows the store's last verdicts; below view and cli
     "serve": 6,
     "view": 7,
     "cli": 8,

@@ -372,27 +372,6 @@ nlohmann::json to_json(const Comparison& c) {
   return arr;
 }
 
-nlohmann::json to_json(const MachineContext& m) {
-  return {{"host", m.host},
-          {"gpus", m.gpus},
-          {"driver_version", m.driver_version},
-          {"cuda_version", m.cuda_version},
-          {"extra", m.extra}};
-}
-
-MachineContext machine_from_json(const nlohmann::json& j) {
-  MachineContext m;
-  if (!j.is_object()) return m;
-  m.host = j.value("host", "");
-  if (j.contains("gpus") && j["gpus"].is_array())
-    for (const auto& g : j["gpus"])
-      if (g.is_string()) m.gpus.push_back(g.get<std::string>());
-  m.driver_version = j.value("driver_version", "");
-  m.cuda_version = j.value("cuda_version", "");
-  if (j.contains("extra") && j["extra"].is_object()) m.extra = j["extra"];
-  return m;
-}
-
 std::vector<std::string> machine_differences(const MachineContext& b, const MachineContext& n) {
   std::vector<std::string> out;
   auto list = [](const std::vector<std::string>& g) {

@@ -40,17 +40,12 @@
 
 #include "baseline/config.hpp"
 #include "core/numeric.hpp"
+#include "store/records.hpp"
 
 namespace gpudoc::baseline {
 
-// One measured quantity of a run. samples are in `unit`, in the order measured.
-struct Figure {
-  std::string name;                    // "step_ms", "hbm.copy", "wall_s"
-  std::string unit;                    // "ms", "GB/s", "" when the workload did not say
-  std::string source;                  // "workload", "gpudoc", "bench", "probe"
-  std::optional<Direction> direction;  // when the producer knows it (benchmarks do)
-  std::vector<double> samples;
-};
+// One measured quantity of a run, as the store keeps it (store/records.hpp).
+using store::Figure;
 
 using core::median;  // 0 for an empty vector (core/numeric.hpp)
 // 1.4826 x MAD / |median| x 100; 0 with fewer than 3 samples or a zero median.
@@ -125,16 +120,10 @@ struct CompareContext {
 [[nodiscard]] nlohmann::json to_json(const FigureComparison& f);
 [[nodiscard]] nlohmann::json to_json(const Comparison& c);
 
-// The machine a run happened on, as far as comparability goes.
-struct MachineContext {
-  std::string host;
-  std::vector<std::string> gpus;                    // model names in index order; empty: no GPU visible
-  std::string driver_version;                       // "580.159.03"; empty when unknown
-  std::string cuda_version;                         // "13.0"; empty when unknown
-  nlohmann::json extra = nlohmann::json::object();  // UUIDs, torch version...: recorded, not compared
-};
-[[nodiscard]] nlohmann::json to_json(const MachineContext& m);
-[[nodiscard]] MachineContext machine_from_json(const nlohmann::json& j);
+// The machine a run happened on, as the store keeps it (store/records.hpp).
+using store::machine_from_json;
+using store::MachineContext;
+using store::to_json;
 
 // What differs between the baseline's machine and this one in GPU model, GPU count, driver or CUDA
 // version (each a line "GPU model: NVIDIA H200 (baseline) vs NVIDIA H100 (now)"); empty when the

@@ -14,22 +14,6 @@
 
 namespace gpudoc::baseline {
 
-const char* to_string(Direction d) noexcept {
-  switch (d) {
-    case Direction::kLowerIsBetter: return "lower";
-    case Direction::kHigherIsBetter: return "higher";
-    case Direction::kUnknown: return "unknown";
-  }
-  return "unknown";
-}
-
-std::optional<Direction> direction_from_string(std::string_view s) noexcept {
-  if (s == "lower") return Direction::kLowerIsBetter;
-  if (s == "higher") return Direction::kHigherIsBetter;
-  if (s == "unknown") return Direction::kUnknown;
-  return std::nullopt;
-}
-
 bool glob_match(std::string_view pattern, std::string_view name) noexcept {
   // Iterative matcher with one backtrack point: linear for the short patterns configs hold.
   std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;

@@ -26,13 +26,14 @@
 
 #include "core/file.hpp"
 #include "core/result.hpp"
+#include "store/records.hpp"
 
 namespace gpudoc::baseline {
 
-// kUnknown: the figure is stored and shown but never gates (no direction is known for it).
-enum class Direction { kLowerIsBetter, kHigherIsBetter, kUnknown };
-[[nodiscard]] const char* to_string(Direction d) noexcept;  // "lower", "higher", "unknown"
-[[nodiscard]] std::optional<Direction> direction_from_string(std::string_view s) noexcept;
+// Which way a figure gets better, as the store keeps it (store/records.hpp).
+using store::Direction;
+using store::direction_from_string;
+using store::to_string;
 
 struct Rule {
   Direction direction = Direction::kUnknown;

@@ -33,10 +33,10 @@ void tell_notes(const GateEnv& env, const std::vector<std::string>& notes) {
     for (const auto& n : notes) env.on_note(n);
 }
 
-core::Result<Store> open_at(const std::string& path, StoreUse use) {
-  OpenOptions options;
+core::Result<store::Database> open_at(const std::string& path, StoreUse use) {
+  store::OpenOptions options;
   options.read_only = use == StoreUse::kRead;
-  auto store = Store::open(path, options);
+  auto store = store::Database::open(path, options);
   if (!store) return store.error();
   if (use == StoreUse::kWrite)
     if (auto st = store->check_writable(); !st) return st.error();
@@ -61,7 +61,7 @@ std::optional<core::Error> unrecordable(const Collected& got, double timeout_s) 
 }
 
 // A baseline the gate cannot judge against: cut short, or damaged in the store.
-std::optional<core::Error> unusable_golden(const BaselineInfo& info, const StoredRun& golden,
+std::optional<core::Error> unusable_golden(const store::BaselineInfo& info, const store::StoredRun& golden,
                                            const std::string& store_path) {
   if (golden.interrupted()) {
     const std::string by = golden.details.is_object() && golden.details.contains("interrupted")
@@ -161,7 +161,7 @@ core::Status confirm_regression(const CheckPlan& plan, const GateEnv& env, Check
 // The verdict, the exit code and, for a failure, what the GPUs and the run's trace show.
 void judge(const GateEnv& env, CheckOutcome& o) {
   const bool failed = o.cmp.failed() || !o.workload_failure.empty();
-  o.verdict = o.stopped_by                  ? kVerdictInterrupted
+  o.verdict = o.stopped_by                  ? store::kVerdictInterrupted
               : !o.workload_failure.empty() ? "workload_failed"
               : failed                      ? "regression"
                                             : "ok";
@@ -193,7 +193,7 @@ core::Status run_collections(const CheckPlan& plan, const GateEnv& env, const Ch
 }
 
 core::Result<std::int64_t> store_check(CheckPlan& plan, const CheckOutcome& o) {
-  NewRun run;
+  store::NewRun run;
   run.baseline = plan.info.name;
   run.time_unix_ns = core::SystemClock().unix_now_ns();
   run.role = "check";
@@ -211,7 +211,7 @@ core::Result<std::int64_t> store_check(CheckPlan& plan, const CheckOutcome& o) {
   auto id = plan.store.add_run(run);
   if (!id) return id.error().with_context("storing the check");
   if (o.rerun) {
-    NewRun c = run;
+    store::NewRun c = run;
     c.role = "confirm";
     c.figures = o.rerun->figures;
     c.details = o.rerun->details;
@@ -228,15 +228,15 @@ int exit_code_for_signal(int sig) noexcept { return core::exit_code_for_signal(s
 
 nlohmann::json interruption_json(int sig) { return {{"signal", sig}, {"signal_name", core::signal_name(sig)}}; }
 
-core::Result<Store> open_store(const std::optional<std::string>& path_flag, StoreUse use) {
-  auto path = default_store_path(path_flag);
+core::Result<store::Database> open_store(const std::optional<std::string>& path_flag, StoreUse use) {
+  auto path = store::default_store_path(path_flag);
   if (!path) return path.error();
   return open_at(*path, use);
 }
 
 core::Result<NamedBaseline> open_named(const std::optional<std::string>& path_flag, const std::string& name,
                                        StoreUse use) {
-  auto path = default_store_path(path_flag);
+  auto path = store::default_store_path(path_flag);
   if (!path) return path.error();
   std::error_code ec;
   if (!std::filesystem::exists(*path, ec))
@@ -282,7 +282,8 @@ core::Result<CollectSpec> record_spec(const RecordRequest& r) {
   return spec;
 }
 
-core::Result<Recorded> record(Store& store, const std::string& name, const CollectSpec& spec, const GateEnv& env) {
+core::Result<Recorded> record(store::Database& store, const std::string& name, const CollectSpec& spec,
+                              const GateEnv& env) {
   Recorded r;
   const MachineContext machine = probe_machine(env.backend, env.no_gpu_reason);
   auto got = collect(spec, {}, collect_env(env));
@@ -296,7 +297,7 @@ core::Result<Recorded> record(Store& store, const std::string& name, const Colle
   } else if (auto why = unrecordable(r.got, spec.timeout_s)) {
     return *why;
   }
-  NewBaseline& nb = r.baseline;
+  store::NewBaseline& nb = r.baseline;
   nb.name = name;
   nb.kinds = kinds_of(spec);
   nb.spec = to_json(spec);
@@ -306,7 +307,7 @@ core::Result<Recorded> record(Store& store, const std::string& name, const Colle
   nb.run.details = r.got.details;
   nb.run.details["notes"] = r.got.notes;
   if (r.stopped_by) {
-    nb.run.verdict = kVerdictInterrupted;
+    nb.run.verdict = store::kVerdictInterrupted;
     nb.run.exit_code = r.exit_code;
     nb.run.details["interrupted"] = interruption_json(*r.stopped_by);
   }
@@ -366,7 +367,7 @@ core::Result<CheckOutcome> check(CheckPlan& plan, const GateEnv& env, const Chec
 
 core::Result<BaselineList> list_store(const std::optional<std::string>& path_flag) {
   BaselineList out;
-  auto path = default_store_path(path_flag);
+  auto path = store::default_store_path(path_flag);
   if (!path) return path.error();
   out.store_path = *path;
   std::error_code ec;
@@ -391,7 +392,8 @@ core::Result<BaselineList> list_store(const std::optional<std::string>& path_fla
   return out;
 }
 
-core::Result<StoredRun> golden_run(Store& store, const BaselineInfo& info, const std::vector<StoredRun>& runs) {
+core::Result<store::StoredRun> golden_run(store::Database& store, const store::BaselineInfo& info,
+                                          const std::vector<store::StoredRun>& runs) {
   for (const auto& r : runs)
     if (r.id == info.golden_run_id) return r;
   return store.load_run(info.golden_run_id);

@@ -34,9 +34,9 @@
 #include "baseline/collect.hpp"
 #include "baseline/compare.hpp"
 #include "baseline/config.hpp"
-#include "baseline/store.hpp"
 #include "core/result.hpp"
 #include "core/temp_dir.hpp"
+#include "store/database.hpp"
 
 namespace gpudoc::baseline {
 
@@ -63,14 +63,14 @@ struct GateEnv {
 // ---- the store, opened for one command ----
 
 enum class StoreUse { kRead, kWrite };
-// Opens the store at `path_flag` (default_store_path). kRead opens it read-only (a read-only file
+// Opens the store at `path_flag` (store::default_store_path). kRead opens it read-only (a read-only file
 // or folder works); kWrite also checks that a write would succeed now, so that a read-only, locked
-// or damaged store fails before minutes of measuring. Errors: Store::open's and check_writable's.
-[[nodiscard]] core::Result<Store> open_store(const std::optional<std::string>& path_flag, StoreUse use);
+// or damaged store fails before minutes of measuring. Errors: store::Database::open's and check_writable's.
+[[nodiscard]] core::Result<store::Database> open_store(const std::optional<std::string>& path_flag, StoreUse use);
 
 struct NamedBaseline {
-  Store store;
-  BaselineInfo info;
+  store::Database store;
+  store::BaselineInfo info;
 };
 // The store holding baseline `name`. Errors: kUsage when the store file does not exist yet (saying
 // how to record one) or holds no such baseline (saying how to list them); open_store's.
@@ -103,9 +103,9 @@ inline constexpr int kGoldenRuns = kMinRunsForNoise;
 
 struct Recorded {
   Collected got;
-  NewBaseline baseline;     // as stored: kinds, spec, the run (machine, verdict)
-  std::int64_t run_id = 0;  // 0: stopped before anything was measured, nothing stored
-  bool existed = false;     // the name was there before: re-recorded, or (interrupted) its golden run stays
+  store::NewBaseline baseline;  // as stored: kinds, spec, the run (machine, verdict)
+  std::int64_t run_id = 0;      // 0: stopped before anything was measured, nothing stored
+  bool existed = false;         // the name was there before: re-recorded, or (interrupted) its golden run stays
   std::optional<int> stopped_by;
   int exit_code = 0;  // 0, or 128 + the stop signal
   [[nodiscard]] bool interrupted() const { return stopped_by.has_value(); }
@@ -113,9 +113,9 @@ struct Recorded {
 
 // Runs `spec` and stores it as baseline `name`'s golden run in `store` (opened with kWrite). A run
 // stopped after it measured something is stored marked interrupted (it never replaces a golden
-// run, store.hpp). Errors: collect's; kTimeout (the workload timed out), kBadInput (it exited
+// run, store/baseline_runs.hpp). Errors: collect's; kTimeout (the workload timed out), kBadInput (it exited
 // non-zero, or the run produced no figures) — nothing is stored; the store's.
-[[nodiscard]] core::Result<Recorded> record(Store& store, const std::string& name, const CollectSpec& spec,
+[[nodiscard]] core::Result<Recorded> record(store::Database& store, const std::string& name, const CollectSpec& spec,
                                             const GateEnv& env);
 
 // ---- check ----
@@ -132,9 +132,9 @@ struct CheckRequest {
 // Everything a check needs and may refuse on, settled before anything runs.
 struct CheckPlan {
   Config cfg;
-  Store store;
-  BaselineInfo info;
-  StoredRun golden;
+  store::Database store;
+  store::BaselineInfo info;
+  store::StoredRun golden;
   CollectSpec spec;  // the recorded one with the request's overrides (repeat: this check's runs)
   // The golden run's workload runs and what earlier checks measured of its per-run figures, and
   // what its figures meant (compare.hpp).
@@ -189,7 +189,7 @@ struct LastCheck {
   std::string verdict;
 };
 struct BaselineSummary {
-  BaselineInfo info;
+  store::BaselineInfo info;
   std::optional<LastCheck> last_check;
 };
 struct BaselineList {
@@ -201,7 +201,7 @@ struct BaselineList {
 [[nodiscard]] core::Result<BaselineList> list_store(const std::optional<std::string>& path_flag);
 
 // The golden run of `info`: from `runs` when it is among them, else read from the store.
-[[nodiscard]] core::Result<StoredRun> golden_run(Store& store, const BaselineInfo& info,
-                                                 const std::vector<StoredRun>& runs);
+[[nodiscard]] core::Result<store::StoredRun> golden_run(store::Database& store, const store::BaselineInfo& info,
+                                                        const std::vector<store::StoredRun>& runs);
 
 }  // namespace gpudoc::baseline

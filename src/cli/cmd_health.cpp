@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "baseline/health_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/log.hpp"
+#include "health/history.hpp"
 #include "health/node.hpp"
 #include "telemetry/backend_source.hpp"
 #include "view/health_text.hpp"
@@ -57,7 +57,7 @@ void store_results(const HealthFlags& f, const telemetry::Live& live, const heal
   if (f.no_store) return;
   if (!live.real())
     return core::log_warn("not stored: the results of the {} backend are not this node's", live.spec->text);
-  if (auto at = baseline::keep_health_result(f.store, node, j))
+  if (auto at = health::keep_health_result(f.store, node, j))
     j["stored"] = {{"path", at->path}, {"id", at->id}};
   else
     core::log_warn("not stored: {}", at.error().message());

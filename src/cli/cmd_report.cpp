@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <map>
 
-#include "baseline/guard_results.hpp"
-#include "baseline/health_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/file.hpp"
+#include "store/guard_history.hpp"
+#include "store/health_history.hpp"
 #include "view/guard_report.hpp"
 #include "view/health_report.hpp"
 
@@ -60,7 +60,7 @@ int run_report(const ReportFlags& f) {
     if (f.html)
       return report_error(core::Error(core::ErrorKind::kUsage, "--html is for the health history, not --guard"),
                           f.json);
-    auto events = baseline::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
+    auto events = store::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
     if (!events) return report_error(events.error(), f.json);
     if (f.json)
       print_json(view::guard_events_json(*events));
@@ -68,7 +68,7 @@ int run_report(const ReportFlags& f) {
       print_text(stdout, view::render_guard_events_text(*events));
     return core::kExitOk;
   }
-  auto rows = baseline::health_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
+  auto rows = store::health_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
   if (!rows) return report_error(rows.error(), f.json);
   std::vector<view::StoredHealthRun> runs;
   for (auto& r : *rows) runs.push_back({r.time_unix_ns, std::move(r.payload)});

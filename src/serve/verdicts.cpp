@@ -17,7 +17,7 @@ std::string string_field(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-HealthSnapshot health_of(const baseline::StoredResult& result) {
+HealthSnapshot health_of(const store::StoredResult& result) {
   HealthSnapshot h;
   h.time_unix_ns = result.time_unix_ns;
   h.status = result.status;
@@ -33,7 +33,7 @@ HealthSnapshot health_of(const baseline::StoredResult& result) {
   return h;
 }
 
-std::vector<BaselineSeries> baselines_of(baseline::Store& store) {
+std::vector<BaselineSeries> baselines_of(store::Database& store) {
   std::vector<BaselineSeries> out;
   auto list = store.list_baselines();
   if (!list) return out;
@@ -52,7 +52,7 @@ core::Result<Verdicts> read_verdicts(const std::string& path) {
   Verdicts v;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return v;  // nothing kept yet
-  auto store = baseline::Store::open(path, {.create = false, .read_only = true});
+  auto store = store::Database::open(path, {.create = false, .read_only = true});
   if (!store) return store.error();
   core::SystemClock clock;
   auto health = store->results_since("health", clock.unix_now_ns() - kHealthLookbackNs);

@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "baseline/store.hpp"
 #include "core/result.hpp"
 #include "serve/exposition.hpp"
+#include "store/database.hpp"
 
 namespace gpudoc::serve {
 
@@ -29,9 +29,9 @@ struct Verdicts {
 };
 
 // The health series of one stored "health" result (its payload is health::to_json's).
-[[nodiscard]] HealthSnapshot health_of(const baseline::StoredResult& result);
+[[nodiscard]] HealthSnapshot health_of(const store::StoredResult& result);
 // Each baseline's newest run (check, confirm or its golden record) as a verdict series.
-[[nodiscard]] std::vector<BaselineSeries> baselines_of(baseline::Store& store);
+[[nodiscard]] std::vector<BaselineSeries> baselines_of(store::Database& store);
 // Both, from the store at `path`. Errors: the store's (kBadInput damaged, kEnvironment locked).
 [[nodiscard]] core::Result<Verdicts> read_verdicts(const std::string& path);
 

@@ -49,7 +49,7 @@ struct FigureNames {
   std::vector<std::string> units;
 };
 
-FigureNames figure_names(const std::vector<baseline::StoredRun>& runs, bool with_samples_only) {
+FigureNames figure_names(const std::vector<store::StoredRun>& runs, bool with_samples_only) {
   FigureNames n;
   for (const auto& r : runs)
     for (const auto& fig : r.figures)
@@ -127,7 +127,7 @@ std::string render_figures(const std::vector<baseline::Figure>& figs, const base
   return core::render_table(rows);
 }
 
-nlohmann::json history_json(const baseline::BaselineInfo& info, const std::vector<baseline::StoredRun>& runs) {
+nlohmann::json history_json(const store::BaselineInfo& info, const std::vector<store::StoredRun>& runs) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : runs) {
     nlohmann::json medians = nlohmann::json::object();
@@ -141,7 +141,7 @@ nlohmann::json history_json(const baseline::BaselineInfo& info, const std::vecto
   return {{"baseline", info.name}, {"runs", arr}};
 }
 
-std::string render_history(const baseline::BaselineInfo& info, const std::vector<baseline::StoredRun>& runs) {
+std::string render_history(const store::BaselineInfo& info, const std::vector<store::StoredRun>& runs) {
   std::vector<std::vector<std::string>> rows{{"run", "time", "role", "verdict"}};
   for (const auto& r : runs)
     rows.push_back({std::to_string(r.id) + (r.id == info.golden_run_id ? "*" : ""),
@@ -176,8 +176,8 @@ std::string render_history(const baseline::BaselineInfo& info, const std::vector
   return out + core::render_table(trend);
 }
 
-BaselineHistory history_page(const baseline::BaselineInfo& info, const std::vector<baseline::StoredRun>& runs,
-                             const std::optional<baseline::StoredRun>& golden, const baseline::Config& cfg,
+BaselineHistory history_page(const store::BaselineInfo& info, const std::vector<store::StoredRun>& runs,
+                             const std::optional<store::StoredRun>& golden, const baseline::Config& cfg,
                              const std::string& store_path) {
   BaselineHistory h;
   h.name = info.name;
@@ -333,9 +333,7 @@ nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::Check
 
 namespace {
 
-std::string golden_status(const baseline::BaselineInfo& b) {
-  return b.golden_interrupted() ? "interrupted" : "complete";
-}
+std::string golden_status(const store::BaselineInfo& b) { return b.golden_interrupted() ? "interrupted" : "complete"; }
 
 std::string gpus_text(const baseline::MachineContext& m) {
   return m.gpus.empty() ? "none" : fmt::format("{}x {}", m.gpus.size(), m.gpus[0]);
@@ -373,7 +371,7 @@ nlohmann::json baseline_list_json(const baseline::BaselineList& list) {
 
 namespace {
 
-std::string golden_status_line(const baseline::StoredRun& golden) {
+std::string golden_status_line(const store::StoredRun& golden) {
   if (golden.interrupted())
     return "status: INTERRUPTED recording: the golden run was stopped before it ended; `baseline check` refuses it "
            "until "
@@ -402,7 +400,7 @@ std::string spec_lines(const baseline::CollectSpec& spec) {
 
 }  // namespace
 
-std::string render_baseline(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+std::string render_baseline(const store::BaselineInfo& info, const store::StoredRun& golden,
                             const baseline::CollectSpec& spec, const baseline::Config& cfg) {
   const auto& m = golden.machine;
   return fmt::format("baseline '{}' ({}), recorded {} by gpudoc {}\n{}{}machine: {} | GPUs: {} | driver {} | CUDA {}\n",
@@ -413,7 +411,7 @@ std::string render_baseline(const baseline::BaselineInfo& info, const baseline::
          render_figures(golden.figures, cfg, baseline::workload_runs(golden.details));
 }
 
-nlohmann::json baseline_json(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+nlohmann::json baseline_json(const store::BaselineInfo& info, const store::StoredRun& golden,
                              const baseline::Config& cfg) {
   return {{"name", info.name},
           {"kinds", info.kinds},

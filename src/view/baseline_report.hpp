@@ -22,7 +22,7 @@
 #include "baseline/compare.hpp"
 #include "baseline/config.hpp"
 #include "baseline/gate.hpp"
-#include "baseline/store.hpp"
+#include "store/baseline_runs.hpp"
 #include "view/baseline_html.hpp"
 
 namespace gpudoc::view {
@@ -39,17 +39,14 @@ namespace gpudoc::view {
                                           int runs);
 
 // The runs (oldest first, * marks the golden one) and a trend line per figure.
-[[nodiscard]] std::string render_history(const baseline::BaselineInfo& info,
-                                         const std::vector<baseline::StoredRun>& runs);
-[[nodiscard]] nlohmann::json history_json(const baseline::BaselineInfo& info,
-                                          const std::vector<baseline::StoredRun>& runs);
+[[nodiscard]] std::string render_history(const store::BaselineInfo& info, const std::vector<store::StoredRun>& runs);
+[[nodiscard]] nlohmann::json history_json(const store::BaselineInfo& info, const std::vector<store::StoredRun>& runs);
 
 // The history page's data: per figure, the median of every run, its verdict in each check (from
 // the comparison the check stored), and the golden run's value and bound under the current rules.
-[[nodiscard]] BaselineHistory history_page(const baseline::BaselineInfo& info,
-                                           const std::vector<baseline::StoredRun>& runs,
-                                           const std::optional<baseline::StoredRun>& golden,
-                                           const baseline::Config& cfg, const std::string& store_path);
+[[nodiscard]] BaselineHistory history_page(const store::BaselineInfo& info, const std::vector<store::StoredRun>& runs,
+                                           const std::optional<store::StoredRun>& golden, const baseline::Config& cfg,
+                                           const std::string& store_path);
 
 // What `baseline record` stored (the figures, or where an interrupted run went); `store_path`
 // names the store.
@@ -73,9 +70,9 @@ namespace gpudoc::view {
 
 // One baseline: what it runs (`spec`, as stored), its machine, whether its golden run is whole,
 // and the golden run's figures under the config's rules.
-[[nodiscard]] std::string render_baseline(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+[[nodiscard]] std::string render_baseline(const store::BaselineInfo& info, const store::StoredRun& golden,
                                           const baseline::CollectSpec& spec, const baseline::Config& cfg);
-[[nodiscard]] nlohmann::json baseline_json(const baseline::BaselineInfo& info, const baseline::StoredRun& golden,
+[[nodiscard]] nlohmann::json baseline_json(const store::BaselineInfo& info, const store::StoredRun& golden,
                                            const baseline::Config& cfg);
 
 }  // namespace gpudoc::view

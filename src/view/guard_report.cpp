@@ -59,10 +59,10 @@ std::string guard_event_summary(const nlohmann::json& e) {
   return type;
 }
 
-std::string render_guard_events_text(const std::vector<baseline::StoredResult>& rows) {
+std::string render_guard_events_text(const std::vector<store::StoredResult>& rows) {
   if (rows.empty()) return "No guard decisions stored in that span (gpudoc guard keeps them).\n";
   std::vector<std::string> order;
-  std::map<std::string, std::vector<const baseline::StoredResult*>> runs;
+  std::map<std::string, std::vector<const store::StoredResult*>> runs;
   for (const auto& r : rows) {
     if (runs.find(r.subject) == runs.end()) order.push_back(r.subject);
     runs[r.subject].push_back(&r);
@@ -81,7 +81,7 @@ std::string render_guard_events_text(const std::vector<baseline::StoredResult>& 
   return out;
 }
 
-nlohmann::json guard_events_json(const std::vector<baseline::StoredResult>& rows) {
+nlohmann::json guard_events_json(const std::vector<store::StoredResult>& rows) {
   nlohmann::json runs = nlohmann::json::array();
   std::map<std::string, std::size_t> index;
   for (const auto& r : rows) {

@@ -1,7 +1,7 @@
 // gpudoc::view guard report — the guard's stored decisions and actions (`gpudoc report --guard`)
 // as a terminal table, one row per event, grouped by guard run; or as JSON.
 //
-//   auto rows = baseline::guard_results_since(store_flag, since_ns);
+//   auto rows = store::guard_results_since(store_flag, since_ns);
 //   std::fputs(view::render_guard_events_text(*rows).c_str(), stdout);
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "baseline/store.hpp"
+#include "store/results.hpp"
 
 namespace gpudoc::view {
 
@@ -18,8 +18,8 @@ namespace gpudoc::view {
 // "advice j1-3 to j1: shrink_batch 0.75", "ack j1-3: done, 41 ms from the sample". Peer text escaped.
 [[nodiscard]] std::string guard_event_summary(const nlohmann::json& event);
 // Runs (by subject) oldest first, each a table: UTC time, GPU, event, summary.
-[[nodiscard]] std::string render_guard_events_text(const std::vector<baseline::StoredResult>& rows);
+[[nodiscard]] std::string render_guard_events_text(const std::vector<store::StoredResult>& rows);
 // {"runs": [{"run": ..., "host": ..., "events": [payload...]}]}
-[[nodiscard]] nlohmann::json guard_events_json(const std::vector<baseline::StoredResult>& rows);
+[[nodiscard]] nlohmann::json guard_events_json(const std::vector<store::StoredResult>& rows);
 
 }  // namespace gpudoc::view

@@ -16,8 +16,8 @@
 #include <regex>
 #include <string>
 
-#include "baseline/store.hpp"
 #include "cli_runner.hpp"
+#include "store/database.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -160,7 +160,7 @@ TEST_F(HtmlInBrowser, BaselineHistoryWithAHostileNameRenders) {
 TEST_F(HtmlInBrowser, HealthReportRenders) {
   const std::string path = (dir_ / "s.db").string();
   {
-    auto store = gpudoc::baseline::Store::open(path);
+    auto store = gpudoc::store::Database::open(path);
     ASSERT_TRUE(store.ok()) << store.error().message();
     const auto now_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

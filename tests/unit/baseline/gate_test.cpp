@@ -42,7 +42,7 @@ class GateTest : public ::testing::Test {
     env_.on_note = [this](const std::string& n) { notes_.push_back(n); };
     env_.on_progress = [this](const std::string& p) { progress_.push_back(p); };
   }
-  Store store(StoreUse use = StoreUse::kWrite) {
+  store::Database store(StoreUse use = StoreUse::kWrite) {
     auto s = open_store(store_path_, use);
     EXPECT_TRUE(s) << s.error().message();
     return std::move(*s);
@@ -50,7 +50,7 @@ class GateTest : public ::testing::Test {
   Recorded record_step(const std::string& name, int ms) {
     auto spec = record_spec({.command = step(ms)});
     EXPECT_TRUE(spec) << spec.error().message();
-    Store s = store();
+    store::Database s = store();
     auto rec = record(s, name, *spec, env_);
     EXPECT_TRUE(rec) << rec.error().message();
     return std::move(*rec);
@@ -126,7 +126,7 @@ TEST_F(GateTest, ARegressionIsRunAgainAndStoredWithItsConfirmation) {
   EXPECT_THAT(progress_, ElementsAre(HasSubstr("possible regression in workload; running again to confirm")));
   EXPECT_FALSE(out->failure_lines.empty());  // the GPU state, here: why there is none
   EXPECT_FALSE(out->trace_kept);             // no GPU, no trace
-  Store s = store(StoreUse::kRead);
+  store::Database s = store(StoreUse::kRead);
   auto runs = s.runs_of("train");
   ASSERT_TRUE(runs);
   ASSERT_EQ(runs->size(), 3u);
@@ -183,7 +183,7 @@ TEST_F(GateTest, OneGoldenRunGatesOnlyOnceChecksHaveMeasuredTheNoise) {
   auto spec = record_spec({.command = step(10), .repeat = 1});
   ASSERT_TRUE(spec);
   {
-    Store s = store();
+    store::Database s = store();
     ASSERT_TRUE(record(s, "once", *spec, env_));
   }
   auto check_same = [this] {
@@ -210,7 +210,7 @@ TEST_F(GateTest, OneGoldenRunGatesOnlyOnceChecksHaveMeasuredTheNoise) {
 }
 
 TEST_F(GateTest, AFailedWorkloadIsNeverRecorded) {
-  Store s = store();
+  store::Database s = store();
   auto spec = record_spec({.command = {"sh", "-c", "exit 3"}});
   ASSERT_TRUE(spec);
   auto rec = record(s, "bad", *spec, env_);
@@ -227,7 +227,7 @@ TEST_F(GateTest, StoppedBeforeAnythingWasMeasuredNothingIsStored) {
   stop.signal = SIGINT;
   stop.count = 1;
   env_.stop = &stop;
-  Store s = store();
+  store::Database s = store();
   auto spec = record_spec({.command = step(10)});
   ASSERT_TRUE(spec);
   auto rec = record(s, "train", *spec, env_);
@@ -240,13 +240,13 @@ TEST_F(GateTest, StoppedBeforeAnythingWasMeasuredNothingIsStored) {
 }
 
 TEST_F(GateTest, AnInterruptedGoldenRunIsRefusedBeforeAnythingRuns) {
-  Store s = store();
-  NewBaseline nb;
+  store::Database s = store();
+  store::NewBaseline nb;
   nb.name = "cut";
   nb.kinds = "workload";
   nb.spec = to_json(*record_spec({.command = step(10)}));
   nb.run.role = "record";
-  nb.run.verdict = kVerdictInterrupted;
+  nb.run.verdict = store::kVerdictInterrupted;
   nb.run.details["interrupted"] = interruption_json(SIGTERM);
   nb.run.figures = {{"step_ms", "ms", "workload", std::nullopt, {10}}};
   ASSERT_TRUE(s.record_baseline(nb));
@@ -258,8 +258,8 @@ TEST_F(GateTest, AnInterruptedGoldenRunIsRefusedBeforeAnythingRuns) {
 }
 
 TEST_F(GateTest, AnotherMachineIsRefusedUnlessAllowedAndThenNamedInTheCheck) {
-  Store s = store();
-  NewBaseline nb;
+  store::Database s = store();
+  store::NewBaseline nb;
   nb.name = "h200";
   nb.kinds = "workload";
   nb.spec = to_json(*record_spec({.command = step(10)}));

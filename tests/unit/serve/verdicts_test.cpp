@@ -6,19 +6,19 @@
 
 #include <fstream>
 
-#include "baseline/health_results.hpp"
+#include "health/history.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpudoc::serve {
 namespace {
 
-baseline::NewBaseline golden(const std::string& name, std::int64_t t) {
-  baseline::NewBaseline b;
+store::NewBaseline golden(const std::string& name, std::int64_t t) {
+  store::NewBaseline b;
   b.name = name;
   b.kinds = "workload";
   b.run.time_unix_ns = t;
-  b.run.machine = baseline::MachineContext{"host", {"NVIDIA H200"}, "580.1", "13.0", {}};
-  b.run.figures = {baseline::Figure{"step_ms", "ms", "workload", std::nullopt, {41.0, 42.0, 40.0}}};
+  b.run.machine = store::MachineContext{"host", {"NVIDIA H200"}, "580.1", "13.0", {}};
+  b.run.figures = {store::Figure{"step_ms", "ms", "workload", std::nullopt, {41.0, 42.0, 40.0}}};
   return b;
 }
 
@@ -26,11 +26,11 @@ TEST(Verdicts, LastHealthRunAndEachBaselinesLastRun) {
   testing::TempDir dir("gpudoc-serve-verdicts");
   const std::string path = dir.file("s.db");
   {
-    auto s = baseline::Store::open(path);
+    auto s = store::Database::open(path);
     ASSERT_TRUE(s) << s.error().message();
     ASSERT_TRUE(s->record_baseline(golden("resnet", 1'780'000'000'000'000'000)));
     ASSERT_TRUE(s->record_baseline(golden("bert \"large\"", 1'780'000'001'000'000'000)));
-    baseline::NewRun check;
+    store::NewRun check;
     check.baseline = "resnet";
     check.time_unix_ns = 1'780'000'100'000'000'000;
     check.role = "check";
@@ -47,7 +47,7 @@ TEST(Verdicts, LastHealthRunAndEachBaselinesLastRun) {
   health::CheckResult driver;
   driver.check = "driver";
   node.results = {ecc, driver};
-  ASSERT_TRUE(baseline::keep_health_result(path, node, health::to_json(node)));
+  ASSERT_TRUE(health::keep_health_result(path, node, health::to_json(node)));
 
   auto v = read_verdicts(path);
   ASSERT_TRUE(v) << v.error().message();

@@ -1,10 +1,10 @@
-// gpudoc::baseline guard results — `gpudoc guard` keeps every decision and action it took (a level
+// gpudoc::store guard history — `gpudoc guard` keeps every decision and action it took (a level
 // change, an advice, an acknowledgement, a signal, a missed deadline) in the store's generic
-// results (kind "guard"), and `gpudoc report` reads them back.
+// results (kind "guard", store/results.hpp), and `gpudoc report` reads them back.
 //
-//   auto keeper = baseline::GuardKeeper::open(store_flag);     // Result<GuardKeeper>: one connection
-//   keeper->keep(event);                                       // only the kinds kept_guard_event() names
-//   auto rows = baseline::guard_results_since(store_flag, now_ns - week_ns);   // oldest first
+//   auto keeper = store::GuardKeeper::open(store_flag);     // Result<GuardKeeper>: one connection
+//   keeper->keep(event);                                    // only the kinds kept_guard_event() names
+//   auto rows = store::guard_results_since(store_flag, now_ns - week_ns);   // oldest first
 //
 // Not thread-safe: one GuardKeeper is used from one thread.
 #pragma once
@@ -16,10 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "baseline/store.hpp"
 #include "core/result.hpp"
+#include "store/database.hpp"
 
-namespace gpudoc::baseline {
+namespace gpudoc::store {
 
 // The guard's event types kept in the store: decision, advice, ack, ack_timeout, signal, not_sent,
 // job_joined, start, end. Reports (the job's figures) and notes stay in the log file.
@@ -36,9 +36,9 @@ class GuardKeeper {
   [[nodiscard]] const std::string& run_id() const { return run_id_; }
 
  private:
-  GuardKeeper(Store store, std::string run_id, MachineContext machine)
+  GuardKeeper(Database store, std::string run_id, MachineContext machine)
       : store_(std::move(store)), run_id_(std::move(run_id)), machine_(std::move(machine)) {}
-  Store store_;
+  Database store_;
   std::string run_id_;
   MachineContext machine_;
 };
@@ -48,4 +48,4 @@ class GuardKeeper {
 [[nodiscard]] core::Result<std::vector<StoredResult>> guard_results_since(const std::optional<std::string>& path_flag,
                                                                           std::int64_t since_unix_ns);
 
-}  // namespace gpudoc::baseline
+}  // namespace gpudoc::store

@@ -5,10 +5,11 @@
 
 #include <filesystem>
 
-#include "baseline/health_results.hpp"
+#include "health/history.hpp"
+#include "store/health_history.hpp"
 #include "support/temp_dir.hpp"
 
-namespace gpudoc::baseline {
+namespace gpudoc::store {
 namespace {
 
 using ::testing::ElementsAre;
@@ -32,7 +33,7 @@ health::NodeReport node_with(health::Status worst_status) {
 TEST(HealthResults, AKeptCheckIsReadBackWithItsMachineAndWorstStatus) {
   testing::TempDir dir("gpudoc-health-results");
   const std::optional<std::string> store = dir.file("s.db");
-  auto at = keep_health_result(store, node_with(health::Status::kWarn), {{"status", "warn"}});
+  auto at = health::keep_health_result(store, node_with(health::Status::kWarn), {{"status", "warn"}});
   ASSERT_TRUE(at) << at.error().message();
   EXPECT_EQ(at->path, *store);
   EXPECT_GT(at->id, 0);
@@ -62,4 +63,4 @@ TEST(HealthResults, ReadingAMissingStoreFailsAndCreatesNothing) {
 }
 
 }  // namespace
-}  // namespace gpudoc::baseline
+}  // namespace gpudoc::store

@@ -1,4 +1,4 @@
-#include "baseline/guard_results.hpp"
+#include "store/guard_history.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "core/clock.hpp"
 #include "core/host.hpp"
 
-namespace gpudoc::baseline {
+namespace gpudoc::store {
 
 bool kept_guard_event(const std::string& type) {
   static constexpr std::array<std::string_view, 9> kKept = {"decision", "advice",     "ack",   "ack_timeout", "signal",
@@ -23,7 +23,7 @@ bool kept_guard_event(const std::string& type) {
 core::Result<GuardKeeper> GuardKeeper::open(const std::optional<std::string>& path_flag) {
   auto path = default_store_path(path_flag);
   if (!path) return path.error();
-  auto store = Store::open(*path);
+  auto store = Database::open(*path);
   if (!store) return store.error();
   if (auto st = store->check_writable(); !st) return st.error();
   MachineContext m;
@@ -50,9 +50,9 @@ core::Result<std::vector<StoredResult>> guard_results_since(const std::optional<
                                                             std::int64_t since_unix_ns) {
   auto path = default_store_path(path_flag);
   if (!path) return path.error();
-  auto store = Store::open(*path, {.create = false});
+  auto store = Database::open(*path, {.create = false});
   if (!store) return store.error();
   return store->results_since("guard", since_unix_ns);
 }
 
-}  // namespace gpudoc::baseline
+}  // namespace gpudoc::store

@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "baseline/store.hpp"
+#include "store/database.hpp"
 #include "support/raw_sql.hpp"
 #include "support/temp_dir.hpp"
 #include "support/unprivileged.hpp"
 
-namespace gpudoc::baseline {
+namespace gpudoc::store {
 namespace {
 
 using gpudoc::testing::raw_sql;
@@ -45,7 +45,7 @@ class StoreTest : public ::testing::Test {
 };
 
 TEST_F(StoreTest, RoundTrip) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(*s->schema_version(), kSchemaVersion);
   EXPECT_EQ(raw_sql(path_, "PRAGMA journal_mode"), "wal|");
@@ -75,7 +75,7 @@ TEST_F(StoreTest, RoundTrip) {
 }
 
 TEST_F(StoreTest, ReRecordingKeepsHistoryAndMovesTheGoldenRun) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_TRUE(s);
   auto first = s->record_baseline(sample("a", 10));
   NewRun check;
@@ -104,7 +104,7 @@ TEST_F(StoreTest, ReRecordingKeepsHistoryAndMovesTheGoldenRun) {
 }
 
 TEST_F(StoreTest, AddRunToUnknownBaselineIsAUsageError) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   NewRun r;
   r.baseline = "ghost";
   r.role = "check";
@@ -115,7 +115,7 @@ TEST_F(StoreTest, AddRunToUnknownBaselineIsAUsageError) {
 }
 
 TEST_F(StoreTest, GenericResults) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   auto id = s->add_result("health", "GPU-1", 5, MachineContext{}, "pass", {{"checks", 12}});
   ASSERT_TRUE(id) << id.error().message();
   EXPECT_EQ(*s->count_rows("results"), 1);
@@ -126,13 +126,13 @@ TEST_F(StoreTest, MigratesFromVersionOneKeepingData) {
   {
     OpenOptions o;
     o.target_schema = 1;
-    auto s = Store::open(path_, o);
+    auto s = Database::open(path_, o);
     ASSERT_TRUE(s) << s.error().message();
     EXPECT_EQ(*s->schema_version(), 1);
     ASSERT_TRUE(s->record_baseline(sample("old", 5)));
   }
   EXPECT_THAT(raw_sql(path_, "SELECT * FROM results"), HasSubstr("no such table"));
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(*s->schema_version(), 2);
   auto info = s->find_baseline("old");
@@ -145,7 +145,7 @@ TEST_F(StoreTest, MigratesFromVersionOneKeepingData) {
 TEST_F(StoreTest, ANonSqliteFileIsRefusedByName) {
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
   std::ofstream(path_) << "this is a CSV file, really\n1,2,3\n" << std::string(5000, 'x');
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput);
   EXPECT_THAT(s.error().message(), HasSubstr(path_));
@@ -155,21 +155,21 @@ TEST_F(StoreTest, ANonSqliteFileIsRefusedByName) {
 TEST_F(StoreTest, AnotherProgramsDatabaseIsRefusedAndLeftAlone) {
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
   raw_sql(path_, "CREATE TABLE users(id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'x')");
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput);
   EXPECT_THAT(s.error().message(), HasSubstr("other tables: users"));
   EXPECT_EQ(raw_sql(path_, "PRAGMA journal_mode"), "delete|");  // not switched to WAL
   raw_sql(path_, "PRAGMA application_id = 1234");
-  auto t = Store::open(path_);
+  auto t = Database::open(path_);
   ASSERT_FALSE(t);
   EXPECT_THAT(t.error().message(), HasSubstr("another program"));
 }
 
 TEST_F(StoreTest, ANewerSchemaIsRefused) {
-  { ASSERT_TRUE(Store::open(path_)); }
+  { ASSERT_TRUE(Database::open(path_)); }
   raw_sql(path_, "PRAGMA user_version = 99");
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput);
   EXPECT_THAT(s.error().message(), HasSubstr("newer gpudoc (store schema 99; this gpudoc knows up to 2)"));
@@ -177,13 +177,13 @@ TEST_F(StoreTest, ANewerSchemaIsRefused) {
 
 TEST_F(StoreTest, ADirectoryIsRefused) {
   std::filesystem::create_directories(path_);
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_FALSE(s);
   EXPECT_THAT(s.error().message(), HasSubstr("is a directory"));
 }
 
 TEST_F(StoreTest, ALockedStoreFailsClearlyAfterTheBusyTimeout) {
-  auto writer = Store::open(path_);
+  auto writer = Database::open(path_);
   ASSERT_TRUE(writer);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
@@ -192,7 +192,7 @@ TEST_F(StoreTest, ALockedStoreFailsClearlyAfterTheBusyTimeout) {
 
   OpenOptions o;
   o.busy_timeout_ms = 200;
-  auto other = Store::open(path_, o);  // already migrated: opening needs no write lock
+  auto other = Database::open(path_, o);  // already migrated: opening needs no write lock
   ASSERT_TRUE(other) << other.error().message();
   auto id = other->record_baseline(sample("x", 1));
   ASSERT_FALSE(id);
@@ -211,7 +211,7 @@ TEST_F(StoreTest, ALockedStoreFailsClearlyAfterTheBusyTimeout) {
 // A stored figure whose samples were damaged (the row edited, the disk) is named, never dropped:
 // dropping it let `baseline check` pass a +818 % regression.
 TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_TRUE(s);
   auto id = s->record_baseline(sample("d", 10));
   ASSERT_TRUE(id);
@@ -245,7 +245,7 @@ TEST_F(StoreTest, DamagedSamplesAreNamedNotDropped) {
 // A golden figure whose row is gone (deleted, dropped by a recovery) is named: read as a figure the
 // run never had, its +818 % regression was shown as "new" and passed.
 TEST_F(StoreTest, AFigureRowLostFromARunIsNamed) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_TRUE(s);
   auto id = s->record_baseline(sample("lost", 10));
   ASSERT_TRUE(id);
@@ -268,7 +268,7 @@ TEST_F(StoreTest, AFigureRowLostFromARunIsNamed) {
 }
 
 TEST_F(StoreTest, TextThatIsNotUtf8IsStoredWithReplacements) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   NewBaseline b = sample("u", 1);
   b.spec["command"] = {"python3", "caf\xe9.py"};  // a Latin-1 file name
   b.run.details["notes"] = {"line 3: \"na\xffme\""};
@@ -281,7 +281,7 @@ TEST_F(StoreTest, TextThatIsNotUtf8IsStoredWithReplacements) {
 
 // An interrupted recording never replaces a golden run; a new baseline keeps it marked.
 TEST_F(StoreTest, AnInterruptedRecordingNeverReplacesTheGoldenRun) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   auto golden = s->record_baseline(sample("a", 10));
   ASSERT_TRUE(golden);
   NewBaseline cut = sample("a", 99);
@@ -307,7 +307,7 @@ TEST_F(StoreTest, AnInterruptedRecordingNeverReplacesTheGoldenRun) {
 }
 
 TEST_F(StoreTest, CheckWritableFindsALockBeforeAnythingRuns) {
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->check_writable());
   sqlite3* db = nullptr;
@@ -315,7 +315,7 @@ TEST_F(StoreTest, CheckWritableFindsALockBeforeAnythingRuns) {
   ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
   OpenOptions o;
   o.busy_timeout_ms = 200;
-  auto other = Store::open(path_, o);
+  auto other = Database::open(path_, o);
   ASSERT_TRUE(other);
   auto st = other->check_writable();
   ASSERT_FALSE(st);
@@ -328,7 +328,7 @@ TEST_F(StoreTest, CheckWritableFindsALockBeforeAnythingRuns) {
 
 TEST_F(StoreTest, CheckWritableFindsADamagedFile) {
   {
-    auto s = Store::open(path_);
+    auto s = Database::open(path_);
     for (int i = 0; i < 40; ++i) ASSERT_TRUE(s->record_baseline(sample("b" + std::to_string(i), i + 1)));
   }
   // Garbage over the middle of the file: a damaged b-tree page, found by quick_check.
@@ -339,7 +339,7 @@ TEST_F(StoreTest, CheckWritableFindsADamagedFile) {
     f.seekp(static_cast<std::streamoff>(size / 4096 / 2 * 4096));
     f << std::string(4096, '\x5a');
   }
-  auto s = Store::open(path_);
+  auto s = Database::open(path_);
   if (!s) {  // damage in the schema page is found at open: also before anything runs
     EXPECT_EQ(s.error().kind(), core::ErrorKind::kBadInput) << s.error().message();
     return;
@@ -356,7 +356,7 @@ TEST_F(StoreTest, CheckWritableFindsADamagedFile) {
 // or "not an error".
 TEST_F(StoreTest, AReadOnlyStoreIsReadAndRefusedForWritingByName) {
   {
-    auto s = Store::open(path_);
+    auto s = Database::open(path_);
     ASSERT_TRUE(s);
     ASSERT_TRUE(s->record_baseline(sample("r", 3)));
   }
@@ -373,13 +373,13 @@ TEST_F(StoreTest, AReadOnlyStoreIsReadAndRefusedForWritingByName) {
   const int code = testing::as_unprivileged([&] {
     OpenOptions ro;
     ro.read_only = true;
-    auto r = Store::open(path, ro);
+    auto r = Database::open(path, ro);
     if (!r) return 10;
     auto list = r->list_baselines();
     if (!list || list->size() != 1 || (*list)[0].name != "r") return 11;
     auto runs = r->runs_of("r");
     if (!runs || runs->size() != 1 || runs->front().figures.size() != 2) return 12;
-    auto w = Store::open(path);
+    auto w = Database::open(path);
     if (w) return 13;
     if (w.error().kind() != core::ErrorKind::kIo) return 14;
     if (w.error().message().find("the store " + path + " is read-only") == std::string::npos) return 15;
@@ -394,7 +394,7 @@ TEST_F(StoreTest, ReadingAnEmptyStoreWithoutWriteAccessFindsNothing) {
   std::ofstream(path_).close();  // an empty file: an SQLite database without a schema
   OpenOptions ro;
   ro.read_only = true;
-  auto r = Store::open(path_, ro);
+  auto r = Database::open(path_, ro);
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_TRUE(r->list_baselines()->empty());
   EXPECT_FALSE(*r->find_baseline("x"));
@@ -435,4 +435,4 @@ TEST(StorePath, FlagThenEnvironmentThenXdgThenHome) {
 }
 
 }  // namespace
-}  // namespace gpudoc::baseline
+}  // namespace gpudoc::store

@@ -9,16 +9,16 @@
 #include <cstdlib>
 #include <string>
 
-#include "baseline/store.hpp"
+#include "store/database.hpp"
 
 int main(int argc, char** argv) {
-  using namespace gpudoc::baseline;
+  using namespace gpudoc::store;
   if (argc != 4) {
     std::fprintf(stderr, "usage: %s DB COUNT PREFIX\n", argv[0]);
     return 2;
   }
   const long count = std::atol(argv[2]);
-  auto store = Store::open(argv[1]);
+  auto store = Database::open(argv[1]);
   if (!store) {
     std::fprintf(stderr, "open: %s\n", store.error().message().c_str());
     return 1;

@@ -2,7 +2,7 @@
 //  * a writer killed with SIGKILL at >= 200 random points: every write it acknowledged (printed
 //    after COMMIT returned) is in the store afterwards, complete, and PRAGMA integrity_check is ok;
 //  * several writers at once: no lost record, no SQLITE_BUSY reaching a caller.
-// Power loss cannot be simulated here; synchronous=FULL is what covers it (store.hpp).
+// Power loss cannot be simulated here; synchronous=FULL is what covers it (store/database.hpp).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
-#include "baseline/store.hpp"
+#include "store/database.hpp"
 #include "support/temp_dir.hpp"
 
-namespace gpudoc::baseline {
+namespace gpudoc::store {
 namespace {
 
-const std::string kWriter = std::string(GPUDOC_BINARY_DIR) + "/tests/unit/baseline/gpudoc_store_writer";
+const std::string kWriter = std::string(GPUDOC_BINARY_DIR) + "/tests/unit/store/gpudoc_store_writer";
 
 struct Writer {
   pid_t pid = -1;
@@ -89,7 +89,7 @@ TEST(StoreCrash, KillNineAtRandomPointsLosesNoAcknowledgedWrite) {
     else
       ADD_FAILURE() << "writer ended by itself (status " << status << ") at kill " << k;
 
-    auto store = Store::open(db);
+    auto store = Database::open(db);
     ASSERT_TRUE(store) << "seed " << seed << " kill " << k << ": " << store.error().message();
     auto ic = store->integrity_check();
     ASSERT_TRUE(ic) << ic.error().message();
@@ -151,7 +151,7 @@ TEST(StoreConcurrency, SeveralWritersAtOnceLoseNothing) {
   }
   EXPECT_EQ(total, static_cast<std::size_t>(kWriters * kEach));
   EXPECT_EQ(ids.size(), total);  // no id acknowledged twice
-  auto store = Store::open(db);
+  auto store = Database::open(db);
   ASSERT_TRUE(store) << store.error().message();
   EXPECT_EQ(*store->count_rows("runs"), kWriters * kEach);
   EXPECT_EQ(*store->count_rows("figures"), kWriters * kEach * 3);
@@ -160,4 +160,4 @@ TEST(StoreConcurrency, SeveralWritersAtOnceLoseNothing) {
 }
 
 }  // namespace
-}  // namespace gpudoc::baseline
+}  // namespace gpudoc::store
