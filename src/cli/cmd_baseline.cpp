@@ -49,8 +49,7 @@ core::Result<baseline::GateEnv> gate_env(const BaselineFlags& f, Context& ctx, s
   env.backend = b.backend;
   env.clock = b.clock;
   env.no_gpu_reason = b.why_not.substr(0, b.why_not.find('\n'));
-  if (auto live = ctx.backend.open(); live && !live->banner.empty())
-    print_text(stderr, fmt::format("gpudoc: baseline: {}\n", live->banner));
+  if (auto live = ctx.backend.open()) print_banner(*live, "gpudoc: baseline");
   auto made = core::PrivateDir::create("gpudoc-baseline");
   if (!made) return made.error();
   dir = std::move(*made);
@@ -135,7 +134,7 @@ int run_show(const BaselineFlags& f) {
 }
 
 core::Status write_history_html(const BaselineFlags& f, baseline::NamedBaseline& named,
-                                const std::vector<baseline::StoredRun>& runs) {
+                                const std::vector<store::StoredRun>& runs) {
   auto cfg = baseline::load_config(f.config);
   if (!cfg) return cfg.error();
   auto golden = baseline::golden_run(named.store, named.info, runs);

@@ -7,7 +7,6 @@
 
 #include <cstdio>
 
-#include "baseline/guard_results.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/log.hpp"
@@ -16,6 +15,7 @@
 #include "guard/policy.hpp"
 #include "guard/session.hpp"
 #include "health/health.hpp"
+#include "store/guard_history.hpp"
 #include "view/guard_live.hpp"
 
 namespace gpudoc::cli {
@@ -65,11 +65,11 @@ int run_guard(GuardFlags f, Context& ctx) {
     if (!l) return report_error(l.error(), f.json);
     log.emplace(std::move(*l));
   }
-  auto live = ctx.backend.open_gpus();
+  auto live = open_live(ctx, true);  // the banner after the store's warnings
   if (!live) return report_error(live.error(), f.json);
-  std::optional<baseline::GuardKeeper> keeper;
+  std::optional<store::GuardKeeper> keeper;
   if (!f.no_store) {
-    auto k = baseline::GuardKeeper::open(f.store);
+    auto k = store::GuardKeeper::open(f.store);
     if (k)
       keeper.emplace(std::move(*k));
     else
@@ -92,7 +92,7 @@ int run_guard(GuardFlags f, Context& ctx) {
     const auto c = health::classify_xid(xid);
     return c == health::XidClass::kResetGpu || c == health::XidClass::kReboot;
   };
-  if (!f.quiet && !live->banner.empty()) print_text(stderr, fmt::format("gpudoc: {}\n", live->banner));
+  if (!f.quiet) print_banner(*live);
   const std::string backend_kind = live->spec->text;
   bool store_failed = false;
   guard::EventSink sink = [&](const nlohmann::json& e) {
@@ -108,7 +108,6 @@ int run_guard(GuardFlags f, Context& ctx) {
     if (!f.quiet)
       if (auto line = view::guard_event_line(e)) print_text(stderr, fmt::format("gpudoc guard: {}\n", *line));
   };
-  install_stop_handlers();
   auto r = guard::run_session(*live->backend, *live->clock, *channel, o, stop_requests(), sink);
   if (!r) return report_error(r.error(), f.json);
   if (f.json)

@@ -33,7 +33,7 @@ int run_record(const RecordFlags& f, Context& ctx) {
         f.json);
   auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);
-  auto live = ctx.backend.open_gpus();
+  auto live = open_live(ctx, f.quiet);
   if (!live) return report_error(live.error(), f.json);
 
   telemetry::RecordOptions opt;
@@ -49,9 +49,7 @@ int run_record(const RecordFlags& f, Context& ctx) {
       std::fprintf(stderr, "\rgpudoc: recording %s: %.0f s, %llu sample lines  (Ctrl-C stops)", shown_output.c_str(),
                    elapsed, static_cast<unsigned long long>(lines));
     };
-  install_stop_handlers();
   if (!f.quiet) {
-    if (!live->banner.empty()) print_text(stderr, fmt::format("gpudoc: {}\n", live->banner));
     const int n = config->gpus.empty() ? live->gpu_count : static_cast<int>(config->gpus.size());
     print_text(stderr, view::record_start_line(n, f.output, f.command, f.duration_s, live->replay != nullptr));
   }

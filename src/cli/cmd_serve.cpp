@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "baseline/store.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/host.hpp"
@@ -17,6 +16,7 @@
 #include "serve/process_labels.hpp"
 #include "serve/server.hpp"
 #include "serve/service.hpp"
+#include "store/database.hpp"
 #include "telemetry/recorder.hpp"
 #include "telemetry/replay_backend.hpp"
 #include "view/dashboard_assets.hpp"
@@ -54,7 +54,7 @@ core::Result<Settings> settings_of(const ServeFlags& f) {
   Settings s;
   static_cast<serve::Settings&>(s) = *resolved;
   if (!f.no_store) {
-    auto path = baseline::default_store_path(f.store ? f.store : file.store);
+    auto path = store::default_store_path(f.store ? f.store : file.store);
     if (!path) return path.error();
     s.store = *path;
   }
@@ -100,7 +100,7 @@ void announce(const Settings& s, int port, const telemetry::Live& live) {
   const bool v6 = s.listen.host.find(':') != std::string::npos;
   const std::string where =
       v6 ? fmt::format("[{}]:{}", s.listen.host, port) : fmt::format("{}:{}", s.listen.host, port);
-  if (!live.banner.empty()) std::fprintf(stderr, "gpudoc: %s\n", core::terminal_safe(live.banner).c_str());
+  print_banner(live);
   std::fprintf(stderr, "gpudoc: serving %d GPU%s on http://%s/ (metrics: /metrics, API: /api/v1/snapshot)\n",
                live.gpu_count, live.gpu_count == 1 ? "" : "s", where.c_str());
   if (!serve::is_loopback(s.listen.host))
@@ -114,7 +114,7 @@ void announce(const Settings& s, int port, const telemetry::Live& live) {
 int run_serve(const ServeFlags& f, Context& ctx) {
   auto s = settings_of(f);
   if (!s) return report_error(s.error(), false);
-  auto live = ctx.backend.open_gpus();
+  auto live = open_live(ctx, true);  // the banner once the address is bound
   if (!live) return report_error(live.error(), false);
   auto header = telemetry::make_header(*live->backend, *live->clock, s->sampler, {});
   if (!header) return report_error(header.error(), false);
@@ -132,7 +132,6 @@ int run_serve(const ServeFlags& f, Context& ctx) {
   serve::Service service(*live, *header, so);
   serve::Server server({.host = s->listen.host, .port = s->listen.port, .dcgm_compatible = s->dcgm_compatible},
                        handlers_of(service));
-  install_stop_handlers();
   if (auto st = service.start(); !st) return report_error(st.error(), false);
   auto port = server.start();
   if (!port) {

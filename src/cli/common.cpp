@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "cli/commands.hpp"
 #include "core/text.hpp"
 
 namespace gpudoc::cli {
@@ -142,6 +143,18 @@ const core::StopSignal& stop_signal() { return g_stop; }
 int exit_code_after_stop(int code) {
   const int sig = g_stop.signal.load();
   return sig != 0 ? core::exit_code_for_signal(sig) : code;
+}
+
+core::Result<telemetry::Live> open_live(Context& ctx, bool quiet) {
+  auto live = ctx.backend.open_gpus();
+  if (!live) return live.error();
+  install_stop_handlers();
+  if (!quiet) print_banner(*live);
+  return live;
+}
+
+void print_banner(const telemetry::Live& live, std::string_view who) {
+  if (!live.banner.empty()) print_text(stderr, fmt::format("{}: {}\n", who, live.banner));
 }
 
 }  // namespace gpudoc::cli

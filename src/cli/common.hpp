@@ -19,6 +19,7 @@
 #include "core/number_input.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
+#include "telemetry/backend_source.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace CLI {
@@ -27,6 +28,8 @@ class Option;
 }  // namespace CLI
 
 namespace gpudoc::cli {
+
+struct Context;
 
 // Prints `j` to stdout with a newline, indented by `indent` (-1: one line, as a JSON Lines
 // stream). Strings that are not valid UTF-8 (a file name, a GPU name, a command's output) are
@@ -105,5 +108,12 @@ const core::StopSignal& stop_signal();
 // The exit code of a command that runs a workload or records: `code`, or 128 + N once stop
 // signal N came (whatever the command had to say after it).
 [[nodiscard]] int exit_code_after_stop(int code);
+
+// How a command that reads live GPUs starts: opens the run's GPUs (the Context's backend, at least
+// one GPU), installs the stop handlers, and says whose GPUs these are when they are not this
+// machine's (print_banner) unless `quiet`. Errors: open_gpus()'s.
+[[nodiscard]] core::Result<telemetry::Live> open_live(Context& ctx, bool quiet);
+// "WHO: BANNER" on stderr for a replay or fake GPUs (telemetry::Live::banner); nothing for real ones.
+void print_banner(const telemetry::Live& live, std::string_view who = "gpudoc");
 
 }  // namespace gpudoc::cli
