@@ -6,9 +6,9 @@
 #include <optional>
 #include <vector>
 
-#include "bench/details.hpp"
 #include "bench/registry.hpp"
 #include "core/text.hpp"
+#include "view/bench_details.hpp"
 
 namespace gpudoc::view {
 namespace {
@@ -119,8 +119,8 @@ std::string render_bench_text(const bench::Report& rep) {
   std::string details, spread;
   for (const bench::Outcome& o : rep.outcomes) {
     if (!o.result) continue;
-    details += bench::details_text(*o.result);
-    spread += bench::spread_text(*o.result);
+    details += details_text(*o.result);
+    spread += spread_text(*o.result);
   }
   if (!details.empty()) out += "\n" + details;
   if (!spread.empty()) out += "\nspread:\n" + spread;

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bench/details.hpp"
 #include "bench/registry.hpp"
+#include "view/bench_details.hpp"
 
 namespace gpudoc::bench {
 namespace {
@@ -37,7 +37,8 @@ class MultiGpuLive : public ::testing::Test {
     EXPECT_TRUE(r->verified) << key << ": " << r->verify_detail;
     EXPECT_FALSE(r->samples.empty());
     std::printf("%s: median %.3f %s, min %.3f, max %.3f, CV %.2f%% — %s\n%s", key.c_str(), r->median, r->unit.c_str(),
-                r->min, r->max, r->cv * 100, r->params.value("note", std::string()).c_str(), details_text(*r).c_str());
+                r->min, r->max, r->cv * 100, r->params.value("note", std::string()).c_str(),
+                view::details_text(*r).c_str());
     return *r;
   }
   Context ctx_;

@@ -1,10 +1,10 @@
-#include "bench/details.hpp"
+#include "view/bench_details.hpp"
 
 #include <fmt/format.h>
 
 #include "bench/multi_gpu.hpp"
 
-namespace gpudoc::bench {
+namespace gpudoc::view {
 namespace {
 
 std::string datasheet_suffix(const nlohmann::json& params, bool bidirectional) {
@@ -16,7 +16,7 @@ std::string datasheet_suffix(const nlohmann::json& params, bool bidirectional) {
                      bidirectional ? "both directions" : "per direction");
 }
 
-std::string matrix_text(const BenchResult& r) {
+std::string matrix_text(const bench::BenchResult& r) {
   const auto& m = r.params.at("matrix");
   const auto& values = m.at("values");
   if (!values.is_array()) return "";
@@ -35,15 +35,15 @@ std::string matrix_text(const BenchResult& r) {
       fmt::format("{}: {} {}, median per pair, {} rows, {} columns{}\n", r.key, r.unit,
                   latency ? "per dependent load" : (bidirectional ? "both directions summed" : "one direction"), rows,
                   columns, latency ? "" : datasheet_suffix(r.params, bidirectional));
-  return title + render_pair_matrix(cells, rows, columns, latency ? 2 : 1) + "\n";
+  return title + bench::render_pair_matrix(cells, rows, columns, latency ? 2 : 1) + "\n";
 }
 
-std::string curve_text(const BenchResult& r) {
+std::string curve_text(const bench::BenchResult& r) {
   const auto& curve = r.params.at("curve");
   if (!curve.is_array()) return "";
-  std::vector<CurvePoint> points;
+  std::vector<bench::CurvePoint> points;
   for (const auto& p : curve) {
-    CurvePoint c;
+    bench::CurvePoint c;
     c.bytes = p.value("bytes", std::size_t{0});
     c.time_us = p.value("time_us", 0.0);
     c.algbw_gb_per_s = p.value("algbw_gb_per_s", 0.0);
@@ -53,12 +53,12 @@ std::string curve_text(const BenchResult& r) {
   }
   std::string title = fmt::format("{}: {} ranks, {}{}\n", r.key, r.params.value("ranks", 0),
                                   r.params.value("formula", std::string()), datasheet_suffix(r.params, false));
-  return title + render_curve(points) + "\n";
+  return title + bench::render_curve(points) + "\n";
 }
 
 }  // namespace
 
-std::string details_text(const BenchResult& r) {
+std::string details_text(const bench::BenchResult& r) {
   if (!r.params.is_object()) return "";
   try {
     if (r.params.contains("matrix")) return matrix_text(r);
@@ -69,11 +69,11 @@ std::string details_text(const BenchResult& r) {
   return "";
 }
 
-std::string spread_text(const BenchResult& r) {
+std::string spread_text(const bench::BenchResult& r) {
   if (!r.params.is_object()) return "";
   const auto it = r.params.find("host_spread");
   if (it == r.params.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) return "";
   return fmt::format("{}: CV {:.2f} %: {}\n", r.key, r.cv * 100, it->get_ref<const std::string&>());
 }
 
-}  // namespace gpudoc::bench
+}  // namespace gpudoc::view
