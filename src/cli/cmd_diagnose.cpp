@@ -131,7 +131,7 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
              "--live: how long to look (default 30); -- CMD: stop recording after this long");
   cmd->add_option("-o,--output", f->output, "--live / -- CMD: keep the recorded trace in this file")->type_name("FILE");
   cmd->add_flag("--keep-trace", f->keep_trace,
-                "--live / -- CMD without -o: keep the temporary trace and print its path");
+                "--live / -- CMD without -o: also write the trace to a private folder and print its path");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress messages on stderr");
   f->sampler.add_to(*cmd);
   cmd->footer(
