@@ -24,9 +24,6 @@
 namespace gpudoc::cli {
 namespace {
 
-// serve reads GPM every second (the recorder: every 200 ms); --period gpm=200 restores it.
-constexpr std::chrono::milliseconds kServeGpmPeriod{1000};
-
 struct ServeFlags {
   serve::SettingFlags settings;
   std::string config;
@@ -58,20 +55,9 @@ core::Result<Settings> settings_of(const ServeFlags& f) {
     if (!path) return path.error();
     s.store = *path;
   }
-  // The recorder's periods but GPM. Utilization is drained every 10 s as in a recording, not every
-  // second: each drain costs CPU whatever it returns, and every sample still arrives, with the
-  // driver's timestamp, at most ~10 s late. GPM is read every second, not every 200 ms: its metrics
-  // are differences of two counter snapshots, whose interval is ours to choose (no sensor ticks
-  // under it); docs/results/serve.md has what each costs. The config's periods over these, the
-  // flags' last (the later wins).
-  auto defaults = telemetry::SamplerConfig::default_periods();
-  defaults[gpu::index(gpu::MetricGroup::kGpm)] = kServeGpmPeriod;
   SamplerFlags sampler = f.sampler;
-  std::vector<std::string> periods;
-  for (const auto& [group, ms] : file.periods) periods.push_back(fmt::format("{}={}", group, ms));
-  periods.insert(periods.end(), f.sampler.periods.begin(), f.sampler.periods.end());
-  sampler.periods = std::move(periods);
-  auto config = sampler.to_config(defaults);
+  sampler.periods = serve::period_overrides(file, f.sampler.periods);
+  auto config = sampler.to_config(serve::default_periods());
   if (!config) return config.error();
   s.sampler = std::move(*config);
   return s;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.hpp"
+#include "telemetry/sampler.hpp"
 
 namespace gpudoc::serve {
 namespace {
@@ -116,6 +117,19 @@ core::Result<ConfigFile> load_config(const std::string& path) {
   auto text = core::read_file(path, {.max_bytes = 4 << 20, .what = "a serve config"});
   if (!text) return core::Error(core::ErrorKind::kUsage, fmt::format("--config: {}", text.error().message()));
   return parse_config(*text, path);
+}
+
+std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> default_periods() {
+  auto periods = telemetry::SamplerConfig::default_periods();
+  periods[gpu::index(gpu::MetricGroup::kGpm)] = kGpmPeriod;
+  return periods;
+}
+
+std::vector<std::string> period_overrides(const ConfigFile& file, const std::vector<std::string>& flags) {
+  std::vector<std::string> periods;
+  for (const auto& [group, ms] : file.periods) periods.push_back(fmt::format("{}={}", group, ms));
+  periods.insert(periods.end(), flags.begin(), flags.end());
+  return periods;
 }
 
 core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile& file) {

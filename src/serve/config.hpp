@@ -11,12 +11,16 @@
 //    "periods": {"fast": 100, "utilization": 1000}}
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
+#include "gpu/metrics.hpp"
 
 namespace gpudoc::serve {
 
@@ -67,5 +71,17 @@ struct Settings {
 };
 // Errors: parse_listen's for the address in effect.
 [[nodiscard]] core::Result<Settings> resolve_settings(const SettingFlags& flags, const ConfigFile& file);
+
+// How often serve reads GPM: every second, not every 200 ms as the recorder does (--period gpm=200
+// restores that). GPM's metrics are differences of two counter snapshots, whose interval is ours to
+// choose (no sensor ticks under it); docs/results/serve.md has what each period costs.
+inline constexpr std::chrono::milliseconds kGpmPeriod{1000};
+// The sampler's periods serve starts from: the recorder's (telemetry::SamplerConfig) but GPM at
+// kGpmPeriod. Utilization is drained every 10 s as in a recording: each drain costs CPU whatever it
+// returns, and every sample still arrives, with the driver's timestamp, at most ~10 s late.
+[[nodiscard]] std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> default_periods();
+// The GROUP=MS values laid over default_periods(): the config file's, then the flags' --period
+// (the later wins).
+[[nodiscard]] std::vector<std::string> period_overrides(const ConfigFile& file, const std::vector<std::string>& flags);
 
 }  // namespace gpudoc::serve

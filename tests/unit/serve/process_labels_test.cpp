@@ -1,5 +1,5 @@
 // serve's per-process labels (a cgroup read once per pid, again after a minute) and the settings
-// serve runs with (flags over the config file over the defaults).
+// serve runs with (flags over the config file over the defaults, the sampler's periods among them).
 #include "serve/process_labels.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include "core/temp_dir.hpp"
 #include "serve/config.hpp"
+#include "telemetry/sampler.hpp"
 
 namespace gpudoc::serve {
 namespace {
@@ -78,6 +79,18 @@ TEST(ServeSettings, AConfigFileThatCannotBeReadIsAUsageError) {
   ASSERT_TRUE(file.ok()) << file.error().message();
   EXPECT_EQ(file->history_s, 120);
   EXPECT_EQ(file->periods.at("fast"), 100);
+}
+
+TEST(ServeSettings, PeriodsAreTheRecordersButGpmThenTheFileThenTheFlags) {
+  const auto periods = default_periods();
+  const auto recorder = telemetry::SamplerConfig::default_periods();
+  for (std::size_t g = 0; g < periods.size(); ++g)
+    if (g != gpu::index(gpu::MetricGroup::kGpm)) EXPECT_EQ(periods[g], recorder[g]) << g;
+  EXPECT_EQ(periods[gpu::index(gpu::MetricGroup::kGpm)], std::chrono::milliseconds(1000));
+  ConfigFile file;
+  file.periods = {{"fast", 100}, {"gpm", 200}};
+  EXPECT_EQ(period_overrides(file, {"fast=50"}), (std::vector<std::string>{"fast=100", "gpm=200", "fast=50"}));
+  EXPECT_TRUE(period_overrides({}, {}).empty());
 }
 
 }  // namespace
