@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -37,20 +36,11 @@ struct ProfileFlags {
   std::vector<std::string> command;
 };
 
-core::Error env_error(std::string message) { return core::Error(core::ErrorKind::kEnvironment, std::move(message)); }
-
 // Runs the program under the injection library in a private folder (kept in `dir`) and reads back
 // the records of the process that ran the most kernels; `exit_code` is the program's.
 core::Result<profile::RecordSet> run_and_read(const ProfileFlags& f, std::optional<core::PrivateDir>& dir,
                                               int& exit_code, std::size_t& files) {
-  // The driver loads one injection library: a tool already set up for this program (Nsight
-  // Systems sets CUDA_INJECTION64_PATH) would be silently displaced, and lose its data.
-  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other != nullptr && *other != '\0')
-    return env_error(
-        fmt::format("another CUPTI tool is already set up for this program (CUDA_INJECTION64_PATH={}, "
-                    "as Nsight Systems sets it); CUPTI serves one client per process: run gpudoc "
-                    "profile outside that tool",
-                    other));
+  if (auto alone = profile::no_other_injection(); !alone) return alone.error();
   auto library = profile::find_injection_library();
   if (!library) return library.error();
   auto cupti = profile::find_cupti();

@@ -48,6 +48,16 @@ std::string sample_to_env(const std::string& text) {
   return fmt::format("{}:{}", on, off);  // at most 86 400 000 each: what SampleWindows::parse takes
 }
 
+core::Status no_other_injection() {
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other != nullptr && *other != '\0')
+    return env_error(
+        fmt::format("another CUPTI tool is already set up for this program (CUDA_INJECTION64_PATH={}, "
+                    "as Nsight Systems sets it); CUPTI serves one client per process: run gpudoc "
+                    "profile outside that tool",
+                    other));
+  return core::ok_status();
+}
+
 core::Result<std::string> find_injection_library() {
   if (const char* env = std::getenv("GPUDOC_PROFILE_LIBRARY"); env != nullptr && *env != '\0') {
     if (access(env, R_OK) == 0) return std::string(env);

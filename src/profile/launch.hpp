@@ -25,6 +25,11 @@
 
 namespace gpudoc::profile {
 
+// The driver loads one injection library: a tool already set up for this program (Nsight Systems
+// sets CUDA_INJECTION64_PATH) would be silently displaced, and lose its data. kEnvironment naming
+// the variable's value when it is set, else ok.
+[[nodiscard]] core::Status no_other_injection();
+
 // libgpudoc_profile.so: $GPUDOC_PROFILE_LIBRARY, else beside the running executable, else in
 // ../lib/gpudoc (an installed gpudoc). Returns its path.
 [[nodiscard]] core::Result<std::string> find_injection_library();

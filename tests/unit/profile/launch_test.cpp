@@ -35,6 +35,18 @@ TEST(ProfileLaunch, OverridesThatCannotBeReadAreEnvironmentErrors) {
   EXPECT_EQ(cupti.error().message(), "GPUDOC_CUPTI_LIBRARY=/nonexistent/libcupti.so cannot be read");
 }
 
+TEST(ProfileLaunch, AnotherInjectionLibraryIsNotDisplaced) {
+  ::unsetenv("CUDA_INJECTION64_PATH");
+  EXPECT_TRUE(no_other_injection().ok());
+  ::setenv("CUDA_INJECTION64_PATH", "/opt/nsight/libToolsInjection64.so", 1);
+  auto other = no_other_injection();
+  ::unsetenv("CUDA_INJECTION64_PATH");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().kind(), core::ErrorKind::kEnvironment);
+  EXPECT_NE(other.error().message().find("CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so"),
+            std::string::npos);
+}
+
 TEST(ProfileLaunch, NoRecordsMeansNoCudaContext) {
   auto dir = core::PrivateDir::create("gpudoc-test-profile");
   ASSERT_TRUE(dir.ok());
