@@ -7,7 +7,8 @@ no copy of this file) and keeps its figures like a workload's: it prints them wi
 
 Figures: probe.matmul_<dtype>_ms, one sample per repetition: the mean time of --calls
 back-to-back torch.matmul calls on random --size x --size operands, timed with CUDA events after a
-one-second warm-up. Lower is better; the default bound is 10 % (the seed's "matmul time up > 10 %").
+one-second warm-up. Lower is better; the default bound is 10 % (a matmul time up by more than
+10 % regresses).
 The TFLOP/s of the median goes into the end event (not a figure: it is the same measurement).
 
 Exit codes: 0 done; 3 no torch or no usable CUDA GPU (the reason on stderr and in an

@@ -70,6 +70,7 @@ TEST(ProfileLaunch, ADeadlineInterruptsTheProgram) {
                            stops);
   ASSERT_TRUE(code.ok()) << code.error().message();
   EXPECT_EQ(*code, 130);  // SIGINT, as a shell reports it
+  // hang guard: normally 0.2 s (the deadline), and the program sleeps 30 s if SIGINT went unsent
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
