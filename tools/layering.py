@@ -22,7 +22,7 @@ LAYERS = {
     "telemetry": 2,
     "diagnose": 3,
     "bench": 3,
-    # the analysis of CUPTI records reads only core; the injection library inside the job nothing at all
+    # the analysis of CUPTI records reads only core; the injection library inside the job core's loader only
     "profile": 3,
     # the SQLite store: baseline runs, health and guard history; includes core only, sits below
     # everything that keeps runs in it

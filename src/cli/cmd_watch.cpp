@@ -1,5 +1,6 @@
 // gpudoc watch: a live terminal view of every GPU, or a replay of a recorded trace. The frames are
-// made by cli/watch_loop.hpp; this file parses, opens the backend and writes them.
+// sampled by telemetry::LiveLoop and rendered by view::watch_frame; this file parses, opens the
+// backend and writes them.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,11 +9,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/watch_loop.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
+#include "telemetry/live_loop.hpp"
 #include "telemetry/recorder.hpp"
 #include "telemetry/replay_backend.hpp"
+#include "view/watch_render.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -58,17 +60,16 @@ int run_watch(const WatchFlags& f, Context& ctx) {
       print_text(stderr, fmt::format("gpudoc: warning: {}\n", core::terminal_safe(w)));
   auto header = telemetry::make_header(*live->backend, *live->clock, *config, {});
   if (!header) return report_error(header.error(), f.json);
-  WatchLoop loop(*live, *header, *config,
-                 {.interval = std::chrono::milliseconds(f.interval_ms),
-                  .duration_s = f.duration_s,
-                  .once = f.once,
-                  .json = f.json});
+  telemetry::LiveLoop loop(
+      *live, *header, *config,
+      {.interval = std::chrono::milliseconds(f.interval_ms), .duration_s = f.duration_s, .once = f.once});
   if (auto s = loop.start(); !s) return report_error(s.error(), f.json);
   install_stop_handlers();
   const bool clear = isatty(STDOUT_FILENO) != 0 && !f.no_clear && !f.once && !f.json;
   if (clear) std::fputs("\x1b[?25l", stdout);  // hide the cursor while redrawing
   const int frames = loop.run(
-      [clear, json = f.json](const std::string& frame) {
+      [&, clear, json = f.json](const telemetry::LiveState& state) {
+        const std::string frame = view::watch_frame(state, *live, *header, json);
         if (clear) std::fputs("\x1b[H\x1b[J", stdout);
         std::fputs(frame.c_str(), stdout);
         if (!clear && !json) std::fputs("\n", stdout);  // a blank line between frames

@@ -1,11 +1,14 @@
 #include "view/watch_render.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include "core/text.hpp"
+#include "telemetry/replay_backend.hpp"
 
 namespace gpudoc::view {
 namespace {
@@ -150,6 +153,40 @@ nlohmann::json watch_json(const telemetry::LiveState& s) {
     gpus.push_back(g);
   }
   return {{"time_unix_ns", s.now_unix_ns()}, {"gpus", gpus}};
+}
+
+namespace {
+
+std::string local_clock(std::int64_t unix_ns) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return fmt::format("{:%H:%M:%S}", tm);
+}
+
+std::string title_of(const telemetry::TraceHeader& header) {
+  const auto& sys = header.system;
+  return fmt::format("gpudoc watch — {} — {} GPU{} — driver {}, CUDA {}", header.host, header.gpus.size(),
+                     header.gpus.size() == 1 ? "" : "s", sys.driver_version.empty() ? "?" : sys.driver_version,
+                     sys.cuda_driver_version.empty() ? "?" : sys.cuda_driver_version);
+}
+
+}  // namespace
+
+std::string watch_frame(const telemetry::LiveState& state, const telemetry::Live& live,
+                        const telemetry::TraceHeader& header, bool json) {
+  if (json) {
+    auto j = watch_json(state);
+    if (live.replay != nullptr) j["replay"] = live.spec->file;
+    if (!live.real()) j["backend"] = telemetry::describe(*live.spec);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  std::string clock_text = local_clock(live.clock->unix_now_ns());
+  if (live.replay != nullptr)
+    clock_text =
+        fmt::format("t={:.1f} / {:.1f} s", std::min(live.replay->position_s(), live.replay->trace().duration_s),
+                    live.replay->trace().duration_s);
+  return render_watch(state, {.title = title_of(header), .banner = live.banner, .clock = clock_text});
 }
 
 }  // namespace gpudoc::view

@@ -3,13 +3,16 @@
 // processes and replayed traces terminal-safe (core::terminal_safe); the JSON carries them exactly.
 //
 //   std::string frame = view::render_watch(state, {.title = "gpudoc watch — node7"});
+//   std::string frame = view::watch_frame(state, live, header, /*json=*/false);  // what watch prints
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 
+#include "telemetry/backend_source.hpp"
 #include "telemetry/live_state.hpp"
+#include "telemetry/trace.hpp"
 
 namespace gpudoc::view {
 
@@ -24,5 +27,11 @@ struct WatchRenderOptions {
 [[nodiscard]] std::string render_watch(const telemetry::LiveState& state, const WatchRenderOptions& options);
 // Latest values per GPU, absent when stale: {"gpus":[{"index":0,"name":...,"gpu_utilization_percent":87,...}]}
 [[nodiscard]] nlohmann::json watch_json(const telemetry::LiveState& state);
+// One frame of `gpudoc watch` for the run's backend: the text frame titled with the host, GPU count,
+// driver and CUDA of `header`, its clock the wall's local time (a replay: its position in the trace);
+// or with `json` the JSON line (with its "\n"), naming a replayed file or a backend that is not this
+// machine's GPUs.
+[[nodiscard]] std::string watch_frame(const telemetry::LiveState& state, const telemetry::Live& live,
+                                      const telemetry::TraceHeader& header, bool json);
 
 }  // namespace gpudoc::view
