@@ -88,7 +88,9 @@ TEST(LiveState, StalenessHasAFloorAndProcessesTheirTime) {
   procs.kind = SamplerRecord::Kind::kProcesses;
   procs.gpu = 0;
   procs.time_unix_ns = 12 * kSec;
-  procs.processes.push_back({.pid = 42});
+  gpu::ProcessSample proc;
+  proc.pid = 42;
+  procs.processes.push_back(proc);
   s.add(procs);
   ASSERT_EQ(s.processes(0).size(), 1U);
   EXPECT_EQ(s.processes_time_unix_ns(0), 12 * kSec);
