@@ -134,7 +134,9 @@ telemetry::Trace trace_of(const ShapeCase& c) {
 bool has_text(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 void check_finding(const ShapeCase& c, const Finding& f) {
-  if (c.severity) EXPECT_EQ(f.severity, *c.severity);
+  if (c.severity) {
+    EXPECT_EQ(f.severity, *c.severity);
+  }
   for (const auto& [pointer, want] : c.details) {
     const nlohmann::json::json_pointer p(pointer);
     EXPECT_EQ(f.details.contains(p) ? f.details.at(p) : nlohmann::json(), want) << pointer;
@@ -146,7 +148,9 @@ void check_finding(const ShapeCase& c, const Finding& f) {
   }
   for (const Near& n : c.evidence_near) EXPECT_NEAR(evidence(f, n.key), n.value, n.tolerance) << n.key;
   for (const Above& a : c.evidence_above) EXPECT_GT(evidence(f, a.key), a.value) << a.key;
-  if (c.confidence_below) EXPECT_LT(f.confidence, *c.confidence_below);
+  if (c.confidence_below) {
+    EXPECT_LT(f.confidence, *c.confidence_below);
+  }
   for (const auto& s : c.message_has) EXPECT_TRUE(has_text(f.message, s)) << s << " not in: " << f.message;
   for (const auto& s : c.message_lacks) EXPECT_FALSE(has_text(f.message, s)) << s << " in: " << f.message;
   if (!c.first_step_has.empty()) {
@@ -168,7 +172,9 @@ TEST_P(DiagnoseShape, SaysWhatTheShapeIs) {
     check_finding(c, *f);
   }
   for (const auto& id : c.absent) EXPECT_EQ(find(d, id), nullptr) << id;
-  if (c.warnings) EXPECT_EQ(warning_ids(d), *c.warnings);
+  if (c.warnings) {
+    EXPECT_EQ(warning_ids(d), *c.warnings);
+  }
   for (const auto& [gpu, id] : c.primary) EXPECT_EQ(d.gpus.at(static_cast<std::size_t>(gpu)).primary, id);
   for (const auto& s : c.unseen) EXPECT_NE(std::find(d.unseen.begin(), d.unseen.end(), s), d.unseen.end()) << s;
   if (!c.note.empty()) {
@@ -410,7 +416,7 @@ const std::vector<ShapeCase> kShapeCases = {
 // clang-format on
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DiagnoseShape, ::testing::ValuesIn(kShapeCases),
-                         [](const ::testing::TestParamInfo<ShapeCase>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<ShapeCase>& param_info) { return param_info.param.name; });
 
 // ---- beyond one table row: the JSON, several diagnoses of one trace, processes ------------------
 

@@ -66,6 +66,7 @@ TEST(ProfileLaunch, ADeadlineInterruptsTheProgram) {
                             .library = "/nonexistent/lib.so",
                             .cupti = {"/nonexistent/libcupti.so"},
                             .output_dir = "/nonexistent",
+                            .sample_env = "",
                             .duration_s = 0.2},
                            stops);
   ASSERT_TRUE(code.ok()) << code.error().message();
@@ -79,7 +80,8 @@ TEST(ProfileLaunch, AStopRequestStopsTheGroup) {
   auto code = run_injected({.command = {"sleep", "30"},
                             .library = "/nonexistent/lib.so",
                             .cupti = {"/nonexistent/libcupti.so"},
-                            .output_dir = "/nonexistent"},
+                            .output_dir = "/nonexistent",
+                            .sample_env = ""},
                            stops);
   ASSERT_TRUE(code.ok()) << code.error().message();
   EXPECT_EQ(*code, 143);  // SIGTERM

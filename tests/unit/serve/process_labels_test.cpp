@@ -23,12 +23,14 @@ TEST(ServeCgroupLabeler, ReadsAPidOnceAMinute) {
                                     .pod_uid = "pod"};
       },
       [&] { return now; });
-  ProcessSnapshot p{.pid = 7};
+  ProcessSnapshot p;
+  p.pid = 7;
   labeler(p);
   EXPECT_EQ(p.container_id, "c7-1");
   EXPECT_EQ(p.pod_uid, "pod");
   now += std::chrono::seconds(60);
-  ProcessSnapshot again{.pid = 7};
+  ProcessSnapshot again;
+  again.pid = 7;
   labeler(again);
   EXPECT_EQ(again.container_id, "c7-1");  // within the minute: not read again
   now += std::chrono::seconds(1);
@@ -85,7 +87,9 @@ TEST(ServeSettings, PeriodsAreTheRecordersButGpmThenTheFileThenTheFlags) {
   const auto periods = default_periods();
   const auto recorder = telemetry::SamplerConfig::default_periods();
   for (std::size_t g = 0; g < periods.size(); ++g)
-    if (g != gpu::index(gpu::MetricGroup::kGpm)) EXPECT_EQ(periods[g], recorder[g]) << g;
+    if (g != gpu::index(gpu::MetricGroup::kGpm)) {
+      EXPECT_EQ(periods[g], recorder[g]) << g;
+    }
   EXPECT_EQ(periods[gpu::index(gpu::MetricGroup::kGpm)], std::chrono::milliseconds(1000));
   ConfigFile file;
   file.periods = {{"fast", 100}, {"gpm", 200}};

@@ -30,8 +30,10 @@ TEST(SliceRequest, LimitsFromTheFlagsTexts) {
 }
 
 TEST(SliceRequest, NotesSayWhatEachMechanismEnforces) {
-  const Placement interception{.mechanism = Mechanism::kInterception};
-  const Placement mps{.mechanism = Mechanism::kMps};
+  Placement interception;
+  interception.mechanism = Mechanism::kInterception;
+  Placement mps;
+  mps.mechanism = Mechanism::kMps;
   EXPECT_EQ(enforcement_notes({.memory_bytes = 1 << 30}, interception), "");
   const std::string sm = enforcement_notes({.sm_percent = 30}, interception);
   EXPECT_EQ(sm.rfind("gpudoc slice: --sm without MPS: ", 0), 0u) << sm;
