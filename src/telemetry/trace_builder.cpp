@@ -14,26 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// TraceWriter's bounds on t, in microseconds: what a file can hold.
-constexpr std::int64_t kMinTMicros = -1'000'000;
-constexpr std::int64_t kMaxTMicros = static_cast<std::int64_t>(kMaxTraceSeconds) * 1'000'000;
-
-// Nanoseconds since start to microseconds, rounded to nearest; nullopt outside the file's bounds
-// (TraceWriter's rule).
-std::optional<std::int64_t> micros_since(std::int64_t time_unix_ns, std::int64_t start_unix_ns) {
-  std::int64_t d = 0;
-  if (__builtin_sub_overflow(time_unix_ns, start_unix_ns, &d)) return std::nullopt;
-  if (d < kMinTMicros * 1000 - 500 || d > kMaxTMicros * 1000) return std::nullopt;
-  std::int64_t us = d >= 0 ? (d + 500) / 1000 : -((-d + 500) / 1000);
-  if (us < kMinTMicros || us > kMaxTMicros) return std::nullopt;
-  return us;
-}
-
-std::optional<std::int64_t> micros_of_seconds(double t) {
-  if (!std::isfinite(t) || t < -1.0 || t > kMaxTraceSeconds) return std::nullopt;
-  return std::llround(t * 1e6);
-}
-
 // Seconds as a file's "t" reads back: the decimal of whole microseconds, parsed to the nearest
 // double, which is the correctly rounded quotient.
 double seconds_of(std::int64_t us) { return static_cast<double>(us) / 1e6; }
@@ -171,7 +151,7 @@ void TraceBuilder::add_samples(int gpu, std::span<const gpu::MetricSample> sampl
     if (!std::isfinite(s.value) || gpu::index(s.metric) >= gpu::kMetricCount) continue;
     if (open && (s.time_unix_ns != line_time || on_line.test(gpu::index(s.metric)))) open = false;
     if (!open) {
-      auto us = micros_since(s.time_unix_ns, start_unix_ns_);
+      auto us = detail::micros_since(s.time_unix_ns, start_unix_ns_);
       if (!us) continue;
       line_t = seconds_of(*us);
       last_t_us_ = std::max(last_t_us_, *us);
@@ -190,7 +170,7 @@ void TraceBuilder::add_processes(int gpu, std::span<const gpu::ProcessSample> pr
   const auto slot = slot_of(gpu);
   if (!slot) return;
   for (const auto& p : processes) {
-    auto us = micros_since(p.time_unix_ns, start_unix_ns_);
+    auto us = detail::micros_since(p.time_unix_ns, start_unix_ns_);
     if (!us) continue;
     last_t_us_ = std::max(last_t_us_, *us);
     ProcessPoint point;
@@ -211,7 +191,7 @@ void TraceBuilder::add_processes(int gpu, std::span<const gpu::ProcessSample> pr
 }
 
 void TraceBuilder::add_event(const Event& event) {
-  auto us = micros_of_seconds(event.t);
+  auto us = detail::micros_of_seconds(event.t);
   if (!us || event.kind.empty()) return;
   Event e;
   e.t = seconds_of(*us);
@@ -228,7 +208,7 @@ void TraceBuilder::add_event(const Event& event) {
 
 Trace TraceBuilder::finish(const TraceSummary& summary) {
   TraceSummary end = summary;
-  end.t = seconds_of(micros_of_seconds(summary.t).value_or(last_t_us_));
+  end.t = seconds_of(detail::micros_of_seconds(summary.t).value_or(last_t_us_));
   end.sample_lines = sample_lines_;
   end.reason = as_read_back(summary.reason);
   note_t(end.t);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,14 @@ namespace gpudoc::telemetry::detail {
 // that a trace built in memory has the header a file would give. Throws what nlohmann::json
 // throws for a header it cannot write.
 [[nodiscard]] std::string header_line(const TraceHeader& header);
+
+// A sample's time as the file's "t" holds it: nanoseconds since the trace's start to whole
+// microseconds, rounded to nearest; nullopt outside what the reader accepts (-1 s to
+// kMaxTraceSeconds). TraceWriter and TraceBuilder both use it, so a trace built in memory drops and
+// rounds exactly the samples a file would.
+[[nodiscard]] std::optional<std::int64_t> micros_since(std::int64_t time_unix_ns, std::int64_t start_unix_ns);
+// Seconds since start (a summary's or an event's t) to whole microseconds, by the same bounds.
+[[nodiscard]] std::optional<std::int64_t> micros_of_seconds(double t);
 
 enum class FlatKind : std::uint8_t { kNumber, kString, kTrue, kFalse, kNull, kNested };
 

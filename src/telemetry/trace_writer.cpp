@@ -61,21 +61,6 @@ void append_t(std::string& out, std::int64_t us) {
   out.append(digits, n);
 }
 
-// Nanoseconds since start to microseconds, rounded to nearest; nullopt outside the reader's bounds.
-std::optional<std::int64_t> micros_since(std::int64_t time_unix_ns, std::int64_t start_unix_ns) {
-  std::int64_t d = 0;
-  if (__builtin_sub_overflow(time_unix_ns, start_unix_ns, &d)) return std::nullopt;
-  if (d < kMinTMicros * 1000 - 500 || d > kMaxTMicros * 1000) return std::nullopt;
-  std::int64_t us = d >= 0 ? (d + 500) / 1000 : -((-d + 500) / 1000);
-  if (us < kMinTMicros || us > kMaxTMicros) return std::nullopt;
-  return us;
-}
-
-std::optional<std::int64_t> micros_of_seconds(double t) {
-  if (!std::isfinite(t) || t < -1.0 || t > kMaxTraceSeconds) return std::nullopt;
-  return std::llround(t * 1e6);
-}
-
 template <class J>
 void put_opt(J& j, const char* key, const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) return;  // never NaN or Inf in a trace
@@ -172,6 +157,20 @@ core::Error bug(const std::string& message) { return core::Error(core::ErrorKind
 }  // namespace
 
 std::string detail::header_line(const TraceHeader& header) { return make_header_line(header); }
+
+std::optional<std::int64_t> detail::micros_since(std::int64_t time_unix_ns, std::int64_t start_unix_ns) {
+  std::int64_t d = 0;
+  if (__builtin_sub_overflow(time_unix_ns, start_unix_ns, &d)) return std::nullopt;
+  if (d < kMinTMicros * 1000 - 500 || d > kMaxTMicros * 1000) return std::nullopt;
+  std::int64_t us = d >= 0 ? (d + 500) / 1000 : -((-d + 500) / 1000);
+  if (us < kMinTMicros || us > kMaxTMicros) return std::nullopt;
+  return us;
+}
+
+std::optional<std::int64_t> detail::micros_of_seconds(double t) {
+  if (!std::isfinite(t) || t < -1.0 || t > kMaxTraceSeconds) return std::nullopt;
+  return std::llround(t * 1e6);
+}
 
 struct TraceWriter::Impl {
   std::FILE* file = nullptr;
@@ -279,7 +278,7 @@ struct TraceWriter::Impl {
     if (closed) return close_status;
     closed = true;
     if (!failed) {
-      auto t_us = micros_of_seconds(summary.t).value_or(last_t_us);
+      auto t_us = detail::micros_of_seconds(summary.t).value_or(last_t_us);
       buf += "{\"type\":\"end\",\"t\":";
       append_t(buf, t_us);
       fmt::format_to(std::back_inserter(buf), ",\"sample_lines\":{},\"dropped_records\":{},\"reason\":{}}}\n",
@@ -350,7 +349,7 @@ core::Status TraceWriter::write_samples(int gpu, std::span<const gpu::MetricSamp
     }
     if (!open) {
       // Samples before start - 1 s (the utilization buffer reaches back ~14 s) are not written.
-      auto us = micros_since(s.time_unix_ns, w.start_unix_ns);
+      auto us = detail::micros_since(s.time_unix_ns, w.start_unix_ns);
       if (!us) continue;
       w.buf += "{\"type\":\"sample\",\"t\":";
       append_t(w.buf, *us);
@@ -376,7 +375,7 @@ core::Status TraceWriter::write_processes(int gpu, std::span<const gpu::ProcessS
   if (!slot) return slot.error();
   auto out = std::back_inserter(w.buf);
   for (const auto& p : processes) {
-    auto us = micros_since(p.time_unix_ns, w.start_unix_ns);
+    auto us = detail::micros_since(p.time_unix_ns, w.start_unix_ns);
     if (!us) continue;
     w.buf += "{\"type\":\"process\",\"t\":";
     append_t(w.buf, *us);
@@ -399,7 +398,7 @@ core::Status TraceWriter::write_event(const Event& event) {
   Impl& w = *impl_;
   if (w.closed) return bug("TraceWriter: write after close");
   if (w.failed) return *w.failed;
-  auto us = micros_of_seconds(event.t);
+  auto us = detail::micros_of_seconds(event.t);
   if (!us) return bug(fmt::format("TraceWriter: event t {} is outside -1..{:.0f} s", event.t, kMaxTraceSeconds));
   if (event.kind.empty()) return bug("TraceWriter: an event needs a kind");
   std::optional<int> slot;
