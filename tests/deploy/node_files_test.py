@@ -5,11 +5,12 @@
 - the Kubernetes manifests parse (PyYAML), the DaemonSet's selector, Service and ServiceMonitor
   find each other, and the pod keeps its GPU-node placement, hostPID, read-only root and limits;
 - the Slurm prolog and epilog pass shellcheck and, run against a fake gpudoc and a fake scontrol,
-  pass a healthy node, drain a failing one with the gate's reason, drain on a hung gate, and pass
-  (or drain, when asked) when gpudoc cannot judge.
+  pass a healthy node, drain a failing one with the gate's reason, drain on a hung gate, drain
+  (fail closed; or pass, when asked) when gpudoc cannot check the node, and keep each result in
+  the shared store.
 Tools: systemd-analyze (systemd), shellcheck, PyYAML (python3-yaml): scripts/setup.sh.
 
-    python3 tests/deploy/node_files_test.py SOURCE_DIR
+    python3 tests/deploy/node_files_test.py SOURCE_DIR [GPUDOC_BINARY]
 """
 import os
 import pathlib
@@ -22,6 +23,8 @@ import unittest
 SOURCE = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
 DEPLOY = SOURCE / "deploy"
 UNIT = DEPLOY / "systemd/gpudoc-serve.service"
+# The built gpudoc (optional): the prolog is also run against it where no NVIDIA driver is loaded.
+GPUDOC = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def need(tool, package):
@@ -31,9 +34,15 @@ def need(tool, package):
     return p
 
 
-def unit_settings():
+UNITS = [UNIT, DEPLOY / "systemd/gpudoc-health.service", DEPLOY / "systemd/gpudoc-health.timer"]
+# The one store: serve exports what the health timer, the Slurm prolog and the Kubernetes health
+# container write there.
+STORE = "/var/lib/gpudoc/gpudoc.db"
+
+
+def unit_settings(unit=UNIT):
     settings = {}
-    for line in UNIT.read_text(encoding="utf-8").splitlines():
+    for line in unit.read_text(encoding="utf-8").splitlines():
         if "=" in line and not line.startswith(("#", "[")):
             k, v = line.split("=", 1)
             settings.setdefault(k, []).append(v)
@@ -47,22 +56,27 @@ class SystemdUnitTest(unittest.TestCase):
         stub = tmp / "gpudoc"  # verify wants ExecStart's binary to exist
         stub.write_text("#!/bin/sh\nexit 0\n")
         stub.chmod(0o755)
-        self.unit = tmp / UNIT.name
-        self.unit.write_text(UNIT.read_text(encoding="utf-8").replace("/usr/bin/gpudoc", str(stub)))
+        self.units = []
+        for unit in UNITS:
+            self.units.append(tmp / unit.name)
+            self.units[-1].write_text(unit.read_text(encoding="utf-8").replace("/usr/bin/gpudoc", str(stub)))
 
     def tearDown(self):
         self.tmp.cleanup()
 
     def test_verify_is_silent(self):
-        r = subprocess.run([need("systemd-analyze", "systemd"), "verify", str(self.unit)],
+        r = subprocess.run([need("systemd-analyze", "systemd"), "verify", *map(str, self.units)],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
 
     def test_exposure(self):
-        r = subprocess.run([need("systemd-analyze", "systemd"), "security", "--offline=yes", "--threshold=25",
-                            "--no-pager", self.unit.name], cwd=self.tmp.name, capture_output=True, text=True,
-                           timeout=60)
-        self.assertEqual(r.returncode, 0, r.stdout[-600:] + r.stderr)
+        for unit in self.units:
+            if unit.suffix != ".service":
+                continue
+            r = subprocess.run([need("systemd-analyze", "systemd"), "security", "--offline=yes", "--threshold=25",
+                                "--no-pager", unit.name], cwd=self.tmp.name, capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, unit.name + ": " + r.stdout[-600:] + r.stderr)
 
     def test_hardening_and_defaults(self):
         s = unit_settings()
@@ -72,6 +86,23 @@ class SystemdUnitTest(unittest.TestCase):
         self.assertIn("GPUDOC_SERVE_LISTEN=127.0.0.1:9401", s["Environment"])
         self.assertIn("--listen ${GPUDOC_SERVE_LISTEN}", s["ExecStart"][0])
         self.assertNotIn("PrivateDevices", s)  # it would hide /dev/nvidia*
+        # serve only reads the store; a StateDirectory would hand it to serve's transient user.
+        self.assertNotIn("StateDirectory", s)
+
+    def test_health_timer_writes_the_store_serve_reads(self):
+        serve, health, timer = (unit_settings(u) for u in UNITS)
+        self.assertIn(f"GPUDOC_STORE={STORE}", serve["Environment"])
+        self.assertIn(f"GPUDOC_STORE={STORE}", health["Environment"])
+        self.assertEqual(health["ExecStart"], ["/usr/bin/gpudoc health --gate --store ${GPUDOC_STORE} $GPUDOC_HEALTH_ARGS"])
+        for key, value in [("Type", "oneshot"), ("StateDirectory", "gpudoc"), ("UMask", "0022"),
+                           ("ProtectSystem", "strict"), ("NoNewPrivileges", "yes"),
+                           ("CapabilityBoundingSet", "CAP_SYSLOG")]:
+            self.assertEqual(health.get(key), [value], key)
+        self.assertNotIn("User", health)  # root, as the Slurm prolog: one owner for the store
+        self.assertNotIn("PrivateDevices", health)
+        self.assertEqual(timer["OnUnitInactiveSec"], ["15min"])
+        self.assertEqual(timer["WantedBy"], ["timers.target"])
+        self.assertNotIn("Unit", timer)  # gpudoc-health.timer starts gpudoc-health.service
 
 
 def load_k8s():
@@ -107,7 +138,9 @@ class KubernetesTest(unittest.TestCase):
         self.assertIs(spec["hostPID"], True)
         self.assertIs(spec.get("hostNetwork", False), False)
         self.assertIs(spec["automountServiceAccountToken"], False)
-        (c,) = spec["containers"]
+        containers = {c["name"]: c for c in spec["containers"]}
+        self.assertEqual(set(containers), {"gpudoc", "health"})
+        c = containers["gpudoc"]
         sc = c["securityContext"]
         self.assertIs(sc["readOnlyRootFilesystem"], True)
         self.assertIs(sc["allowPrivilegeEscalation"], False)
@@ -119,13 +152,39 @@ class KubernetesTest(unittest.TestCase):
             if m["name"] == "store":
                 self.assertIs(m["readOnly"], True)
 
+    def test_health_container_writes_the_store_serve_reads(self):
+        spec = self.docs["DaemonSet"]["spec"]["template"]["spec"]
+        containers = {c["name"]: c for c in spec["containers"]}
+        serve, health = containers["gpudoc"], containers["health"]
+        env = {e["name"]: e.get("value") for e in health["env"]}
+        self.assertEqual(env["GPUDOC_STORE"], STORE)
+        self.assertEqual({e["name"]: e.get("value") for e in serve["env"]}["GPUDOC_STORE"], STORE)
+        self.assertGreaterEqual(int(env["GPUDOC_HEALTH_EVERY"]), 60)
+        self.assertEqual(health["image"], serve["image"])
+        script = " ".join(health["args"])
+        self.assertIn('gpudoc health --gate --store "$GPUDOC_STORE"', script)
+        self.assertIn("trap 'exit 0' TERM", script)  # stops at once, not after the grace period
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "store"]
+        self.assertEqual(volume["hostPath"]["path"], str(pathlib.PurePath(STORE).parent))
+        (mount,) = [m for m in health["volumeMounts"] if m["name"] == "store"]
+        self.assertEqual(mount["mountPath"], volume["hostPath"]["path"])
+        self.assertIs(mount.get("readOnly", False), False)
+        sc = health["securityContext"]
+        self.assertEqual((sc["runAsUser"], sc["runAsNonRoot"]), (0, False))  # the store's owner, as under systemd
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertTrue(health["resources"]["limits"]["cpu"] and health["resources"]["limits"]["memory"])
+        self.assertNotIn("nvidia.com/gpu", health["resources"]["limits"])
+
     def test_service_and_monitor_find_the_pods(self):
         pod_labels = self.docs["DaemonSet"]["spec"]["template"]["metadata"]["labels"]
         svc = self.docs["Service"]
         self.assertEqual(svc["metadata"]["name"], "gpudoc")  # job="gpudoc" in the alerting rules
         self.assertEqual(svc["spec"]["selector"].items() - pod_labels.items(), set())
         ports = {p["name"] for p in svc["spec"]["ports"]}
-        container_ports = {p["name"] for p in self.docs["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        container_ports = {p["name"] for c in self.docs["DaemonSet"]["spec"]["template"]["spec"]["containers"]
+                           for p in c.get("ports", [])}
         self.assertLessEqual({p["targetPort"] for p in svc["spec"]["ports"]}, container_ports)
         sm = self.docs["ServiceMonitor"]
         self.assertEqual(sm["spec"]["selector"]["matchLabels"].items() - svc["metadata"]["labels"].items(), set())
@@ -140,7 +199,9 @@ class SlurmGateTest(unittest.TestCase):
         t = pathlib.Path(self.tmp.name)
         self.calls = t / "scontrol.calls"
         self.gpudoc = t / "gpudoc"
-        self.gpudoc.write_text('#!/bin/bash\n[[ "$*" == "health --gate" ]] || exit 2\n'
+        self.store_seen = t / "store.seen"
+        self.gpudoc.write_text('#!/bin/bash\n[[ "$1 $2 $3" == "health --gate --store" && $# == 4 ]] || exit 2\n'
+                               f'printf "%s\\n" "$4" > {self.store_seen}\n'
                                'printf "%b" "${FAKE_OUT:-}"\nsleep "${FAKE_SLEEP:-0}"\nexit "${FAKE_RC:-0}"\n')
         self.scontrol = t / "scontrol"
         self.scontrol.write_text(f'#!/bin/bash\nfor a in "$@"; do printf "%s\\n" "$a"; done >> {self.calls}\n'
@@ -193,16 +254,56 @@ class SlurmGateTest(unittest.TestCase):
         rc, calls, _ = self.gate("prolog.sh", FAKE_SLEEP="30", GPUDOC_GATE_TIMEOUT="1")
         self.assertEqual((rc, calls), (1, self.drained("health --gate did not finish in 1s (a GPU or its driver hangs?)")))
 
-    def test_gpudoc_that_cannot_judge_passes_or_drains(self):
-        rc, calls, err = self.gate("prolog.sh", FAKE_RC="3", FAKE_OUT="no NVIDIA driver")
-        self.assertEqual((rc, calls), (0, []))
-        self.assertIn("could not judge the node (exit 3: no NVIDIA driver); passing", err)
-        rc, calls, _ = self.gate("epilog.sh", FAKE_RC="3", GPUDOC_GATE_ON_ERROR="drain")
-        self.assertEqual((rc, calls), (0, self.drained("gpudoc health --gate could not judge the node (exit 3)")))
+    def test_results_kept_in_the_shared_store(self):
+        self.assertEqual(self.gate("prolog.sh")[:2], (0, []))
+        self.assertEqual(self.store_seen.read_text(), "/var/lib/gpudoc/gpudoc.db\n")
+        self.assertEqual(self.gate("epilog.sh", GPUDOC_STORE="/srv/gpudoc.db")[:2], (0, []))
+        self.assertEqual(self.store_seen.read_text(), "/srv/gpudoc.db\n")
+
+    def test_fails_closed_when_gpudoc_cannot_check(self):
+        nvml = "No GPU checks: cannot load the NVIDIA management library (NVML)\\n\\nCHECK  GPU\\n"
+        rc, calls, err = self.gate("prolog.sh", FAKE_RC="3", FAKE_OUT=nvml)
+        why = "cannot check the node (exit 3, no GPU readable): No GPU checks: cannot load the NVIDIA management library (NVML)"
+        self.assertEqual((rc, calls), (1, self.drained(why)))
+        self.assertIn("draining node7", err)
         self.calls.unlink()
-        rc, calls, err = self.gate("prolog.sh", GPUDOC_BIN="/nonexistent/gpudoc")
+        rc, calls, _ = self.gate("epilog.sh", FAKE_RC="3")
+        self.assertEqual((rc, calls), (0, self.drained("cannot check the node (exit 3, no GPU readable)")))
+        self.calls.unlink()
+        rc, calls, _ = self.gate("prolog.sh", GPUDOC_BIN="/nonexistent/gpudoc")
+        self.assertEqual((rc, calls),
+                         (1, self.drained("cannot check the node: /nonexistent/gpudoc is not installed or not executable")))
+        self.calls.unlink()
+        rc, calls, _ = self.gate("prolog.sh", FAKE_RC="4", FAKE_OUT="internal error")
+        self.assertEqual((rc, calls), (1, self.drained("cannot check the node: health --gate exited 4: internal error")))
+        self.calls.unlink()
+        self.gpudoc.chmod(0o644)
+        rc, calls, _ = self.gate("prolog.sh")
+        self.assertEqual(rc, 1)
+        self.assertIn("is not installed or not executable", calls[0][3])
+
+    def test_prolog_default_store_is_the_shared_one(self):
+        self.assertIn(f"store=${{GPUDOC_STORE:-{STORE}}}", (DEPLOY / "slurm/prolog.sh").read_text(encoding="utf-8"))
+
+    def test_real_gpudoc_without_a_driver_drains(self):
+        if GPUDOC is None:
+            self.skipTest("no gpudoc binary given")
+        store = pathlib.Path(self.tmp.name) / "store" / "gpudoc.db"
+        probe = subprocess.run([GPUDOC, "health", "--gate", "--no-store"], capture_output=True, text=True, timeout=60)
+        if probe.returncode != 3:
+            self.skipTest(f"this machine's GPUs can be read (health --gate exited {probe.returncode})")
+        rc, calls, _ = self.gate("prolog.sh", GPUDOC_BIN=GPUDOC, GPUDOC_STORE=str(store))
+        self.assertEqual(rc, 1)
+        (call,) = calls
+        self.assertEqual(call[:3], ["update", "nodename=node7", "state=drain"])
+        self.assertTrue(call[3].startswith("reason=gpudoc: cannot check the node (exit 3, no GPU readable): "), call)
+        self.assertIn("NVML", call[3])
+        self.assertLessEqual(len(call[3]), len("reason=") + 250)
+
+    def test_may_pass_when_gpudoc_cannot_check(self):
+        rc, calls, err = self.gate("prolog.sh", FAKE_RC="3", FAKE_OUT="no NVIDIA driver", GPUDOC_GATE_ON_ERROR="pass")
         self.assertEqual((rc, calls), (0, []))
-        self.assertIn("/nonexistent/gpudoc cannot be run (exit 127)", err)
+        self.assertIn("cannot check the node (exit 3, no GPU readable): no NVIDIA driver; passing", err)
 
     def test_scontrol_failure_fails_the_script(self):
         rc, calls, err = self.gate("epilog.sh", FAKE_RC="1", FAKE_OUT="pcie link x8", FAKE_SCONTROL_RC="1")
