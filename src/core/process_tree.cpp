@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <string>
@@ -168,6 +169,38 @@ std::string last_pod_uid(std::string_view path) {
   return found;
 }
 
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A path component Slurm's cgroup plugins create above the jobs: "slurmstepd.scope" or
+// "<node>_slurmstepd.scope" (systemd may escape the node name, "node\x2d1_slurmstepd.scope"; the
+// suffix is all that matters), "slurm" or "slurm_<node>" (cgroup v1).
+bool is_slurm_root(std::string_view component) {
+  return component == "slurmstepd.scope" || component.ends_with("_slurmstepd.scope") || component == "slurm" ||
+         component.starts_with("slurm_");
+}
+
+// The id of the innermost "job_<digits>" component that lies below a Slurm root (directly, or
+// below a v1 "uid_<u>" component); empty when there is none.
+std::string slurm_job_id(std::string_view path) {
+  std::string found;
+  bool under_slurm = false;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view c = path.substr(start, end - start);
+    start = end + 1;
+    if (is_slurm_root(c)) {
+      under_slurm = true;
+    } else if (under_slurm && c.starts_with("job_") && all_digits(c.substr(4))) {
+      found = std::string(c.substr(4));
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 CgroupIdentity parse_cgroup_identity(std::string_view text) {
@@ -185,6 +218,7 @@ CgroupIdentity parse_cgroup_identity(std::string_view text) {
     const std::string_view path = line.substr(second + 1);
     if (auto c = last_container_id(path); !c.empty()) id.container_id = std::move(c);
     if (auto p = last_pod_uid(path); !p.empty()) id.pod_uid = std::move(p);
+    if (auto j = slurm_job_id(path); !j.empty()) id.slurm_job_id = std::move(j);
   }
   return id;
 }

@@ -57,10 +57,14 @@ struct ProcStat {
 
 // Who runs a process, as its cgroup path tells: the container runtime's 64-hex container id
 // (docker, containerd, CRI-O, podman; cgroup v1 or v2) and the Kubernetes pod UID (kubepods'
-// pod<uid> component, systemd's underscores given back as dashes). Empty where the path has none.
+// pod<uid> component, systemd's underscores given back as dashes) and the Slurm job id (slurmd's
+// job_<id> component under a Slurm cgroup: cgroup v2 ".../slurmstepd.scope/job_<id>/step_<s>/...",
+// also "<node>_slurmstepd.scope" with several slurmd on one host; cgroup v1
+// "/slurm/uid_<u>/job_<id>/step_<s>/...", also "/slurm_<node>/..."). Empty where the path has none.
 struct CgroupIdentity {
   std::string container_id;
   std::string pod_uid;
+  std::string slurm_job_id;  // digits only
 };
 // From the text of /proc/<pid>/cgroup ("0::/kubepods.slice/.../cri-containerd-<id>.scope"): the
 // innermost container id and pod UID on any of its lines. Pure.

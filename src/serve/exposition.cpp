@@ -153,6 +153,29 @@ std::vector<std::string> gpu_labels(const Snapshot& s) {
   return out;
 }
 
+// The one job a GPU's processes all belong to, as labels: each of the container id, pod UID and
+// Slurm job id that every process on the GPU shares and that is not empty (a GPU shared by two
+// pods, or idle, has none). `dcgm`: dcgm-exporter's names where it has one (pod_uid; hpc_job for
+// the Slurm job, the label its --hpc-job-mapping-dir sets); gpudoc's otherwise.
+std::string job_labels(const GpuSnapshot& g, bool dcgm) {
+  std::string l;
+  if (g.processes.empty()) return l;
+  auto shared = [&](std::string ProcessSnapshot::*field) -> std::string_view {
+    const std::string& first = g.processes.front().*field;
+    for (const auto& p : g.processes)
+      if (p.*field != first) return {};
+    return first;
+  };
+  const std::pair<std::string_view, std::string_view> labels[] = {
+      {"container_id", shared(&ProcessSnapshot::container_id)},
+      {"pod_uid", shared(&ProcessSnapshot::pod_uid)},
+      {dcgm ? "hpc_job" : "slurm_job_id", shared(&ProcessSnapshot::slurm_job_id)},
+  };
+  for (const auto& [name, value] : labels)
+    if (!value.empty()) append_label(l, name, value, l.empty());
+  return l;
+}
+
 // dcgm-exporter's labels, in its template's order: gpu, UUID, pci_bus_id, device, modelName, Hostname.
 std::vector<std::string> dcgm_labels(const Snapshot& s) {
   std::vector<std::string> out;
@@ -165,6 +188,12 @@ std::vector<std::string> dcgm_labels(const Snapshot& s) {
     append_label(l, "device", fmt::format("nvidia{}", g.index));
     append_label(l, "modelName", g.name);
     if (!s.hostname.empty()) append_label(l, "Hostname", s.hostname);
+    if (!s.driver_version.empty()) append_label(l, "DCGM_FI_DRIVER_VERSION", s.driver_version);
+    const std::string job = job_labels(g, true);
+    if (!job.empty()) {
+      l += ',';
+      l += job;
+    }
     out.push_back(std::move(l));
   }
   return out;
@@ -183,6 +212,40 @@ bool any_value(const Snapshot& s, const std::vector<bool>& keep, gpu::Metric m) 
   for (std::size_t i = 0; i < s.gpus.size(); ++i)
     if (keep[i] && s.gpus[i].latest[gpu::index(m)]) return true;
   return false;
+}
+
+// gpudoc_gpu_info{gpu,uuid,name,pci_bus_id[,driver_version]} 1 for each GPU, and
+// gpudoc_gpu_job_info{gpu,uuid,...job labels} 1 for each GPU one job holds: the labels a query
+// joins on (`* on(instance, gpu) group_left(pod_uid) gpudoc_gpu_job_info`) to share a GPU's
+// series out by job without giving every series labels that change with each job.
+void render_gpu_info(Writer& w, const Snapshot& s, const std::vector<bool>& keep,
+                     const std::vector<std::string>& labels) {
+  bool any = false;
+  for (bool k : keep) any = any || k;
+  if (!any) return;
+  w.family({"gpu_info", Type::kGauge, "the GPU's identity and driver (always 1)"});
+  std::string extra;
+  if (!s.driver_version.empty()) append_label(extra, "driver_version", s.driver_version, true);
+  for (std::size_t i = 0; i < s.gpus.size(); ++i)
+    if (keep[i]) w.sample(labels[i], 1, extra);
+  std::vector<std::string> jobs(s.gpus.size());
+  bool any_job = false;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    if (keep[i]) jobs[i] = job_labels(s.gpus[i], false);
+    any_job = any_job || !jobs[i].empty();
+  }
+  if (!any_job) return;
+  w.family({"gpu_job_info", Type::kGauge,
+            "the container, pod and Slurm job that every process on this GPU belongs to (always 1; absent "
+            "when the GPU is idle or shared)"});
+  std::string l;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    if (jobs[i].empty()) continue;
+    l.clear();
+    append_label(l, "gpu", fmt::format("{}", s.gpus[i].index), true);
+    append_label(l, "uuid", s.gpus[i].uuid);
+    w.sample(l, 1, jobs[i]);
+  }
 }
 
 void render_gpu_metrics(Writer& w, const Snapshot& s, const std::vector<bool>& keep,
@@ -227,6 +290,7 @@ std::string process_labels(const GpuSnapshot& g, const ProcessSnapshot& p) {
   append_label(l, "process_name", p.name);
   if (!p.container_id.empty()) append_label(l, "container_id", p.container_id);
   if (!p.pod_uid.empty()) append_label(l, "pod_uid", p.pod_uid);
+  if (!p.slurm_job_id.empty()) append_label(l, "slurm_job_id", p.slurm_job_id);
   return l;
 }
 
@@ -499,6 +563,7 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
   const auto keep = first_of_each_gpu(snapshot);
   const auto labels = gpu_labels(snapshot);
   render_gpu_metrics(w, snapshot, keep, labels);
+  render_gpu_info(w, snapshot, keep, labels);
   render_clock_event_reasons(w, snapshot, keep, labels);
   render_processes(w, snapshot, keep);
   render_findings(w, snapshot);

@@ -39,13 +39,14 @@ enum class Format { kPrometheus, kOpenMetrics };
 // application/openmetrics-text, the Prometheus text format otherwise (also for an empty header).
 [[nodiscard]] Format negotiate(std::string_view accept) noexcept;
 
-// One process on one GPU. container_id and pod_uid (read from the process's cgroup:
+// One process on one GPU. container_id, pod_uid and slurm_job_id (read from the process's cgroup:
 // core::process_cgroup_identity) are labels only when not empty.
 struct ProcessSnapshot {
   std::uint32_t pid = 0;
   std::string name;  // executable name: anything (escaped on output)
   std::string container_id;
   std::string pod_uid;
+  std::string slurm_job_id;
   std::optional<double> sm_utilization_percent;
   std::optional<double> memory_utilization_percent;
   std::optional<std::uint64_t> memory_used_bytes;
@@ -133,6 +134,9 @@ struct Snapshot {
   std::vector<XidSeries> xids;
   SelfSnapshot self;
   std::string hostname;  // dcgm-exporter's Hostname label (only with dcgm_compatible; empty: none)
+  // The driver's version: gpudoc_gpu_info{driver_version}, dcgm-exporter's DCGM_FI_DRIVER_VERSION
+  // label on its series (empty: none).
+  std::string driver_version;
   std::string version;   // gpudoc_build_info{version}; empty: no build info series
 };
 

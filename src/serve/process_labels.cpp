@@ -19,6 +19,7 @@ void CgroupLabeler::operator()(ProcessSnapshot& p) {
   }
   p.container_id = it->second.id.container_id;
   p.pod_uid = it->second.id.pod_uid;
+  p.slurm_job_id = it->second.id.slurm_job_id;
 }
 
 }  // namespace gpudoc::serve

@@ -1,5 +1,6 @@
-// gpudoc::serve process labels — the container and Kubernetes pod of each GPU process, from its
-// cgroup, for /metrics' per-process series (container_id, pod_uid labels).
+// gpudoc::serve process labels — the container, Kubernetes pod and Slurm job of each GPU process,
+// from its cgroup, for /metrics' per-process series (container_id, pod_uid, slurm_job_id labels)
+// and the GPU's own when one job holds it (exposition.hpp).
 //
 //   auto labeler = std::make_shared<serve::CgroupLabeler>();
 //   options.label_process = [labeler](serve::ProcessSnapshot& p) { (*labeler)(p); };
@@ -33,7 +34,7 @@ class CgroupLabeler {
   // `read`: a pid's identity (default: core::process_cgroup_identity of /proc); `now`: the steady
   // clock (tests pass their own).
   explicit CgroupLabeler(Reader read = {}, Now now = {});
-  // Sets p.container_id and p.pod_uid (empty where the cgroup names none).
+  // Sets p.container_id, p.pod_uid and p.slurm_job_id (empty where the cgroup names none).
   void operator()(ProcessSnapshot& p);
 
  private:

@@ -59,6 +59,7 @@ nlohmann::json gpu_json(const GpuSnapshot& g) {
         p.sm_utilization_percent ? nlohmann::json(*p.sm_utilization_percent) : nlohmann::json(nullptr);
     if (!p.container_id.empty()) pj["container"] = p.container_id;
     if (!p.pod_uid.empty()) pj["pod"] = p.pod_uid;
+    if (!p.slurm_job_id.empty()) pj["slurm_job"] = p.slurm_job_id;
     procs.push_back(std::move(pj));
   }
   return {{"gpu", g.index},
@@ -219,6 +220,7 @@ Snapshot Service::metrics_snapshot() const {
                            .unresponsive = g.unresponsive});
   }
   s.hostname = options_.hostname;
+  s.driver_version = header_.system.driver_version;
   s.version = options_.version;
   return s;
 }

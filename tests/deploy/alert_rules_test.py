@@ -19,6 +19,10 @@ import exporter_metrics  # noqa: E402
 SOURCE = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
 RULES = SOURCE / "deploy/prometheus/gpudoc-alerts.yml"
 TESTS = SOURCE / "deploy/prometheus/gpudoc-alerts.test.yml"
+RECORDING = SOURCE / "deploy/prometheus/gpudoc-rules.yml"
+RECORDING_TESTS = SOURCE / "deploy/prometheus/gpudoc-rules.test.yml"
+# Series of kube-state-metrics that the recording rules join gpudoc's pod UIDs and container ids with.
+KUBE_STATE_METRICS = {"kube_pod_info", "kube_pod_container_info"}
 
 
 def load_yaml(path):
@@ -52,6 +56,35 @@ class PromtoolTest(unittest.TestCase):
 
     def test_unit_tests_pass(self):
         self.assertIn("SUCCESS", self.run_promtool("test", "rules", TESTS.name))
+
+
+class RecordingRulesTest(unittest.TestCase):
+    """gpudoc-rules.yml: the attribution joins load, pass their unit tests, each is tested, and they
+    read only gpudoc's series, kube-state-metrics' and their own records."""
+
+    def recording(self):
+        return [r for g in load_yaml(RECORDING)["groups"] for r in g["rules"]]
+
+    def run_promtool(self, *args):
+        r = subprocess.run([promtool(), *args], cwd=RECORDING.parent, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, f"promtool {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+        return r.stdout
+
+    def test_check_and_test(self):
+        self.assertIn(f"SUCCESS: {len(self.recording())} rules found", self.run_promtool("check", "rules", RECORDING.name))
+        self.assertIn("SUCCESS", self.run_promtool("test", "rules", RECORDING_TESTS.name))
+
+    def test_every_record_is_tested(self):
+        tested = {t["expr"] for case in load_yaml(RECORDING_TESTS)["tests"] for t in case.get("promql_expr_test", [])}
+        for r in self.recording():
+            self.assertIn(r["record"], tested, f"{r['record']}: no promql_expr_test")
+
+    def test_only_known_series(self):
+        records = {r["record"] for r in self.recording()}
+        allowed = exporter_metrics.exposed(SOURCE) | KUBE_STATE_METRICS | records
+        for r in self.recording():
+            used = exporter_metrics.metric_names_in(r["expr"])
+            self.assertLessEqual(used, allowed, f"{r['record']}: unknown series {used - allowed}")
 
 
 class RuleContentTest(unittest.TestCase):

@@ -14,6 +14,8 @@ EXTRA = {
     # the catalog's one cumulative metric, a counter: Prometheus's _total suffix on its name (it shows
     # once the energy group's first sample is in, which a scrape right after start may precede)
     "gpudoc_energy_joules_total",
+    "gpudoc_gpu_info",
+    "gpudoc_gpu_job_info",
     "gpudoc_clock_event_reason",
     "gpudoc_process_sm_utilization_percent",
     "gpudoc_process_memory_utilization_percent",

@@ -116,6 +116,60 @@ TEST(CgroupIdentity, DockerAndPodmanWithoutPod) {
   EXPECT_EQ(podman.container_id, kContainerd);
 }
 
+TEST(CgroupIdentity, SlurmCgroupV2) {
+  const auto id = parse_cgroup_identity("0::/system.slice/slurmstepd.scope/job_4213/step_0/user/task_0\n");
+  EXPECT_EQ(id.slurm_job_id, "4213");
+  EXPECT_EQ(id.container_id, "");
+  EXPECT_EQ(id.pod_uid, "");
+  // The batch and extern steps; several slurmd on one host (the node name escaped by systemd).
+  EXPECT_EQ(parse_cgroup_identity("0::/system.slice/slurmstepd.scope/job_17/step_batch/user/task_0").slurm_job_id,
+            "17");
+  EXPECT_EQ(parse_cgroup_identity("0::/system.slice/slurmstepd.scope/job_17/step_extern/slurm").slurm_job_id, "17");
+  EXPECT_EQ(
+      parse_cgroup_identity("0::/system.slice/gpu\\x2dnode\\x2d01_slurmstepd.scope/job_99/step_2/user/task_1\n")
+          .slurm_job_id,
+      "99");
+}
+
+TEST(CgroupIdentity, SlurmCgroupV1) {
+  const std::string path = "/slurm/uid_1000/job_512/step_3/task_0";
+  const std::string text = "12:memory:" + path + "\n4:devices:" + path + "\n1:name=systemd:/system.slice/slurmd.service\n";
+  EXPECT_EQ(parse_cgroup_identity(text).slurm_job_id, "512");
+  EXPECT_EQ(parse_cgroup_identity("7:freezer:/slurm_node7/uid_0/job_8/step_batch\n").slurm_job_id, "8");
+}
+
+TEST(CgroupIdentity, SlurmJobInAContainerKeepsBoth) {
+  // A containerized step (e.g. enroot/pyxis under Slurm, or a pod whose cgroup sits below a step).
+  const std::string text =
+      std::string("0::/system.slice/slurmstepd.scope/job_301/step_0/user/docker-") + kContainerd + ".scope\n";
+  const auto id = parse_cgroup_identity(text);
+  EXPECT_EQ(id.slurm_job_id, "301");
+  EXPECT_EQ(id.container_id, kContainerd);
+}
+
+TEST(CgroupIdentity, CriOAndEscapedSliceNames) {
+  // CRI-O with the systemd driver; a pod UID in a slice name with systemd's escapes around it.
+  const std::string crio = std::string("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod") +
+                           "0c4f2a8e_9d5b_4c61_8f0e_2b7d1a3c5e9f.slice/crio-" + kContainerd + ".scope\n";
+  const auto id = parse_cgroup_identity(crio);
+  EXPECT_EQ(id.container_id, kContainerd);
+  EXPECT_EQ(id.pod_uid, kPodUid);
+  EXPECT_EQ(id.slurm_job_id, "");
+  const auto user = parse_cgroup_identity(
+      "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome\\x2dterminal\\x2dserver.scope\n");
+  EXPECT_EQ(user.container_id, "");
+  EXPECT_EQ(user.slurm_job_id, "");
+}
+
+TEST(CgroupIdentity, SlurmNearMissesHaveNoJob) {
+  for (const char* text : {"0::/system.slice/myjob.scope/job_12/step_0\n",  // no Slurm root above it
+                           "0::/system.slice/slurmstepd.scope/job_/step_0\n",
+                           "0::/system.slice/slurmstepd.scope/job_12x/step_0\n",
+                           "0::/system.slice/slurmstepd.scope/system\n", "0::/job_5\n", "5:cpu:/slurmd/job_5\n"}) {
+    EXPECT_EQ(parse_cgroup_identity(text).slurm_job_id, "") << text;
+  }
+}
+
 TEST(CgroupIdentity, PlainHostProcessesAndNearMissesHaveNone) {
   for (const std::string& text :
        {std::string("0::/user.slice/user-1000.slice/session-3.scope\n"),

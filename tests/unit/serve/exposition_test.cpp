@@ -157,7 +157,9 @@ TEST(Exposition, DcgmNamesLabelsAndUnits) {
   set(s.gpus[0], gpu::Metric::kEnergyJoules, 1234.5678);
   const std::string out = render(s, {.dcgm_compatible = true});
   const std::string labels =
-      R"({gpu="0",UUID="GPU-1234",pci_bus_id="00000000:18:00.0",device="nvidia0",modelName="NVIDIA H200",Hostname="node7"})";
+      R"({gpu="0",UUID="GPU-1234",pci_bus_id="00000000:18:00.0",device="nvidia0",modelName="NVIDIA H200",Hostname="node7",)"
+      R"(DCGM_FI_DRIVER_VERSION="580.159.03",container_id="5b6ec8ad5e1c",pod_uid="0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9f",)"
+      R"(hpc_job="4213"})";
   EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_GPU_TEMP{"), "DCGM_FI_DEV_GPU_TEMP" + labels + " 61");
   EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_POWER_USAGE{"), "DCGM_FI_DEV_POWER_USAGE" + labels + " 412.5");
   EXPECT_EQ(line_starting(out, "DCGM_FI_DEV_SM_CLOCK{"), "DCGM_FI_DEV_SM_CLOCK" + labels + " 1980");
@@ -173,6 +175,68 @@ TEST(Exposition, DcgmNamesLabelsAndUnits) {
   // No Hostname label when there is no host name.
   s.hostname.clear();
   EXPECT_EQ(render(s, {.dcgm_compatible = true}).find("Hostname"), std::string::npos);
+}
+
+TEST(Exposition, JobLabelsOnProcessesAndOnAGpuOneJobHolds) {
+  Snapshot s = small_snapshot();
+  const std::string pod = "0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9f";
+  const std::string native = render(s, {});
+  EXPECT_EQ(line_starting(native, "gpudoc_process_memory_used_bytes{"),
+            R"(gpudoc_process_memory_used_bytes{gpu="0",uuid="GPU-1234",pid="4242",process_name="python3",)"
+            R"(container_id="5b6ec8ad5e1c",pod_uid=")" +
+                pod + R"(",slurm_job_id="4213"} 1024)");
+  EXPECT_EQ(line_starting(native, "gpudoc_gpu_job_info{"),
+            R"(gpudoc_gpu_job_info{gpu="0",uuid="GPU-1234",container_id="5b6ec8ad5e1c",pod_uid=")" + pod +
+                R"(",slurm_job_id="4213"} 1)");
+  EXPECT_EQ(line_starting(native, "gpudoc_gpu_info{"),
+            R"(gpudoc_gpu_info{gpu="0",uuid="GPU-1234",name="NVIDIA H200",pci_bus_id="00000000:18:00.0",)"
+            R"(driver_version="580.159.03"} 1)");
+  // The GPU's own series keep their labels: a job starting or ending does not start new series.
+  EXPECT_EQ(line_starting(native, "gpudoc_power_watts{").find("pod_uid"), std::string::npos);
+
+  // A second process of the same pod in another container: the pod and the job stay, the container goes.
+  ProcessSnapshot other = s.gpus[0].processes[0];
+  other.pid = 4243;
+  other.container_id = "77aa";
+  s.gpus[0].processes.push_back(other);
+  const std::string dcgm = render(s, {.dcgm_compatible = true});
+  const std::string power = line_starting(dcgm, "DCGM_FI_DEV_POWER_USAGE{");
+  EXPECT_NE(power.find(R"(,pod_uid=")" + pod + R"(",hpc_job="4213"})"), std::string::npos) << power;
+  EXPECT_EQ(power.find("container_id"), std::string::npos) << power;
+  EXPECT_NE(line_starting(dcgm, "gpudoc_gpu_job_info{").find(R"({gpu="0",uuid="GPU-1234",pod_uid=")"),
+            std::string::npos);
+
+  // A process of no job on the GPU (or two jobs): the GPU belongs to none; an idle GPU neither.
+  ProcessSnapshot host = testing::process(9, "nvidia-smi", 1);
+  s.gpus[0].processes.push_back(host);
+  const std::string shared = render(s, {.dcgm_compatible = true});
+  EXPECT_EQ(line_starting(shared, "DCGM_FI_DEV_POWER_USAGE{").find("pod_uid"), std::string::npos);
+  EXPECT_EQ(shared.find("gpudoc_gpu_job_info"), std::string::npos);
+  s.gpus[0].processes.clear();
+  EXPECT_EQ(render(s, {.dcgm_compatible = true}).find("hpc_job"), std::string::npos);
+}
+
+TEST(Exposition, HostileJobLabelsAreEscaped) {
+  Snapshot s = small_snapshot();
+  auto& p = s.gpus[0].processes[0];
+  p.container_id = "c\"} 1\nDCGM_FAKE 2";
+  p.pod_uid = "pod\\\"x";
+  p.slurm_job_id = std::string("j\xff\n");
+  s.driver_version = "580\"\n";
+  for (const auto& options : {RenderOptions{}, RenderOptions{.format = Format::kOpenMetrics, .dcgm_compatible = true}}) {
+    const std::string out = render(s, options);
+    EXPECT_EQ(out.find("\nDCGM_FAKE"), std::string::npos) << out;
+    EXPECT_NE(out.find(R"(container_id="c\"} 1\nDCGM_FAKE 2")"), std::string::npos) << out;
+    EXPECT_NE(out.find(R"(pod_uid="pod\\\"x")"), std::string::npos) << out;
+    EXPECT_NE(out.find("=\"j\xEF\xBF\xBD\\n\""), std::string::npos) << out;
+    EXPECT_NE(out.find(R"(driver_version="580\"\n")"), std::string::npos) << out;
+    // Every line is a comment or a sample: name{labels} value.
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("#")) continue;
+      EXPECT_TRUE(line.find('{') == std::string::npos || line.rfind("} ") != std::string::npos) << line;
+    }
+  }
 }
 
 TEST(Exposition, FindingSeriesFromADiagnosis) {

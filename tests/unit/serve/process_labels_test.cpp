@@ -20,7 +20,8 @@ TEST(ServeCgroupLabeler, ReadsAPidOnceAMinute) {
       [&](pid_t pid) {
         ++reads;
         return core::CgroupIdentity{.container_id = "c" + std::to_string(pid) + "-" + std::to_string(reads),
-                                    .pod_uid = "pod"};
+                                    .pod_uid = "pod",
+                                    .slurm_job_id = "77"};
       },
       [&] { return now; });
   ProcessSnapshot p;
@@ -28,6 +29,7 @@ TEST(ServeCgroupLabeler, ReadsAPidOnceAMinute) {
   labeler(p);
   EXPECT_EQ(p.container_id, "c7-1");
   EXPECT_EQ(p.pod_uid, "pod");
+  EXPECT_EQ(p.slurm_job_id, "77");
   now += std::chrono::seconds(60);
   ProcessSnapshot again;
   again.pid = 7;

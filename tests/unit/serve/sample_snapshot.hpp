@@ -37,6 +37,7 @@ inline Snapshot small_snapshot() {
                          .name = "python3",
                          .container_id = "5b6ec8ad5e1c",
                          .pod_uid = "0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9f",
+                         .slurm_job_id = "4213",
                          .sm_utilization_percent = 95,
                          .memory_utilization_percent = std::nullopt,
                          .memory_used_bytes = 1024});
@@ -59,6 +60,7 @@ inline Snapshot small_snapshot() {
             .last_render_seconds = std::nullopt,
             .last_diagnosis_seconds = std::nullopt};
   s.hostname = "node7";
+  s.driver_version = "580.159.03";
   s.version = "0.9.0";
   return s;
 }
