@@ -297,6 +297,10 @@ struct Server::Impl {
       if (req.method == "HEAD") return make(200, "text/event-stream", {});
       return open_stream(stream_sequence);
     }
+    if (p == "/healthz" && h.liveness) {
+      const Alive a = h.liveness();
+      return a.ok ? plain(200, "ok\n") : plain(503, "not alive: " + a.reason + "\n");
+    }
     if (p == "/healthz" && h.healthy)
       return h.healthy() ? plain(200, "ok\n") : plain(503, "the sampler is not running\n");
     if ((p == "/" || p.starts_with("/assets/")) && h.asset) {

@@ -18,7 +18,8 @@
 //   /api/v1/events      text/event-stream: "event: snapshot" with handlers.state's JSON on each update,
 //                       a ": keep-alive" comment every 15 s without one; at most `max_streams` at once
 //                       (503 beyond, with Retry-After)
-//   /healthz            "ok" while the sampler runs, 503 otherwise
+//   /healthz            "ok" while handlers.liveness says the sampler is alive, else 503 with its
+//                       reason (without liveness: handlers.healthy's yes or no)
 //   /, /assets/NAME     handlers.asset's files (the dashboard), when given
 //
 // What a client cannot do: hold a thread (handlers run on their own threads, one of which never
@@ -43,6 +44,7 @@
 #include "core/result.hpp"
 #include "serve/config.hpp"
 #include "serve/exposition.hpp"
+#include "serve/liveness.hpp"
 
 namespace gpudoc::serve {
 
@@ -85,7 +87,8 @@ struct Handlers {
   // Blocks until the state after `seen` or the timeout; returns the new sequence number (== seen:
   // nothing new; 0: shutting down).
   std::function<std::uint64_t(std::uint64_t seen, std::chrono::milliseconds timeout)> wait_for_update;
-  std::function<bool()> healthy;                                     // /healthz
+  std::function<Alive()> liveness;                                   // /healthz
+  std::function<bool()> healthy;                                     // /healthz without liveness
   std::function<std::optional<Asset>(std::string_view path)> asset;  // "/" and "/assets/NAME"
 };
 

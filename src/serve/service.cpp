@@ -90,6 +90,7 @@ std::int64_t Service::now_unix_ns() const { return live_.clock->unix_now_ns(); }
 
 core::Status Service::start() {
   if (auto s = sampler_.start(); !s) return s;
+  liveness_.start(std::chrono::steady_clock::now());
   running_ = true;
   sampling_thread_ = std::thread([this] { sampling_loop(); });
   analysis_thread_ = std::thread([this] { analysis_loop(); });
@@ -101,6 +102,7 @@ void Service::stop() {
     std::lock_guard lock(stop_mu_);
     if (!running_.exchange(false) && !sampling_thread_.joinable()) return;
   }
+  liveness_.stop();
   stop_cv_.notify_all();
   sampler_.stop();  // first: it wakes the sampling loop out of its drain at once
   if (sampling_thread_.joinable()) sampling_thread_.join();
@@ -127,6 +129,7 @@ void Service::sampling_loop() {
     }
     if (const auto now = std::chrono::steady_clock::now(); now >= next_tick) {
       next_tick = now + std::chrono::seconds(1);
+      liveness_.tick(now);
       history_.prune(now_unix_ns());
       {
         std::lock_guard lock(update_mu_);
@@ -136,6 +139,8 @@ void Service::sampling_loop() {
     }
   }
 }
+
+Alive Service::liveness() const { return liveness_.check(std::chrono::steady_clock::now()); }
 
 void Service::analysis_loop() {
   core::name_this_thread("serve-diagnose");

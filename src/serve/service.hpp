@@ -37,6 +37,7 @@
 #include "serve/exposition.hpp"
 #include "serve/history.hpp"
 #include "serve/latest.hpp"
+#include "serve/liveness.hpp"
 #include "serve/verdicts.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/sampler.hpp"
@@ -82,6 +83,9 @@ class Service {
   // number (== seen on a timeout; 0 and at once once stopped). The state advances about once a second.
   [[nodiscard]] std::uint64_t wait_for_update(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   [[nodiscard]] bool running() const { return running_.load(); }
+  // /healthz: alive while the sampling loop ticks (once a second); not after 10 s without a tick,
+  // nor once stopped, with the reason (serve/liveness.hpp).
+  [[nodiscard]] Alive liveness() const;
   // How many sliding diagnoses ran (tests wait for the first).
   [[nodiscard]] std::uint64_t diagnoses() const { return diagnoses_.load(); }
 
@@ -101,6 +105,7 @@ class Service {
   std::vector<int> gpu_indices_;  // the header's GPU indices, by position
 
   std::atomic<bool> running_{false};
+  Liveness liveness_{std::chrono::seconds(1)};  // the sampling loop's tick
   std::atomic<std::uint64_t> diagnoses_{0};
   std::thread sampling_thread_;
   std::thread analysis_thread_;

@@ -151,6 +151,10 @@ class KubernetesTest(unittest.TestCase):
         for m in c["volumeMounts"]:
             if m["name"] == "store":
                 self.assertIs(m["readOnly"], True)
+        for probe in ("readinessProbe", "livenessProbe"):  # the sampler alive, not just the socket open
+            self.assertEqual(c[probe]["httpGet"], {"path": "/healthz", "port": "metrics"}, probe)
+            self.assertNotIn("tcpSocket", c[probe])
+        self.assertIn("# runtimeClassName: nvidia", (DEPLOY / "kubernetes/daemonset.yaml").read_text(encoding="utf-8"))
 
     def test_health_container_writes_the_store_serve_reads(self):
         spec = self.docs["DaemonSet"]["spec"]["template"]["spec"]

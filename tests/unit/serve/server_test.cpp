@@ -554,6 +554,34 @@ TEST_F(ServerTest, JsonApiAndHistoryParameter) {
   EXPECT_EQ(hz->body, "ok\n");
 }
 
+// /healthz says what liveness says: 200 "ok" while alive, else 503 with the reason.
+TEST(ServerHealthz, LivenessAnswersWithTheReason) {
+  std::atomic<bool> ok{true};
+  Handlers h;
+  h.liveness = [&ok]() -> Alive {
+    if (ok) return {.ok = true, .reason = ""};
+    return {.ok = false, .reason = "the sampler's last tick was 12.0 s ago"};
+  };
+  h.healthy = [] { return true; };  // liveness wins when both are given
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, std::move(h));
+  auto port = server.start();
+  ASSERT_TRUE(port) << port.error().message();
+  httplib::Client c("127.0.0.1", *port);
+  auto up = c.Get("/healthz");
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->status, 200);
+  EXPECT_EQ(up->body, "ok\n");
+  ok = false;
+  auto down = c.Get("/healthz");
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->status, 503);
+  EXPECT_EQ(down->body, "not alive: the sampler's last tick was 12.0 s ago\n");
+  EXPECT_EQ(down->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+  server.stop();
+}
+
 TEST_F(ServerTest, AssetsAndUnknownAssets) {
   auto c = client();
   auto page = c.Get("/");

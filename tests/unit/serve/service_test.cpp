@@ -93,8 +93,11 @@ TEST(Service, SlidingDiagnosisOfAReplayedSawtoothTrace) {
   EXPECT_TRUE(in_json) << j.dump(2);
   const auto h = service.history_json(30);
   EXPECT_TRUE(h["gpus"][0]["series"].contains("gpu_utilization_percent")) << h.dump();
+  EXPECT_TRUE(service.liveness().ok) << service.liveness().reason;  // the sampling loop ticks
   service.stop();
   EXPECT_FALSE(service.running());
+  EXPECT_FALSE(service.liveness().ok);
+  EXPECT_EQ(service.liveness().reason, "the sampler is not running");
 }
 
 TEST(Service, FakeGpusValuesProcessesAndUpdates) {
