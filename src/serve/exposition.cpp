@@ -328,30 +328,40 @@ void render_processes(Writer& w, const Snapshot& s, const std::vector<bool>& kee
        [](const ProcessSnapshot& p) { return p.memory_used_bytes; });
 }
 
+// A finding's severity as a value: 1 info, 2 warning, 3 critical (a label would start a new
+// series, and restart an alert's `for`, each time a finding's severity changes).
+double severity_value(findings::Severity s) {
+  switch (s) {
+    case findings::Severity::kCritical: return 3;
+    case findings::Severity::kWarning: return 2;
+    default: return 1;
+  }
+}
+
 void render_findings(Writer& w, const Snapshot& s) {
   if (s.findings.empty()) return;
-  // Stable order and each series once: by (gpu, id, severity), the first of equal keys.
+  // Stable order and each series once: by (gpu, id), the first of equal keys.
   std::vector<const FindingSeries*> order;
   for (const auto& f : s.findings) order.push_back(&f);
   std::stable_sort(order.begin(), order.end(), [](const FindingSeries* a, const FindingSeries* b) {
-    return std::tie(a->gpu, a->id, a->severity) < std::tie(b->gpu, b->id, b->severity);
+    return std::tie(a->gpu, a->id) < std::tie(b->gpu, b->id);
   });
-  order.erase(std::unique(order.begin(), order.end(),
-                          [](const FindingSeries* a, const FindingSeries* b) {
-                            return a->gpu == b->gpu && a->id == b->id && a->severity == b->severity;
-                          }),
-              order.end());
+  order.erase(
+      std::unique(order.begin(), order.end(),
+                  [](const FindingSeries* a, const FindingSeries* b) { return a->gpu == b->gpu && a->id == b->id; }),
+      order.end());
   std::vector<std::string> labels;
   for (const auto* f : order) {
     std::string l;
     append_label(l, "id", f->id, true);
-    append_label(l, "severity", findings::to_string(f->severity));
     append_label(l, "gpu", fmt::format("{}", f->gpu));
     labels.push_back(std::move(l));
   }
   w.family({"finding", Type::kGauge,
             "1 while the sliding-window diagnosis reports this finding on this GPU (docs/findings.md)"});
   for (const auto& l : labels) w.sample(l, 1);
+  w.family({"finding_severity", Type::kGauge, "the finding's severity on this GPU: 1 info, 2 warning, 3 critical"});
+  for (std::size_t i = 0; i < order.size(); ++i) w.sample(labels[i], severity_value(order[i]->severity));
   bool any_lost = false;
   for (const auto* f : order) any_lost = any_lost || f->gpu_time_lost_s.has_value();
   if (!any_lost) return;

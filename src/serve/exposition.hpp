@@ -61,7 +61,8 @@ struct GpuSnapshot {
   std::vector<ProcessSnapshot> processes;                         // a pid seen twice: the first counts
 };
 
-// One finding on one GPU, as exported: gpudoc_finding{id,severity,gpu} 1 and its GPU time lost.
+// One finding on one GPU, as exported: gpudoc_finding{id,gpu} 1, gpudoc_finding_severity{id,gpu}
+// (1 info, 2 warning, 3 critical) and its GPU time lost.
 struct FindingSeries {
   std::string id;
   findings::Severity severity = findings::Severity::kInfo;

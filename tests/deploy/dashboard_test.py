@@ -103,8 +103,8 @@ class DashboardTest(unittest.TestCase):
 
     def test_per_gpu_series_follow_the_gpu_variable(self):
         per_gpu = {"gpudoc_" + n for n in exporter_metrics.catalog_names(SOURCE)} | {
-            "gpudoc_clock_event_reason", "gpudoc_finding", "gpudoc_finding_gpu_time_lost_seconds",
-            "gpudoc_xid_errors_total"}
+            "gpudoc_clock_event_reason", "gpudoc_finding", "gpudoc_finding_severity",
+            "gpudoc_finding_gpu_time_lost_seconds", "gpudoc_xid_errors_total"}
         for where, expr in queries(self.dash):
             if where.startswith("variable"):
                 continue
@@ -118,7 +118,7 @@ class DashboardTest(unittest.TestCase):
             used |= exporter_metrics.metric_names_in(expr)
         for name in ("gpudoc_power_watts", "gpudoc_gpu_temperature_celsius", "gpudoc_sm_clock_mhz",
                      "gpudoc_gpu_utilization_percent", "gpudoc_memory_used_bytes", "gpudoc_clock_event_reason",
-                     "gpudoc_finding", "gpudoc_health_check"):
+                     "gpudoc_finding_severity", "gpudoc_health_check"):
             self.assertIn(name, used)
         types = {p["type"] for p in all_panels(self.dash)}
         self.assertIn("table", types)  # the findings and health tables
@@ -144,7 +144,7 @@ class DashboardTest(unittest.TestCase):
         self.assertEqual(exporter_metrics.metric_names_in('rate(gpudoc_power_wats{gpu=~"$gpu"}[5m])'),
                          {"gpudoc_power_wats"})
         self.assertEqual(exporter_metrics.metric_names_in(
-            'sum by (gpu) (gpudoc_finding{severity=~"warning|critical"} == 1) or vector(0)'), {"gpudoc_finding"})
+            'sum by (gpu) (gpudoc_finding_severity >= 2) or vector(0)'), {"gpudoc_finding_severity"})
 
 
 if __name__ == "__main__":

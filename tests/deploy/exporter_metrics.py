@@ -21,6 +21,7 @@ EXTRA = {
     "gpudoc_process_memory_utilization_percent",
     "gpudoc_process_memory_used_bytes",
     "gpudoc_finding",
+    "gpudoc_finding_severity",
     "gpudoc_finding_gpu_time_lost_seconds",
     "gpudoc_health_check",
     "gpudoc_health_last_run_timestamp_seconds",

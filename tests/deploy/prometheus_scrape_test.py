@@ -123,7 +123,7 @@ class PrometheusScrapesServe(unittest.TestCase):
 
     def test_2_finding_series_and_alert_fire(self):
         found = wait_for("gpudoc_finding{id=\"sawtooth\"}",
-                         lambda: self.query('gpudoc_finding{id="sawtooth",severity=~"warning|critical"}'), 60)
+                         lambda: self.query('gpudoc_finding_severity{id="sawtooth"} >= 2'), 60)
         self.assertEqual(found[0]["metric"]["gpu"], "0")
         lost = self.query('gpudoc_finding_gpu_time_lost_seconds{id="sawtooth"}')
         self.assertGreater(float(lost[0]["value"][1]), 0)

@@ -223,7 +223,8 @@ TEST(Exposition, HostileJobLabelsAreEscaped) {
   p.pod_uid = "pod\\\"x";
   p.slurm_job_id = std::string("j\xff\n");
   s.driver_version = "580\"\n";
-  for (const auto& options : {RenderOptions{}, RenderOptions{.format = Format::kOpenMetrics, .dcgm_compatible = true}}) {
+  for (const auto& options :
+       {RenderOptions{}, RenderOptions{.format = Format::kOpenMetrics, .dcgm_compatible = true}}) {
     const std::string out = render(s, options);
     EXPECT_EQ(out.find("\nDCGM_FAKE"), std::string::npos) << out;
     EXPECT_NE(out.find(R"(container_id="c\"} 1\nDCGM_FAKE 2")"), std::string::npos) << out;
@@ -237,6 +238,28 @@ TEST(Exposition, HostileJobLabelsAreEscaped) {
       EXPECT_TRUE(line.find('{') == std::string::npos || line.rfind("} ") != std::string::npos) << line;
     }
   }
+}
+
+TEST(Exposition, FindingSeverityIsAValueNotALabel) {
+  Snapshot s = small_snapshot();
+  s.findings.push_back({.id = "straggler", .severity = findings::Severity::kCritical, .gpu = 0, .gpu_time_lost_s = {}});
+  s.findings.push_back({.id = "healthy", .severity = findings::Severity::kInfo, .gpu = 0, .gpu_time_lost_s = {}});
+  const std::string out = render(s, {});
+  EXPECT_EQ(line_starting(out, "gpudoc_finding{id=\"sawtooth\""), R"(gpudoc_finding{id="sawtooth",gpu="0"} 1)");
+  EXPECT_EQ(line_starting(out, "gpudoc_finding_severity{id=\"healthy\""),
+            R"(gpudoc_finding_severity{id="healthy",gpu="0"} 1)");
+  EXPECT_EQ(line_starting(out, "gpudoc_finding_severity{id=\"sawtooth\""),
+            R"(gpudoc_finding_severity{id="sawtooth",gpu="0"} 2)");
+  EXPECT_EQ(line_starting(out, "gpudoc_finding_severity{id=\"straggler\""),
+            R"(gpudoc_finding_severity{id="straggler",gpu="0"} 3)");
+  EXPECT_EQ(line_starting(out, "gpudoc_finding_gpu_time_lost_seconds{"),
+            R"(gpudoc_finding_gpu_time_lost_seconds{id="sawtooth",gpu="0"} 8.5)");
+  EXPECT_EQ(out.find("severity=\""), std::string::npos);
+  // The same finding turning critical keeps every series it had: only a value changes.
+  Snapshot later = small_snapshot();
+  later.findings[0].severity = findings::Severity::kCritical;
+  EXPECT_EQ(series_of(render(small_snapshot(), {})), series_of(render(later, {})));
+  EXPECT_NE(render(small_snapshot(), {}), render(later, {}));
 }
 
 TEST(Exposition, FindingSeriesFromADiagnosis) {
