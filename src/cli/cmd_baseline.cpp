@@ -10,6 +10,7 @@
 #include "baseline/gate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/file.hpp"
 #include "core/temp_dir.hpp"
 #include "view/baseline_html.hpp"
@@ -196,21 +197,7 @@ void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
 void register_baseline(CLI::App& app, Action& action, Context& ctx) {
   auto f = std::make_shared<BaselineFlags>();
   auto* cmd = app.add_subcommand("baseline", "Golden baselines and the CI regression gate");
-  cmd->description(
-      "Keep golden baselines on three lines — hardware (gpudoc bench), the framework (a PyTorch\n"
-      "matmul probe) and your own workload (step time, peak GPU memory, accuracy...) — and gate\n"
-      "later runs on them. A workload reports its figures by printing lines\n"
-      "  ::gpudoc {\"step_ms\": 41.2, \"accuracy\": 0.9451}\n"
-      "on stdout (or JSON lines into the file named by $GPUDOC_METRICS); gpudoc adds wall time and,\n"
-      "with a GPU, the process tree's peak GPU memory, mean utilization and energy, its start-up\n"
-      "(startup_s: to its steady GPU work) and that work's span (gpu_active_s).\n\n"
-      "A figure regresses when it is worse than the baseline's median by more than its bound\n"
-      "(bandwidth 5 %, times 10 %, accuracy 1 %... configurable; never inside 2x the measured noise),\n"
-      "significantly so by a rank test when both sides have >= 5 samples, and again in a re-run.\n"
-      "A figure with one value per run (wall_s, gpu_active_s, energy...) is judged on its noise between\n"
-      "runs: the golden runs' and every passing check's (a 99 % prediction bound that narrows as checks\n"
-      "add runs); until 3 runs are known it is shown \"not gated yet\".\n"
-      "Results live in one SQLite file (WAL, synchronous=FULL). See README, section Baselines.");
+  apply_help(*cmd, "baseline");
   cmd->require_subcommand(1);
 
   auto* rec = cmd->add_subcommand("record", "Run and store a golden baseline under NAME");
@@ -225,16 +212,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
   add_number(*rec, "--device", f->run.device, kDeviceRange, "CUDA device for --bench and --probe");
   add_run_options(rec, *f, true);
   add_common(rec, *f);
-  rec->footer(
-      "Examples:\n"
-      "  gpudoc baseline record train -- python3 train.py --epochs 1\n"
-      "  gpudoc baseline record node --bench hbm,launch --quick --probe\n"
-      "  gpudoc baseline record step --repeat 3 --timeout 600 -- ./run_step.sh\n"
-      "Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the workload's whole process group (SIGTERM, SIGKILL 5 s\n"
-      "later or at a second signal) and stores what was measured, marked interrupted: it never replaces\n"
-      "a golden run, and a baseline whose only recording was interrupted is refused by check.\n"
-      "Exit codes: 0 recorded; 2 bad flags, a workload that failed, a bad or read-only store; 3 no GPU for\n"
-      "--bench or the probe unavailable, a timeout, a locked store; 128+N stopped by signal N (130: Ctrl-C).");
+  apply_help(*rec, "baseline.record");
   rec->callback([f, rec, &action, &ctx] {
     f->run.bench = rec->count("--bench") > 0;
     action = [f, &ctx] { return run_record(*f, ctx); };
@@ -247,18 +225,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
   chk->add_flag("--no-confirm", f->no_confirm, "fail on the first run's regression without a confirmation re-run");
   add_run_options(chk, *f, false);
   add_common(chk, *f);
-  chk->footer(
-      "Runs what was recorded (the workload given after -- replaces the recorded one) and prints per\n"
-      "figure: baseline, now, change, bound, verdict. On a regression it prints the GPU state and keeps\n"
-      "the run's trace.\n"
-      "Examples:\n"
-      "  gpudoc baseline check train\n"
-      "  gpudoc baseline check train --json > verdict.json\n"
-      "Exit codes: 0 within bounds; 1 a regression (confirmed), a missing figure, or the workload\n"
-      "failed; 2 unknown NAME, bad flags, a baseline whose recording was interrupted or is damaged in\n"
-      "the store, a read-only store; 3 environment (no GPU for a hardware baseline, another\n"
-      "GPU/driver/CUDA than the baseline's, a locked store); 128+N stopped by signal N (130: Ctrl-C):\n"
-      "what was measured is stored as a check marked interrupted.");
+  apply_help(*chk, "baseline.check");
   chk->callback([f, &action, &ctx] { action = [f, &ctx] { return run_check(*f, ctx); }; });
 
   auto* lst = cmd->add_subcommand("list", "List the stored baselines");
@@ -283,13 +250,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
                   "rules for the bounds drawn by --html (default: ./gpudoc.baseline.json when present)")
       ->type_name("FILE");
   add_common(his, *f);
-  his->footer(
-      "Examples:\n"
-      "  gpudoc baseline history train\n"
-      "  gpudoc baseline history train --limit 0 --html train-history.html\n"
-      "  gpudoc baseline history train --json\n"
-      "Exit codes: 0 shown; 2 unknown NAME, bad flags, a FILE that cannot be written; 3 this build lacks\n"
-      "the plot library (--html).");
+  apply_help(*his, "baseline.history");
   his->callback([f, &action] { action = [f] { return run_history(*f); }; });
 }
 

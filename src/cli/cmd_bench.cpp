@@ -13,6 +13,7 @@
 #include "bench/run.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/file.hpp"
 #include "telemetry/backend_source.hpp"
 #include "view/bench_html.hpp"
@@ -118,22 +119,7 @@ void register_bench(CLI::App& app, Action& action, Context& context) {
   auto f = std::make_shared<BenchFlags>();
   auto* cmd =
       app.add_subcommand("bench", "Measure the GPU's real memory and PCIe bandwidth, GEMM throughput and launch cost");
-  cmd->description(
-      "Measure what the GPU really does, as baselines to compare later runs against.\n\n"
-      "Each benchmark warms up, then times N repetitions with CUDA events and reports the median\n"
-      "with min, max and coefficient of variation (CV = stddev / mean); the raw samples are in\n"
-      "--json. Results are checked outside the timed region (verified). GB/s are 1e9 bytes per\n"
-      "second, TFLOP/s 1e12 floating-point operations per second. Method and formulas:\n"
-      "docs/methodology.md, section Benchmarks. Through the GPU backend (NVML by default; --backend)\n"
-      "the run records the driver, clocks, power limit and temperature, and the SM clock and\n"
-      "slowdown (throttle) reasons seen while each benchmark ran. The benchmarks themselves always\n"
-      "need a real GPU and CUDA.\n\n"
-      "Benchmarks (key, what it measures and its formula):\n" +
-      view::render_bench_list() +
-      "\nA benchmark that cannot run here is waived with its reason (no GPU, built without CUDA);\n"
-      "one failure never stops the others. p2p.* and nccl.* use every visible GPU and need two or\n"
-      "more; nccl.* loads libnccl.so.2 at run time (or the file GPUDOC_NCCL_LIBRARY names) and sets\n"
-      "NCCL_NVLS_ENABLE=0 (no NVLink multicast) unless you set it.");
+  apply_help(*cmd, "bench", {{"benchmarks", view::render_bench_list()}});
   cmd->add_flag("--list", f->list, "list the benchmarks and exit");
   cmd->add_option("--only", f->only, "run only these keys or groups, comma-separated (hbm,launch.latency)")
       ->delimiter(',')
@@ -149,17 +135,6 @@ void register_bench(CLI::App& app, Action& action, Context& context) {
   cmd->add_option("--from", f->from,
                   "with --html: make the page from a saved `gpudoc bench --json` output, measuring nothing")
       ->type_name("RUN.json");
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc bench --list\n"
-      "  gpudoc bench --quick\n"
-      "  gpudoc bench --only hbm.copy,launch --json > baseline.json\n"
-      "  gpudoc bench --full --html bench.html\n"
-      "  gpudoc bench --from baseline.json --html baseline.html\n"
-      "Exit codes: 0 every selected benchmark ran and verified (or --from wrote its page); 2 bad\n"
-      "flags, an unknown key, a --from file that is not a bench report, or a page that cannot be written;\n"
-      "3 nothing could run (no GPU, built without CUDA) or a CUDA environment error; 4 a result\n"
-      "did not verify or an internal error.");
   cmd->callback([f, &action, &context] { action = [f, &context] { return run_bench(*f, context); }; });
 }
 

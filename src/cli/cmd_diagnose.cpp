@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
+#include "cli/help.hpp"
 #include "telemetry/backend_source.hpp"
 
 namespace gpudoc::cli {
@@ -116,13 +117,7 @@ std::string findings_help() {
 void register_diagnose(CLI::App& app, Action& action, Context& context) {
   auto f = std::make_shared<DiagnoseFlags>();
   auto* cmd = app.add_subcommand("diagnose", "Say what the GPUs' waveforms mean, with evidence and next steps");
-  cmd->description(
-      "Say what holds the GPUs back: reads the curves of a trace (gpudoc record, or an nvidia-smi\n"
-      "CSV log), of a short live look (--live), or of a recording made while a command runs\n"
-      "(-- CMD), and names every pattern that applies — with severity, GPUs, time window, the\n"
-      "numbers behind it, a confidence, and next steps. A signal the input lacks (no GPM in an\n"
-      "nvidia-smi CSV) is named, and the confidence lowered, rather than guessed.\n\n" +
-      findings_help());
+  apply_help(*cmd, "diagnose", {{"findings", findings_help()}});
   cmd->add_option("traces", f->traces,
                   "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
   add_output_flags(*cmd, f->out);
@@ -134,23 +129,6 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
                 "--live / -- CMD without -o: also write the trace to a private folder and print its path");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress messages on stderr");
   f->sampler.add_to(*cmd);
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc diagnose run.jsonl                       the report in the terminal\n"
-      "  gpudoc diagnose run.jsonl --html run.html       and a page with zoomable plots\n"
-      "  gpudoc diagnose nvidia-smi.csv --json | jq '.findings[].id'\n"
-      "  gpudoc diagnose --live --duration 60            look at the GPUs for a minute\n"
-      "  gpudoc diagnose -o train.jsonl -- python3 train.py   record while it runs, then diagnose\n"
-      "  gpudoc diagnose tests/data/sawtooth_p1000_d50.jsonl   a real H200 trace, input-starved\n"
-      "Several traces give one report (JSON: each under \"traces\", all findings under \"findings\").\n"
-      "With -- CMD the command's output is untouched (with --json its stdout goes to stderr, so\n"
-      "stdout holds only the JSON document) and its exit code is reported (text and\n"
-      "\"command_exit_code\"); gpudoc's exit code is the diagnosis'. The command runs in a process\n"
-      "group of its own: Ctrl-C, SIGTERM or SIGHUP stops that group (SIGTERM, SIGKILL 5 s later or at\n"
-      "a second signal), and with --live too ends the recording; what was recorded is diagnosed.\n"
-      "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
-      "2 bad flags or input (the message names file and line); 3 no GPU or driver (--live, -- CMD),\n"
-      "or --html in a build without the plot library; 128+N stopped by signal N (130: Ctrl-C).");
   cmd->callback([f, &action, &context] {
     action = [f, &context] {
       DiagnoseFlags copy = *f;

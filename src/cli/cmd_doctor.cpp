@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
+#include "cli/help.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/bundled_traces.hpp"
 
@@ -112,26 +113,12 @@ int run_doctor(const DoctorFlags& f, Context& context) {
 void register_doctor(CLI::App& app, Action& action, Context& context) {
   auto f = std::make_shared<DoctorFlags>();
   auto* cmd = app.add_subcommand("doctor", "Look at every GPU for a few seconds and say what holds it back");
-  cmd->description(
-      "The first thing to run: looks at every GPU live for --duration seconds and prints its\n"
-      "diagnosis (gpudoc diagnose --live, with a short default). On a machine without an NVIDIA\n"
-      "GPU or driver it diagnoses real H200 traces bundled with gpudoc instead (tests/data; or\n"
-      "GPUDOC_DATA_DIR), and says plainly that it is a replay, not this machine. With --backend\n"
-      "replay:FILE or fake:N it looks at those GPUs instead, marked as such.\n\n" +
-      findings_help());
+  apply_help(*cmd, "doctor", {{"findings", findings_help()}});
   add_number(*cmd, "-d,--duration", f->duration_s, {.min = 0, .max = 24 * 3600, .above_min = true, .unit = "seconds"},
              "seconds to look at the GPUs (default 10)");
   add_output_flags(*cmd, f->out);
   cmd->add_flag("--replay", f->replay, "diagnose the bundled H200 traces even when a GPU is present");
   f->sampler.add_to(*cmd);
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc doctor\n"
-      "  gpudoc doctor --duration 60 --html doctor.html\n"
-      "  gpudoc doctor --json | jq '.findings[] | {id, severity, gpus}'\n"
-      "  gpudoc --backend replay:tests/data/tiny_kernels.jsonl@10 doctor\n"
-      "Exit codes: 0 no finding at or above --min-severity (default warning); 1 one or more;\n"
-      "2 bad flags; 3 no GPU or driver (after showing the replay: its findings are not this machine's).");
   cmd->callback([f, &action, &context] { action = [f, &context] { return run_doctor(*f, context); }; });
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/log.hpp"
 #include "guard/channel.hpp"
 #include "guard/event_log.hpp"
@@ -129,15 +130,7 @@ int run_guard(GuardFlags f, Context& ctx) {
 void register_guard(CLI::App& app, Action& action, Context& ctx) {
   auto f = std::make_shared<GuardFlags>();
   auto* cmd = app.add_subcommand("guard", "Guard a training job against heat, throttling, OOM and GPU faults");
-  cmd->description(
-      "Guard a training job: forecast each GPU's temperature (a thermal model fitted online) and\n"
-      "memory headroom a few seconds ahead, escalate in three levels set by a policy relative to\n"
-      "the GPU's own limits (slowdown, shutdown, max operating temperature, power limit), and\n"
-      "advise the job over a Unix socket (GPUDOC_GUARD_SOCKET, docs/guard-protocol.md; the Python\n"
-      "client is python/gpudoc): (1) shrink the batch, (2) checkpoint now and pause the policy's\n"
-      "non-critical processes on that GPU, (3) checkpoint and stop. A job that does not listen is\n"
-      "reached only by the signals it opted in to (--signal). Every decision goes to --log and the\n"
-      "store (gpudoc report shows them). A GPU reset is never done, only suggested.");
+  apply_help(*cmd, "guard");
   cmd->add_option("--policy", f->policy, "policy file (docs/guard-policy.md); default: the built-in policy");
   cmd->add_flag("--show-policy", f->show_policy, "print the built-in policy and exit");
   cmd->add_flag("--dry-run", f->dry_run, "decide and log only: no advice, no signals");
@@ -154,16 +147,6 @@ void register_guard(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
   cmd->add_flag("-q,--quiet", f->quiet, "no lines on stderr");
   cmd->add_option("command", f->command, "the job to run (after --)");
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc guard -- python3 train.py                       # the job uses python/gpudoc's Guard\n"
-      "  gpudoc guard --signal checkpoint,stop --pid 4242       # a running job that handles SIGUSR1/SIGTERM\n"
-      "  gpudoc guard --dry-run --log guard.jsonl -- torchrun --nproc_per_node=8 train.py\n"
-      "  gpudoc --backend replay:hot.jsonl guard -- python3 train.py   # rehearse on a recorded trace\n"
-      "The job runs in a process group of its own: one Ctrl-C, SIGTERM or SIGHUP stops the guard and\n"
-      "that whole group (SIGTERM, SIGKILL 5 s later or at a second signal).\n"
-      "Exit codes: the command's own, else 0; 128+N stopped by signal N (130: Ctrl-C, 143: SIGTERM);\n"
-      "2 bad flags or policy; 3 no GPU or driver.");
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_guard(*f, ctx)); }; });
 }
 

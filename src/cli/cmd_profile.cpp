@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/process.hpp"
 #include "core/temp_dir.hpp"
 #include "profile/analysis.hpp"
@@ -137,19 +138,7 @@ int run_profile(ProfileFlags& f) {
 void register_profile(CLI::App& app, Action& action) {
   auto f = std::make_shared<ProfileFlags>();
   auto* cmd = app.add_subcommand("profile", "Why the GPU waits, kernel by kernel, and whether CUDA Graphs will help");
-  cmd->description(
-      "Run a CUDA program, unmodified, under CUPTI (gpudoc's injection library, loaded by the CUDA driver\n"
-      "through CUDA_INJECTION64_PATH) and report, per step: the GPU's busy time; each idle gap and its\n"
-      "cause (launch-bound, synchronization, pageable copies, allocation, host work with no CUDA call);\n"
-      "the kernels and copies; and whether capturing the step in a CUDA Graph would pay, with the step\n"
-      "time to expect — or what to fix first.\n\n"
-      "Steps are NVTX ranges (torch.cuda.nvtx.range(\"step\") or any range named *step*/*iter*), else\n"
-      "what the host repeats between its synchronizations (.item(), synchronize, blocking copies),\n"
-      "else the repeating kernel sequence. The first step is left out as warm-up. docs/profile.md explains\n"
-      "the attribution rules, the prediction's formula and the record format.\n\n"
-      "CUPTI serves one client per process: a profiler the program starts itself (torch.profiler)\n"
-      "gets no CUDA activity while gpudoc profiles it; under a tool that set CUDA_INJECTION64_PATH\n"
-      "(Nsight Systems) gpudoc profile refuses to start, exit 3.");
+  apply_help(*cmd, "profile");
   cmd->add_option("-o,--output", f->trace_output, "write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   cmd->add_option("--html", f->html, "write a self-contained HTML page");
   add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
@@ -164,16 +153,6 @@ void register_profile(CLI::App& app, Action& action) {
   cmd->add_option("--records", f->records_copy, "keep the raw records (docs/profile.md) in this file");
   cmd->add_option("--input", f->input, "analyse records saved with --records; run nothing");
   cmd->add_option("command", f->command, "the program to profile (after --)");
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc profile -- python3 train.py --epochs 1\n"
-      "  gpudoc profile --duration 60 -o train.trace.json --html train.html -- python3 train.py\n"
-      "  gpudoc profile --json --steps 50 -- ./my_cuda_app\n"
-      "  gpudoc profile --input records.txt\n"
-      "The program runs in a process group of its own: Ctrl-C, SIGTERM or SIGHUP stops that whole group\n"
-      "(SIGTERM, SIGKILL 5 s later or at a second signal); what it recorded until then is analysed.\n"
-      "Exit codes: the program's own (0 when it succeeded); 2 bad flags or records; 3 no GPU, no CUDA\n"
-      "context, CUPTI missing or held by another profiler; 128+N stopped by signal N (130: Ctrl-C).");
   cmd->callback([f, &action] { action = [f] { return exit_code_after_stop(run_profile(*f)); }; });
 }
 

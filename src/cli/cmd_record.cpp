@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
@@ -70,16 +71,7 @@ int run_record(const RecordFlags& f, Context& ctx) {
 void register_record(CLI::App& app, Action& action, Context& ctx) {
   auto f = std::make_shared<RecordFlags>();
   auto* cmd = app.add_subcommand("record", "Record every GPU's telemetry into a trace file");
-  cmd->description(
-      "Record every GPU's telemetry into a trace file (JSON Lines, docs/trace-format.md).\n\n"
-      "Each metric group is read on its own period, matched to how often the sensor really\n"
-      "updates; a metric the GPU does not support is left out, never written as 0. With a command\n"
-      "after --, gpudoc runs it (output untouched), records while it runs and exits with its exit\n"
-      "code. The command runs in a process group of its own (its stdin is /dev/null when gpudoc's is\n"
-      "a terminal). Ctrl-C, SIGTERM or SIGHUP stops that whole group (SIGTERM, SIGKILL 5 s later or\n"
-      "at a second signal) and leaves a valid file: the trace ends with an \"end\" line saying why.\n\n"
-      "With --backend replay:FILE it records the replayed trace (header backend \"replay\") until\n"
-      "the replay ends; with --backend fake:N, N scripted GPUs (backend \"fake\").");
+  apply_help(*cmd, "record");
   cmd->add_option("-o,--output", f->output, "trace file to write (- for stdout, without a command)")->required();
   add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
              "stop after this many seconds (with a command: whichever comes first); left out: until the command "
@@ -88,14 +80,6 @@ void register_record(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress or summary on stderr");
   cmd->add_option("command", f->command, "the command to run and record while it runs (after --)");
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc record -o idle.jsonl --duration 30\n"
-      "  gpudoc record -o train.jsonl -- python3 train.py --epochs 1\n"
-      "  gpudoc record -o fast.jsonl --period fast=100,gpm=100 --gpus 0 -- ./bench\n"
-      "  gpudoc --backend fake:2 record -o demo.jsonl --duration 10\n"
-      "Exit codes: the command's own, else 0; 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129\n"
-      "SIGHUP); 2 bad flags; 3 no GPU or driver.");
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_record(*f, ctx)); }; });
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/host.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
@@ -155,19 +156,7 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
   auto f = std::make_shared<ServeFlags>();
   auto* cmd =
       app.add_subcommand("serve", "Serve live GPU metrics, findings and verdicts to Prometheus and a dashboard");
-  cmd->description(
-      "Runs the sampler continuously and serves, on 127.0.0.1:9401 unless told otherwise:\n"
-      "  /metrics          every metric at its native rate, per GPU and per process (with container and\n"
-      "                    pod labels from the process's cgroup), throttle reasons, the findings of a\n"
-      "                    sliding-window diagnosis with the GPU time they cost, the last health check\n"
-      "                    and baseline verdicts from the store (Prometheus text; OpenMetrics when asked)\n"
-      "  /                 a live dashboard (waveforms, findings, health, baselines); works offline\n"
-      "  /api/v1/snapshot  the same as JSON; /api/v1/history?seconds=S the waveforms; /api/v1/events\n"
-      "                    a server-sent event per update; /healthz\n"
-      "Read-only, no authentication: it listens beyond loopback only on an address given explicitly.\n"
-      "GPUDOC_BACKEND=replay:FILE serves a recorded trace, fake:N scripted GPUs (docs/serve.md).\n"
-      "The sampler runs at the recorder's periods (gpudoc record --help) except GPM, read every second\n"
-      "(--period gpm=200 for the recorder's rate, at about 0.1 % of a core more per GPU).");
+  apply_help(*cmd, "serve");
   cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
   cmd->add_option("--config", f->config, "a JSON file of settings (docs/serve.md); flags override it");
   cmd->add_flag("--dcgm-compatible", f->settings.dcgm_compatible,
@@ -185,14 +174,6 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
   add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
              "stop after this many seconds (default: until SIGINT/SIGTERM)");
   f->sampler.add_to(*cmd, "serve reads gpm every 1000 ms, not 200 (docs/serve.md)");
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc serve\n"
-      "  gpudoc serve --listen 10.0.0.7:9401 --dcgm-compatible\n"
-      "  GPUDOC_BACKEND=replay:tests/data/sawtooth_p1000_d50.jsonl gpudoc serve --listen :9500\n"
-      "  curl -s localhost:9401/metrics | grep ^gpudoc_finding\n"
-      "Exit codes: 0 stopped by a signal or --duration, 2 bad flags or config, 3 no GPU, or the address cannot be "
-      "bound.");
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_serve(*f, ctx); }; });
 }
 

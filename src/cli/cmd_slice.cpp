@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/text.hpp"
 #include "slice/slice.hpp"
 #include "view/slice_list.hpp"
@@ -81,27 +82,7 @@ int run_list(const SliceFlags& f) {
 void register_slice(CLI::App& app, Action& action) {
   auto f = std::make_shared<SliceFlags>();
   auto* cmd = app.add_subcommand("slice", "Run a job in a slice of one GPU: memory and compute limits");
-  cmd->description(
-      "Run a job in a slice of one GPU, so that two jobs (a fine-tuning run and a latency-sensitive\n"
-      "inference service) can share the card without one taking all its memory.\n\n"
-      "With an MPS control daemon running (CUDA_MPS_PIPE_DIRECTORY, default /tmp/nvidia-mps), the\n"
-      "slice sets the MPS client's limits (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT,\n"
-      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE): the driver enforces them. Otherwise gpudoc preloads its\n"
-      "interception library into the job: every device allocation (cuMemAlloc, pitched, managed,\n"
-      "stream-ordered pools, cuMemCreate, however the program found the function) is charged to\n"
-      "the slice, shared by all the job's processes; one that would go over --mem fails with\n"
-      "CUDA's out-of-memory error, which PyTorch reports as torch.OutOfMemoryError; and\n"
-      "cuMemGetInfo shows the slice, so frameworks size their caches to it. --sm then lets kernel\n"
-      "and graph launches pass only in the slice's own part of each 20 ms (apart from your other\n"
-      "slices' parts) and holds them back while NVML's per-process figure puts the slice over its\n"
-      "share; a process outside any slice is not kept apart. --pcie holds host<->device copies to\n"
-      "a rate (best effort). Without MPS kernels of different processes take turns, so no launch\n"
-      "throttling bounds a neighbour's tail latency: for a compute share that holds beside any\n"
-      "job, or an inference service beside a training job, start an MPS control daemon.\n"
-      "At least one of --mem, --sm and --pcie is needed.\n"
-      "With MIG instances in CUDA_VISIBLE_DEVICES the job is placed on the first (the MIG layout is\n"
-      "never changed).\n"
-      "docs/slice.md says what each mechanism can and cannot enforce.");
+  apply_help(*cmd, "slice");
   cmd->add_option("--mem", f->mem, "device memory for the whole job: 40G, 512MiB, 8GB (K/M/G/T are 1024-based)");
   cmd->add_option(
       "--sm", f->sm,
@@ -112,15 +93,6 @@ void register_slice(CLI::App& app, Action& action) {
   cmd->add_option("--name", f->name, "the slice's name in `gpudoc slice list` (default: the command's name)");
   cmd->add_flag("-q,--quiet", f->quiet, "say nothing before the job starts");
   cmd->add_option("command", f->command, "the job to run in the slice (after --)");
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc slice --mem 40G -- python3 finetune.py\n"
-      "  gpudoc slice --mem 16G --sm 30 --name infer -- python3 serve.py --port 8000\n"
-      "  gpudoc slice list\n"
-      "The job runs in a process group of its own: Ctrl-C, SIGTERM or SIGHUP stops that whole group\n"
-      "(SIGTERM, SIGKILL 5 s later or at a second signal) and removes the slice's folder.\n"
-      "Exit codes: the job's own (128+N when signal N ended it); 128+N when gpudoc was stopped by\n"
-      "signal N; 2 a malformed or impossible limit; 3 no CUDA driver, no GPU or no interception library.");
   auto* list = cmd->add_subcommand("list", "The slices that run now: processes, use against limits");
   list->add_flag("--json", f->list_json, "one JSON document on stdout");
   list->callback([f, &action] { action = [f] { return run_list(*f); }; });

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "telemetry/trace_stats.hpp"
 #include "view/trace_info.hpp"
 
@@ -36,7 +37,7 @@ int run_info(const InfoOptions& opts) {
 void register_trace(CLI::App& app, Action& action) {
   auto* trace = app.add_subcommand("trace", "Inspect recorded traces (the files `gpudoc record` writes)");
   trace->require_subcommand(1);
-  trace->footer("Run `gpudoc trace info --help` to see what a trace holds.");
+  apply_help(*trace, "trace");
 
   auto opts = std::make_shared<InfoOptions>();
   auto* info = trace->add_subcommand(
@@ -48,19 +49,7 @@ void register_trace(CLI::App& app, Action& action) {
       "or a full disk, CSV rows skipped), with the lines.");
   info->add_option("FILE", opts->path, "the trace (JSON Lines, usually *.jsonl)")->required();
   info->add_flag("--json", opts->json, "print the summary (or the error) as JSON on stdout");
-  info->footer(
-      "A trace is the file `gpudoc record -o FILE` writes: JSON Lines, one record per line. The first line\n"
-      "is the header (host, driver, the GPUs and the metrics recorded with their periods); then one line\n"
-      "per GPU per sample time ({\"type\":\"sample\",\"t\":12.3,\"gpu\":0,\"power_watts\":312.5,...}; a metric\n"
-      "that was not read is absent, never 0), per-process lines, events (process start/exit, XID errors,\n"
-      "training steps, findings, ...) and, when the recording closed cleanly, an end line. The format is\n"
-      "documented in docs/trace-format.md; scripts/trace_to_csv.py turns a trace into CSV.\n"
-      "\n"
-      "Examples:\n"
-      "  gpudoc trace info run.jsonl\n"
-      "  gpudoc trace info run.jsonl --json | jq '.gpus[0].metrics[] | {name, gaps}'\n"
-      "\n"
-      "Exit codes: 0 the trace is valid; 2 it is not, or cannot be read (the message names the line).");
+  apply_help(*info, "trace.info");
   info->callback([&action, opts] { action = [opts] { return run_info(*opts); }; });
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/help.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/live_loop.hpp"
@@ -90,15 +91,7 @@ int run_watch(const WatchFlags& f, Context& ctx) {
 void register_watch(CLI::App& app, Action& action, Context& ctx) {
   auto f = std::make_shared<WatchFlags>();
   auto* cmd = app.add_subcommand("watch", "Live view of every GPU (or replay a recorded trace)");
-  cmd->description(
-      "Live view of every GPU, 80 columns wide: sparklines of utilization, SM activity, power,\n"
-      "temperature and memory; clocks against their maximum; the clock-event (throttle) reasons;\n"
-      "the processes using each GPU. A value the GPU does not report, or that has gone stale,\n"
-      "shows as — (never as 0).\n\n"
-      "\"util\" is the share of time any kernel ran — not how much of the chip worked. \"SM act\"\n"
-      "(GPM, Hopper and newer) is the share of SMs busy: a GPU can read 100% util at 5% SM activity.\n\n"
-      "With a TRACE argument, watch replays a recorded trace instead, and says so (the same as\n"
-      "gpudoc --backend replay:TRACE@SPEED watch).");
+  apply_help(*cmd, "watch");
   cmd->add_option("trace", f->trace, "a trace recorded by `gpudoc record` to replay instead of the live GPUs");
   add_number(*cmd, "--speed", f->speed,
              {.min = 0, .max = telemetry::kMaxReplaySpeed, .above_min = true, .unit = "times as fast"},
@@ -111,14 +104,6 @@ void register_watch(CLI::App& app, Action& action, Context& ctx) {
   cmd->add_flag("--json", f->json, "print each frame as one JSON line of the latest values instead");
   cmd->add_flag("--no-clear", f->no_clear, "print frames one after another instead of redrawing");
   f->sampler.add_to(*cmd);
-  cmd->footer(
-      "Examples:\n"
-      "  gpudoc watch\n"
-      "  gpudoc watch --gpus 0,1 --duration 60\n"
-      "  gpudoc watch --once --json | jq '.gpus[].power_watts'\n"
-      "  gpudoc watch tests/data/sawtooth_p1000_d50.jsonl --speed 4\n"
-      "  gpudoc --backend fake:4 watch --once\n"
-      "Exit codes: 0 ok, 2 bad flags or trace, 3 no GPU or driver.");
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_watch(*f, ctx); }; });
 }
 

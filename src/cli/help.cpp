@@ -1,0 +1,90 @@
+#include "cli/help.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <optional>
+#include <stdexcept>
+
+namespace gpudoc::cli {
+namespace {
+
+core::Error bad(const std::string& message) { return core::Error(core::ErrorKind::kInternal, message); }
+
+// A section's text without the blank lines that separate it from the next section line.
+std::string trimmed(std::string_view s) {
+  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return std::string(s);
+}
+
+core::Status fill_in(std::string& text, HelpFill fill) {
+  for (const auto& [key, value] : fill) {
+    const std::string marker = fmt::format("@{}@", key);
+    for (auto at = text.find(marker); at != std::string::npos; at = text.find(marker, at + value.size()))
+      text.replace(at, marker.size(), value);
+  }
+  // What is left of the form @key@ (lower-case letters and '_') is a placeholder nobody filled;
+  // any other '@' is text ("replay:FILE[@SPEED]").
+  for (auto open = text.find('@'); open != std::string::npos; open = text.find('@', open + 1)) {
+    auto end = open + 1;
+    while (end < text.size() && ((text[end] >= 'a' && text[end] <= 'z') || text[end] == '_')) ++end;
+    if (end > open + 1 && end < text.size() && text[end] == '@')
+      return bad(fmt::format("placeholder {} has no value", text.substr(open, end - open + 1)));
+  }
+  return core::ok_status();
+}
+
+}  // namespace
+
+core::Result<HelpText> parse_help(std::string_view text, HelpFill fill) {
+  HelpText out;
+  std::string* into = nullptr;
+  bool seen_description = false, seen_footer = false;
+  std::string current;
+  auto close_section = [&] {
+    if (into != nullptr) *into = trimmed(current);
+    current.clear();
+  };
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const auto line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
+      close_section();
+      const auto name = line.substr(1, line.size() - 2);
+      bool* seen = name == "description" ? &seen_description : name == "footer" ? &seen_footer : nullptr;
+      if (seen == nullptr) return bad(fmt::format("unknown section [{}]", name));
+      if (*seen) return bad(fmt::format("section [{}] given twice", name));
+      *seen = true;
+      into = name == "description" ? &out.description : &out.footer;
+      continue;
+    }
+    if (into == nullptr) {
+      if (line.empty()) continue;
+      return bad("text before the first [description] or [footer] line");
+    }
+    current.append(line);
+    current.push_back('\n');
+  }
+  close_section();
+  if (auto st = fill_in(out.description, fill); !st) return st.error();
+  if (auto st = fill_in(out.footer, fill); !st) return st.error();
+  return out;
+}
+
+void apply_help(CLI::App& cmd, std::string_view name, HelpFill fill) {
+  const std::string file = fmt::format("{}.txt", name);
+  for (const auto& f : detail::help_files()) {
+    if (f.name != file) continue;
+    auto help = parse_help(f.body, fill);
+    if (!help) throw std::logic_error(fmt::format("docs/cli/{}: {}", file, help.error().message()));
+    if (!help->description.empty()) cmd.description(help->description);
+    if (!help->footer.empty()) cmd.footer(help->footer);
+    return;
+  }
+  throw std::logic_error(fmt::format("docs/cli/{} is not in the build", file));
+}
+
+}  // namespace gpudoc::cli
