@@ -57,6 +57,15 @@ if [[ ! -f web/node_modules/uplot/dist/uPlot.iife.min.js || web/package-lock.jso
     fail "npm ci --prefix web failed: the npm registry must be reachable once to fetch uPlot (web/package.json)"
 fi
 
+# The Kubernetes API schemas the tests validate deploy/kubernetes with (tests/deploy/schemas,
+# pinned by its package-lock.json; tests/deploy/manifests_test.py): with the tests only.
+schemas=tests/deploy/schemas
+if ((!only_gpudoc)) && [[ ! -d $schemas/node_modules/kubernetes-models || $schemas/package-lock.json -nt $schemas/node_modules/.package-lock.json ]]; then
+  say "installing the Kubernetes schemas for the deploy tests (npm ci --prefix $schemas)"
+  npm ci --prefix "$schemas" --no-audit --no-fund --loglevel=error >/dev/null ||
+    fail "npm ci --prefix $schemas failed: the npm registry must be reachable once (tests/deploy/schemas/package.json)"
+fi
+
 # say_build_time BUILD_DIR CORES: how long building the gpudoc binary will take, said before it
 # starts, and only when there is something to build. From scratch it is CPU_S CPU-seconds of
 # compiling, measured on a fresh Debian 12 (Release, g++ 12, no ccache; docs/results/build-time.md),
