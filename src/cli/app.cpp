@@ -17,7 +17,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/commit.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
@@ -109,7 +108,7 @@ int run(int argc, char** argv) {
   Context ctx;
   try {
     register_commands(app, action, ctx);
-  } catch (const std::logic_error& e) {  // a help file the build lacks (cli/help.hpp)
+  } catch (const std::logic_error& e) {  // a help file the build lacks (apply_help)
     return report_error(core::Error(core::ErrorKind::kInternal, e.what()), false);
   }
 

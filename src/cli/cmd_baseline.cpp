@@ -10,7 +10,6 @@
 #include "baseline/gate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/file.hpp"
 #include "core/temp_dir.hpp"
 #include "view/baseline_html.hpp"

@@ -13,7 +13,6 @@
 #include "bench/run.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/file.hpp"
 #include "telemetry/backend_source.hpp"
 #include "view/bench_html.hpp"

@@ -8,7 +8,6 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
-#include "cli/help.hpp"
 #include "telemetry/backend_source.hpp"
 
 namespace gpudoc::cli {

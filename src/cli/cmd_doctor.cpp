@@ -10,7 +10,6 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
-#include "cli/help.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/bundled_traces.hpp"
 

@@ -9,7 +9,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/log.hpp"
 #include "guard/channel.hpp"
 #include "guard/event_log.hpp"

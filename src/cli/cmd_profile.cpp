@@ -10,7 +10,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/process.hpp"
 #include "core/temp_dir.hpp"
 #include "profile/analysis.hpp"

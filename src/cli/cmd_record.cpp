@@ -7,7 +7,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"

@@ -9,7 +9,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/host.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"

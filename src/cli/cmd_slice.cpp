@@ -8,7 +8,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/text.hpp"
 #include "slice/slice.hpp"
 #include "view/slice_list.hpp"

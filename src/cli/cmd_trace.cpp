@@ -11,7 +11,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "telemetry/trace_stats.hpp"
 #include "view/trace_info.hpp"
 

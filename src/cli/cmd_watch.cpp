@@ -9,7 +9,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/help.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/live_loop.hpp"

@@ -4,17 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <csignal>
-#include <cstring>
 #include <functional>
-#include <thread>
-
-#include <fcntl.h>
-#include <poll.h>
-#include <unistd.h>
+#include <stdexcept>
 
 #include "cli/commands.hpp"
 #include "core/text.hpp"
@@ -23,6 +16,15 @@ namespace gpudoc::cli {
 
 void print_text(std::FILE* to, std::string_view text) {
   std::fputs(core::terminal_safe(text, core::Newlines::kKeep).c_str(), to);
+}
+
+void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill) {
+  const auto text = view::help_file(name);
+  if (!text) throw std::logic_error(fmt::format("docs/cli/{}.txt is not in the build", name));
+  auto help = view::parse_help(*text, fill);
+  if (!help) throw std::logic_error(fmt::format("docs/cli/{}.txt: {}", name, help.error().message()));
+  if (!help->description.empty()) cmd.description(help->description);
+  if (!help->footer.empty()) cmd.footer(help->footer);
 }
 
 void SamplerFlags::add_to(CLI::App& cmd, std::string_view defaults_note) {
@@ -95,54 +97,6 @@ core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
     c.periods[gpu::index(period->first)] = period->second;
   }
   return c;
-}
-
-namespace {
-core::StopSignal g_stop;        // the first stop signal, and how many came
-int g_stop_pipe[2] = {-1, -1};  // the handler writes a byte, wait_for_stop() polls the other end
-
-void on_stop_signal(int sig) {
-  int none = 0;
-  g_stop.signal.compare_exchange_strong(none, sig);
-  g_stop.count.fetch_add(1);
-  if (g_stop_pipe[1] >= 0) {
-    const int saved = errno;  // write() is async-signal-safe; a full pipe already wakes the waiter
-    [[maybe_unused]] const auto n = ::write(g_stop_pipe[1], "s", 1);
-    errno = saved;
-  }
-}
-}  // namespace
-
-void install_stop_handlers() {
-  if (g_stop_pipe[0] < 0 && ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_stop_pipe[0] = g_stop_pipe[1] = -1;
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGHUP, SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
-}
-
-std::atomic<int>& stop_requests() { return g_stop.count; }
-
-bool wait_for_stop(core::Nanos timeout) {
-  if (g_stop.count.load() > 0) return true;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(std::max(timeout, core::Nanos(0))).count();
-  if (g_stop_pipe[0] < 0) {  // no pipe (out of descriptors): sleep in short steps
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (g_stop.count.load() == 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return g_stop.count.load() > 0;
-  }
-  pollfd p{.fd = g_stop_pipe[0], .events = POLLIN, .revents = 0};
-  (void)::poll(&p, 1, static_cast<int>(std::min<long long>(ms, 1LL << 30)));  // EINTR: the count says
-  return g_stop.count.load() > 0;  // the byte stays in the pipe: every later wait returns at once
-}
-const core::StopSignal& stop_signal() { return g_stop; }
-
-int exit_code_after_stop(int code) {
-  const int sig = g_stop.signal.load();
-  return sig != 0 ? core::exit_code_for_signal(sig) : code;
 }
 
 core::Result<telemetry::Live> open_live(Context& ctx, bool quiet) {

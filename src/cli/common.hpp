@@ -18,9 +18,11 @@
 #include "baseline/workload_run.hpp"
 #include "core/number_input.hpp"
 #include "core/result.hpp"
+#include "core/stop_signals.hpp"
 #include "gpu/backend.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/sampler.hpp"
+#include "view/help_text.hpp"
 
 namespace CLI {
 class App;
@@ -64,6 +66,11 @@ struct SamplerFlags {
           telemetry::SamplerConfig::default_periods()) const;
 };
 
+// Sets `cmd`'s description and footer from its help file, docs/cli/NAME.txt (view/help_text.hpp),
+// with the @KEY@ parts `fill` gives. A missing or malformed file is a bug of the build: throws
+// std::logic_error naming the file (run() reports it as an internal error, exit 4).
+void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill = {});
+
 // Every duration, count and limit flag of every command is added with add_number: its value is read
 // by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
 // not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the
@@ -92,22 +99,12 @@ inline constexpr core::NumberRange kDeviceRange{.min = 0, .max = 1023, .whole = 
 // A --duration value (seconds, already checked against kDurationRange; 0: not given) as nanoseconds.
 [[nodiscard]] std::optional<core::Nanos> duration_of(double seconds);
 
-// Stopping, one policy for every command that runs a workload or records (core/process.hpp,
-// README.md "Signals"): install_stop_handlers() makes SIGHUP, SIGINT and SIGTERM a request to stop
-// (SA_RESTART: a read in progress goes on). Each request increments stop_requests(); the first
-// one's number is kept in stop_signal() (beside the same count). The workload, in its own process
-// group, gets no signal from the terminal: gpudoc stops its group (core::GroupStopper: SIGTERM,
-// SIGKILL 5 s later or at once on a second request), closes its trace with its end line, removes
-// its private folders and exits exit_code_after_stop(): 128 + N.
-void install_stop_handlers();
-std::atomic<int>& stop_requests();
-// Sleeps until a stop request or `timeout`, whichever comes first, without waking in between (the
-// handler wakes it through a pipe); true when a stop was requested, at once if one came before.
-[[nodiscard]] bool wait_for_stop(core::Nanos timeout);
-const core::StopSignal& stop_signal();
-// The exit code of a command that runs a workload or records: `code`, or 128 + N once stop
-// signal N came (whatever the command had to say after it).
-[[nodiscard]] int exit_code_after_stop(int code);
+// The stop policy of every command (core/stop_signals.hpp), by its short names.
+using core::exit_code_after_stop;
+using core::install_stop_handlers;
+using core::stop_requests;
+using core::stop_signal;
+using core::wait_for_stop;
 
 // How a command that reads live GPUs starts: opens the run's GPUs (the Context's backend, at least
 // one GPU), installs the stop handlers, and says whose GPUs these are when they are not this

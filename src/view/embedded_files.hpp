@@ -1,6 +1,7 @@
 // gpudoc::view::detail embedded files — the hand-written files of web/ as compiled into the binary
 // (generated at build time by embed_files.cmake): web/dashboard/ (`gpudoc serve`'s dashboard, and
-// the files the reports share with it) and web/report/ (the HTML reports' scripts and styles).
+// the files the reports share with it), web/report/ (the HTML reports' scripts and styles) and
+// docs/cli/ (each command's help).
 // Internal to view: callers use dashboard_assets.hpp (URL paths) and html_page.hpp (report_file).
 #pragma once
 
@@ -18,5 +19,7 @@ struct EmbeddedFile {
 [[nodiscard]] std::span<const EmbeddedFile> dashboard_files();
 // Every file of web/report/ listed in src/view/CMakeLists.txt, in that order. Static storage.
 [[nodiscard]] std::span<const EmbeddedFile> report_files();
+// Every file of docs/cli/ (each command's help: help_text.hpp). Static storage.
+[[nodiscard]] std::span<const EmbeddedFile> help_files();
 
 }  // namespace gpudoc::view::detail

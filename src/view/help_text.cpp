@@ -1,12 +1,12 @@
-#include "cli/help.hpp"
+#include "view/help_text.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <optional>
-#include <stdexcept>
+#include <algorithm>
 
-namespace gpudoc::cli {
+#include "view/embedded_files.hpp"
+
+namespace gpudoc::view {
 namespace {
 
 core::Error bad(const std::string& message) { return core::Error(core::ErrorKind::kInternal, message); }
@@ -74,17 +74,18 @@ core::Result<HelpText> parse_help(std::string_view text, HelpFill fill) {
   return out;
 }
 
-void apply_help(CLI::App& cmd, std::string_view name, HelpFill fill) {
+std::optional<std::string_view> help_file(std::string_view name) {
   const std::string file = fmt::format("{}.txt", name);
-  for (const auto& f : detail::help_files()) {
-    if (f.name != file) continue;
-    auto help = parse_help(f.body, fill);
-    if (!help) throw std::logic_error(fmt::format("docs/cli/{}: {}", file, help.error().message()));
-    if (!help->description.empty()) cmd.description(help->description);
-    if (!help->footer.empty()) cmd.footer(help->footer);
-    return;
-  }
-  throw std::logic_error(fmt::format("docs/cli/{} is not in the build", file));
+  for (const auto& f : detail::help_files())
+    if (f.name == file) return f.body;
+  return std::nullopt;
 }
 
-}  // namespace gpudoc::cli
+std::vector<std::string> help_names() {
+  std::vector<std::string> out;
+  for (const auto& f : detail::help_files()) out.emplace_back(f.name.substr(0, f.name.size() - 4));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace gpudoc::view

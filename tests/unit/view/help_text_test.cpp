@@ -1,14 +1,12 @@
-// The help files of docs/cli/ and their reading (cli/help.hpp).
-#include "cli/help.hpp"
+// The help files of docs/cli/ and their reading (view/help_text.hpp).
+#include "view/help_text.hpp"
 
-#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
-#include <set>
-#include <stdexcept>
+#include <algorithm>
 #include <string>
 
-namespace gpudoc::cli {
+namespace gpudoc::view {
 namespace {
 
 TEST(ParseHelp, SplitsDescriptionAndFooterWithoutTheBlankLinesBetween) {
@@ -46,26 +44,23 @@ TEST(ParseHelp, RefusesWhatTheBuildShouldNeverShip) {
 
 // Every file the build embeds reads cleanly with the values its command fills in, and has text.
 TEST(HelpFiles, EveryEmbeddedFileParses) {
-  std::set<std::string> names;
-  for (const auto& f : detail::help_files()) {
-    names.insert(std::string(f.name));
-    auto h = parse_help(f.body, {{"findings", "F"}, {"benchmarks", "B"}});
-    ASSERT_TRUE(h) << f.name << ": " << h.error().message();
-    EXPECT_FALSE(h->description.empty() && h->footer.empty()) << f.name;
+  const auto names = help_names();
+  for (const auto& name : names) {
+    auto h = parse_help(*help_file(name), {{"findings", "F"}, {"benchmarks", "B"}});
+    ASSERT_TRUE(h) << name << ": " << h.error().message();
+    EXPECT_FALSE(h->description.empty() && h->footer.empty()) << name;
   }
-  for (const char* n : {"gpudoc.txt", "diagnose.txt", "baseline.record.txt", "trace.info.txt"})
-    EXPECT_TRUE(names.count(n)) << n;
+  for (const char* n : {"gpudoc", "diagnose", "baseline.record", "trace.info"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
-TEST(HelpFiles, ApplyHelpNamesAFileTheBuildLacks) {
-  CLI::App app{"", "x"};
-  try {
-    apply_help(app, "no-such-command");
-    FAIL() << "expected a logic_error";
-  } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("docs/cli/no-such-command.txt"), std::string::npos);
-  }
+TEST(HelpFiles, LookupByCommandPath) {
+  EXPECT_TRUE(help_file("baseline.record"));
+  EXPECT_FALSE(help_file("no-such-command"));
+  const auto names = help_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "gpudoc"), names.end());
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
 }
 
 }  // namespace
-}  // namespace gpudoc::cli
+}  // namespace gpudoc::view

@@ -9,23 +9,20 @@
 //   Examples and exit codes, shown below them.
 //
 // `@KEY@` in a section is replaced by what the command fills in (bench's list of benchmarks,
-// diagnose's catalog of findings), so generated parts stay in the code that knows them.
+// diagnose's catalog of findings), so generated parts stay in the code that knows them. The CLI sets
+// them on its commands (cli::apply_help); parsing them is pure and lives here.
 #pragma once
 
 #include <initializer_list>
-#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/result.hpp"
-#include "view/embedded_files.hpp"
 
-namespace CLI {
-class App;
-}
-
-namespace gpudoc::cli {
+namespace gpudoc::view {
 
 struct HelpText {
   std::string description;
@@ -39,15 +36,10 @@ using HelpFill = std::initializer_list<std::pair<std::string_view, std::string>>
 // an unknown section name, a placeholder left without a value.
 [[nodiscard]] core::Result<HelpText> parse_help(std::string_view text, HelpFill fill = {});
 
-// Sets `cmd`'s description and footer from docs/cli/NAME.txt. A missing or malformed file is a
-// bug of the build: throws std::logic_error naming the file (run() reports it as an internal
-// error, exit 4).
-void apply_help(CLI::App& cmd, std::string_view name, HelpFill fill = {});
+// The help file of command NAME (docs/cli/NAME.txt), as compiled in; nullopt when the build has
+// none. Static storage.
+[[nodiscard]] std::optional<std::string_view> help_file(std::string_view name);
+// The names of every help file compiled in ("baseline.record"), sorted.
+[[nodiscard]] std::vector<std::string> help_names();
 
-namespace detail {
-using view::detail::EmbeddedFile;
-// Every file of docs/cli/ listed in src/cli/CMakeLists.txt ("baseline.record.txt"). Static storage.
-[[nodiscard]] std::span<const EmbeddedFile> help_files();
-}  // namespace detail
-
-}  // namespace gpudoc::cli
+}  // namespace gpudoc::view
