@@ -21,8 +21,11 @@ expect_listed "$work/files.txt" ./bin/gpudoc ./share/gpudoc/traces/gemm_saturate
 [[ -x "$prefix/bin/gpudoc" ]] || fail "$prefix/bin/gpudoc is not executable"
 # lib/gpudoc/libgpudoc_profile.so: gpudoc profile's injection library, where CUPTI's headers were found
 if grep -v -e '^\./bin/gpudoc$' -e '^\./lib/gpudoc/libgpudoc_slice\.so$' -e '^\./share/gpudoc/traces/[a-z0-9_]*\.jsonl$' -e '^\./share/doc/gpudoc/[A-Za-z-]*\.md$' \
-  -e '^\./lib/gpudoc/libgpudoc_profile\.so$' "$work/files.txt"; then
-  fail "the files above were installed too; only the binary, the profiler's and the slice's libraries, the traces and the docs belong in a prefix"
+  -e '^\./lib/gpudoc/libgpudoc_profile\.so$' -e '^\./share/doc/gpudoc/copyright$' -e '^\./share/gpudoc/deploy/' \
+  -e '^\./lib/systemd/system/gpudoc-\(serve\.service\|health\.service\|health\.timer\)$' \
+  -e '^\./share/man/man1/gpudoc\(-[a-z]*\)\?\.1\.gz$' -e '^\./share/bash-completion/completions/gpudoc$' \
+  -e '^\./share/gpudoc/python/gpudoc-[0-9.]*-py3-none-any\.whl$' "$work/files.txt"; then
+  fail "the files above were installed too; only what cmake/Packaging.cmake lists belongs in a prefix"
 fi
 
 # The installed gpudoc slice finds its preload library in ../lib/gpudoc (it then stops at the
