@@ -113,7 +113,8 @@ struct HealthFacts {
   std::optional<double> temperature_memory_max_celsius;
   std::optional<int> pcie_link_generation_max;  // the most this device *and system* allow
   std::optional<int> pcie_link_width_max;
-  std::vector<NvlinkFacts> nvlinks;  // only links the device has; empty: no NVLink
+  std::optional<std::uint64_t> pcie_replay_errors;  // PCIe replays (retries) since the driver loaded
+  std::vector<NvlinkFacts> nvlinks;                 // only links the device has; empty: no NVLink
 };
 
 // One reading of one metric. time_unix_ns is when the sensor took it: for buffered sensors (the
@@ -123,6 +124,12 @@ struct MetricSample {
   double value;
   std::int64_t time_unix_ns;
 };
+
+// The error counters of `facts` as samples of the kErrors group, stamped `time_unix_ns`: ECC
+// (volatile and aggregate, corrected and uncorrected), remapped rows, remap pending and failure
+// (0/1), PCIe replays, and each NVLink counter summed over the links that report it. A fact that
+// is absent gives no sample (never 0). Pure; what every backend's kErrors read returns.
+[[nodiscard]] std::vector<MetricSample> error_counter_samples(const HealthFacts& facts, std::int64_t time_unix_ns);
 
 // One process on one GPU. Fields the backend could not read are absent.
 struct ProcessSample {

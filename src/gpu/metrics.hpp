@@ -22,14 +22,16 @@ namespace gpudoc::gpu {
 
 // Groups: one backend read each, on one period.
 //   X(id, name, default period ms, minimum period ms, why this period)
-#define GPUDOC_METRIC_GROUPS(X)                                                                          \
-  X(kUtilization, "utilization", 10000, 200,                                                             \
-    "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~5 ms of CPU a read")     \
-  X(kFast, "fast", 100, 100, "power, clocks, temperature, throttle reasons: the sensors update ~100 ms") \
-  X(kGpm, "gpm", 200, 100, "GPU Performance Monitoring: two samples must be >= 100 ms apart")            \
-  X(kSlow, "slow", 1000, 100, "memory used and temperature, PCIe link, power limit: change slowly")      \
-  X(kEnergy, "energy", 30000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")         \
-  X(kProcesses, "processes", 10000, 200, "per-process samples (buffered, 200 ms) and memory: ~4 ms of CPU a read")
+#define GPUDOC_METRIC_GROUPS(X)                                                                                    \
+  X(kUtilization, "utilization", 10000, 200,                                                                       \
+    "drains the driver's 200 ms utilization samples (~14 s deep) by timestamp; ~5 ms of CPU a read")               \
+  X(kFast, "fast", 100, 100, "power, clocks, temperature, throttle reasons: the sensors update ~100 ms")           \
+  X(kGpm, "gpm", 200, 100, "GPU Performance Monitoring: two samples must be >= 100 ms apart")                      \
+  X(kSlow, "slow", 1000, 100, "memory used and temperature, PCIe link, power limit: change slowly")                \
+  X(kEnergy, "energy", 30000, 100, "the energy counter read costs ~4 ms of CPU: read it rarely")                   \
+  X(kProcesses, "processes", 10000, 200, "per-process samples (buffered, 200 ms) and memory: ~4 ms of CPU a read") \
+  X(kErrors, "errors", 30000, 1000,                                                                                \
+    "ECC, row-remap, PCIe replay and NVLink error counters: change rarely; one call per counter and link")
 
 enum class MetricGroup : std::uint8_t {
 #define GPUDOC_X(id, name, period, min_period, why) id,
@@ -81,7 +83,31 @@ struct GroupInfo {
   X(kPcieLinkGeneration, "pcie_link_generation", "1", kSlow, "current PCIe link generation")                        \
   X(kPcieLinkWidth, "pcie_link_width", "1", kSlow, "current PCIe link width (lanes)")                               \
   X(kPowerLimitWatts, "power_limit_watts", "W", kSlow, "enforced power limit")                                      \
-  X(kEnergyJoules, "energy_joules", "J", kEnergy, "energy counter since the driver loaded")
+  X(kEnergyJoules, "energy_joules", "J", kEnergy, "energy counter since the driver loaded")                         \
+  X(kMemoryFreeBytes, "memory_free_bytes", "By", kSlow, "device memory free")                                       \
+  X(kGpmGraphicsActivityPercent, "gpm_graphics_activity_percent", "percent", kGpm,                                  \
+    "share of time the graphics engine (any compute or graphics context) was active (GPM GRAPHICS_UTIL)")           \
+  X(kEccCorrectedVolatileErrors, "ecc_corrected_volatile_errors", "1", kErrors,                                     \
+    "corrected (single-bit) ECC errors since the driver loaded")                                                    \
+  X(kEccUncorrectedVolatileErrors, "ecc_uncorrected_volatile_errors", "1", kErrors,                                 \
+    "uncorrected (double-bit) ECC errors since the driver loaded")                                                  \
+  X(kEccCorrectedAggregateErrors, "ecc_corrected_aggregate_errors", "1", kErrors,                                   \
+    "corrected (single-bit) ECC errors over the board's life")                                                      \
+  X(kEccUncorrectedAggregateErrors, "ecc_uncorrected_aggregate_errors", "1", kErrors,                               \
+    "uncorrected (double-bit) ECC errors over the board's life")                                                    \
+  X(kRemappedRowsCorrectable, "correctable_remapped_rows", "1", kErrors,                                            \
+    "memory rows remapped after correctable errors")                                                                \
+  X(kRemappedRowsUncorrectable, "uncorrectable_remapped_rows", "1", kErrors,                                        \
+    "memory rows remapped after uncorrectable errors")                                                              \
+  X(kRowRemapPending, "row_remap_pending", "bool", kErrors, "1 while a row remap waits for the next GPU reset")     \
+  X(kRowRemapFailure, "row_remap_failure", "bool", kErrors,                                                         \
+    "1 once a row remap has failed: the memory cannot be repaired")                                                 \
+  X(kPcieReplayErrors, "pcie_replay_errors", "1", kErrors, "PCIe replays (retries) since the driver loaded")        \
+  X(kNvlinkCrcFlitErrors, "nvlink_crc_flit_errors", "1", kErrors,                                                   \
+    "NVLink flow-control (flit) CRC errors, all links, since the driver loaded")                                    \
+  X(kNvlinkCrcDataErrors, "nvlink_crc_data_errors", "1", kErrors, "NVLink data CRC errors, all links")              \
+  X(kNvlinkReplayErrors, "nvlink_replay_errors", "1", kErrors, "NVLink data-link replays (retries), all links")     \
+  X(kNvlinkRecoveryErrors, "nvlink_recovery_errors", "1", kErrors, "NVLink recoveries (link retrained), all links")
 
 enum class Metric : std::uint8_t {
 #define GPUDOC_X(id, name, unit, group, desc) id,

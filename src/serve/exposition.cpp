@@ -26,8 +26,25 @@ struct Family {
   bool prefixed = true;  // false: a name taken as is (dcgm-exporter's), never given `_total`
 };
 
-// Cumulative metrics of the catalog: exposed as counters.
-bool is_counter(gpu::Metric m) { return m == gpu::Metric::kEnergyJoules; }
+// Cumulative metrics of the catalog: exposed as counters (the energy counter, the error counters).
+bool is_counter(gpu::Metric m) {
+  using M = gpu::Metric;
+  switch (m) {
+    case M::kEnergyJoules:
+    case M::kEccCorrectedVolatileErrors:
+    case M::kEccUncorrectedVolatileErrors:
+    case M::kEccCorrectedAggregateErrors:
+    case M::kEccUncorrectedAggregateErrors:
+    case M::kRemappedRowsCorrectable:
+    case M::kRemappedRowsUncorrectable:
+    case M::kPcieReplayErrors:
+    case M::kNvlinkCrcFlitErrors:
+    case M::kNvlinkCrcDataErrors:
+    case M::kNvlinkReplayErrors:
+    case M::kNvlinkRecoveryErrors: return true;
+    default: return false;
+  }
+}
 
 // The OpenMetrics UNIT of a family: the unit its name ends with, if it is one.
 std::string_view om_unit(std::string_view name) {
@@ -409,7 +426,28 @@ void render_baselines(Writer& w, const Snapshot& s) {
     w.sample(labels[i], static_cast<double>(s.baselines[i].time_unix_ns) * 1e-9);
 }
 
-void render_xids(Writer& w, const Snapshot& s) {
+// gpudoc_gpu_xid_errors_total{gpu}: every GPU's XIDs of any number, there at 0 from the start so
+// that `increase(...) > 0` sees the first one.
+void render_gpu_xid_totals(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
+  bool any = false;
+  for (bool k : keep) any = any || k;
+  if (!any) return;
+  w.family({"gpu_xid_errors", Type::kCounter,
+            "XID errors of any number the driver reported on this GPU since gpudoc serve started (0 until the first)"});
+  std::string l;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    if (!keep[i]) continue;
+    std::uint64_t total = 0;
+    for (const auto& x : s.xids)
+      if (x.gpu == s.gpus[i].index) total += x.count;
+    l.clear();
+    append_label(l, "gpu", fmt::format("{}", s.gpus[i].index), true);
+    w.sample(l, static_cast<double>(total));
+  }
+}
+
+void render_xids(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
+  render_gpu_xid_totals(w, s, keep);
   if (s.xids.empty()) return;
   w.family({"xid_errors", Type::kCounter, "XID errors the driver reported on this GPU since gpudoc serve started"});
   std::string l;
@@ -475,6 +513,24 @@ void render_self(Writer& w, const Snapshot& s) {
   }
 }
 
+// DCGM_FI_DEV_XID_ERRORS: the number of the newest XID on each GPU, 0 before the first (as
+// dcgm-exporter's gauge, "Value of the last XID error encountered").
+void render_dcgm_xid(Writer& w, const Snapshot& s, const std::vector<bool>& keep,
+                     const std::vector<std::string>& labels) {
+  bool any = false;
+  for (bool k : keep) any = any || k;
+  if (!any) return;
+  w.family({"DCGM_FI_DEV_XID_ERRORS", Type::kGauge, "Value of the last XID error encountered.", false});
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    if (!keep[i]) continue;
+    const XidSeries* last = nullptr;
+    for (const auto& x : s.xids)
+      if (x.gpu == s.gpus[i].index && x.count > 0 && (last == nullptr || x.last_unix_ns > last->last_unix_ns))
+        last = &x;
+    w.sample(labels[i], last != nullptr ? last->xid : 0);
+  }
+}
+
 void render_dcgm(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
   const auto labels = dcgm_labels(s);
   for (const auto& d : dcgm_mappings()) {
@@ -487,6 +543,7 @@ void render_dcgm(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
       w.sample(labels[i], d.whole == Whole::kFloor ? std::floor(x) : d.whole == Whole::kRound ? std::round(x) : x);
     }
   }
+  render_dcgm_xid(w, s, keep, labels);
 }
 
 }  // namespace
@@ -563,6 +620,34 @@ const std::vector<DcgmMapping>& dcgm_mappings() {
       {M::kGpmPcieRxBytesPerSecond, "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", 1, 1, Whole::kNo,
        "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes "
        "per second."},
+      {M::kMemoryFreeBytes, "DCGM_FI_DEV_FB_FREE", "gauge", 1, 1024 * 1024, Whole::kFloor,
+       "Framebuffer memory free (in MiB)."},
+      {M::kGpmGraphicsActivityPercent, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", 1, 100, Whole::kNo,
+       "Ratio of time the graphics engine is active."},
+      {M::kPcieReplayErrors, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", 1, 1, Whole::kNo,
+       "Total number of PCIe retries."},
+      {M::kEccCorrectedVolatileErrors, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of single-bit volatile ECC errors."},
+      {M::kEccUncorrectedVolatileErrors, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of double-bit volatile ECC errors."},
+      {M::kEccCorrectedAggregateErrors, "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of single-bit persistent ECC errors."},
+      {M::kEccUncorrectedAggregateErrors, "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of double-bit persistent ECC errors."},
+      {M::kRemappedRowsUncorrectable, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", 1, 1, Whole::kNo,
+       "Number of remapped rows for uncorrectable errors"},
+      {M::kRemappedRowsCorrectable, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", 1, 1, Whole::kNo,
+       "Number of remapped rows for correctable errors"},
+      {M::kRowRemapFailure, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", 1, 1, Whole::kNo,
+       "Whether remapping of rows has failed"},
+      {M::kNvlinkCrcFlitErrors, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of NVLink flow-control CRC errors."},
+      {M::kNvlinkCrcDataErrors, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of NVLink data CRC errors."},
+      {M::kNvlinkReplayErrors, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of NVLink retries."},
+      {M::kNvlinkRecoveryErrors, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", 1, 1, Whole::kNo,
+       "Total number of NVLink recovery errors."},
   };
   return kMappings;
 }
@@ -579,7 +664,7 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
   render_findings(w, snapshot);
   render_health(w, snapshot);
   render_baselines(w, snapshot);
-  render_xids(w, snapshot);
+  render_xids(w, snapshot, keep);
   render_self(w, snapshot);
   if (options.dcgm_compatible) render_dcgm(w, snapshot, keep);
   w.end();

@@ -120,11 +120,13 @@ struct BaselineSeries {
   std::int64_t time_unix_ns = 0;
 };
 
-// XID errors counted on one GPU since serve started: gpudoc_xid_errors_total{gpu,xid}.
+// XID errors counted on one GPU since serve started: gpudoc_xid_errors_total{gpu,xid}; the
+// newest one's number is dcgm-exporter's DCGM_FI_DEV_XID_ERRORS.
 struct XidSeries {
   int gpu = 0;
   int xid = 0;
   std::uint64_t count = 0;
+  std::int64_t last_unix_ns = 0;  // when this XID last came
 };
 
 struct Snapshot {
@@ -138,7 +140,7 @@ struct Snapshot {
   // The driver's version: gpudoc_gpu_info{driver_version}, dcgm-exporter's DCGM_FI_DRIVER_VERSION
   // label on its series (empty: none).
   std::string driver_version;
-  std::string version;   // gpudoc_build_info{version}; empty: no build info series
+  std::string version;  // gpudoc_build_info{version}; empty: no build info series
 };
 
 struct RenderOptions {

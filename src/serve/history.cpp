@@ -46,8 +46,11 @@ void History::apply(const telemetry::SamplerRecord& record) {
   const auto slot = slot_of(record.gpu);
   if (record.kind == Kind::kEvent) {
     if (record.event_kind == "xid" && record.event_fields.contains("code") &&
-        record.event_fields["code"].is_number_unsigned())
-      ++xid_counts_[{record.gpu, static_cast<int>(record.event_fields["code"].get<std::uint64_t>())}];
+        record.event_fields["code"].is_number_unsigned()) {
+      auto& x = xid_counts_[{record.gpu, static_cast<int>(record.event_fields["code"].get<std::uint64_t>())}];
+      ++x.count;
+      x.last_unix_ns = std::max(x.last_unix_ns, record.time_unix_ns);
+    }
     if (events_.size() >= kMaxEvents) events_.pop_front();
     events_.push_back({record.time_unix_ns, slot, record.event_kind, record.event_fields});
     return;
@@ -158,7 +161,8 @@ nlohmann::json History::to_json(std::int64_t now_unix_ns, double seconds) const 
 std::vector<XidSeries> History::xids() const {
   std::lock_guard lock(mu_);
   std::vector<XidSeries> out;
-  for (const auto& [key, count] : xid_counts_) out.push_back({.gpu = key.first, .xid = key.second, .count = count});
+  for (const auto& [key, x] : xid_counts_)
+    out.push_back({.gpu = key.first, .xid = key.second, .count = x.count, .last_unix_ns = x.last_unix_ns});
   return out;
 }
 

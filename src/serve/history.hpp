@@ -85,7 +85,11 @@ class History {
   std::vector<Gpu> gpus_;
   std::chrono::seconds span_;
   std::deque<StoredEvent> events_;
-  std::map<std::pair<int, int>, std::uint64_t> xid_counts_;
+  struct XidCount {
+    std::uint64_t count = 0;
+    std::int64_t last_unix_ns = 0;
+  };
+  std::map<std::pair<int, int>, XidCount> xid_counts_;
 };
 
 }  // namespace gpudoc::serve

@@ -14,6 +14,19 @@ EXTRA = {
     # the catalog's one cumulative metric, a counter: Prometheus's _total suffix on its name (it shows
     # once the energy group's first sample is in, which a scrape right after start may precede)
     "gpudoc_energy_joules_total",
+    # the error counters of the catalog's errors group, counters too
+    "gpudoc_ecc_corrected_volatile_errors_total",
+    "gpudoc_ecc_uncorrected_volatile_errors_total",
+    "gpudoc_ecc_corrected_aggregate_errors_total",
+    "gpudoc_ecc_uncorrected_aggregate_errors_total",
+    "gpudoc_correctable_remapped_rows_total",
+    "gpudoc_uncorrectable_remapped_rows_total",
+    "gpudoc_pcie_replay_errors_total",
+    "gpudoc_nvlink_crc_flit_errors_total",
+    "gpudoc_nvlink_crc_data_errors_total",
+    "gpudoc_nvlink_replay_errors_total",
+    "gpudoc_nvlink_recovery_errors_total",
+    "gpudoc_gpu_xid_errors_total",
     "gpudoc_gpu_info",
     "gpudoc_gpu_job_info",
     "gpudoc_clock_event_reason",

@@ -19,6 +19,7 @@ double default_value(int gpu, Metric m, double t) {
     case Metric::kGpuTemperatureCelsius: return 30.0 + 40.0 * wave;
     case Metric::kClockEventReasonsMask: return wave < 0.05 ? 1.0 : 0.0;
     case Metric::kMemoryUsedBytes: return 1024.0 * 1024.0 * 1024.0 * (1.0 + gpu);
+    case Metric::kMemoryFreeBytes: return 1024.0 * 1024.0 * 1024.0 * (140.0 - gpu);
     case Metric::kMemoryTemperatureCelsius: return 35.0 + 30.0 * wave;
     case Metric::kPcieLinkGeneration: return 5.0;
     case Metric::kPcieLinkWidth: return 16.0;
@@ -44,6 +45,8 @@ double steady_load_value(int gpu, Metric m, double t) {
     case Metric::kGpuTemperatureCelsius: return std::round(63.0 + 3.0 * wave);
     case Metric::kClockEventReasonsMask: return 0.0;
     case Metric::kMemoryUsedBytes: return 80.0 * 1024.0 * 1024.0 * 1024.0;
+    case Metric::kMemoryFreeBytes: return 60.0 * 1024.0 * 1024.0 * 1024.0;
+    case Metric::kGpmGraphicsActivityPercent: return 99.0;
     case Metric::kGpmSmActivityPercent: return 80.0 + 3.0 * ripple;
     case Metric::kGpmSmOccupancyPercent: return 45.0 + 2.0 * ripple;
     case Metric::kGpmTensorActivityPercent: return 55.0 + 4.0 * ripple;
@@ -57,6 +60,20 @@ double steady_load_value(int gpu, Metric m, double t) {
     case Metric::kGpmPcieTxBytesPerSecond: return 2.0e9 + 0.5e9 * wave;
     case Metric::kGpmNvlinkRxBytesPerSecond:
     case Metric::kGpmNvlinkTxBytesPerSecond: return 40.0e9 + 10.0e9 * wave;
+    // The error counters come from the GPU's health facts (FakeBackend::read), not a waveform.
+    case Metric::kEccCorrectedVolatileErrors:
+    case Metric::kEccUncorrectedVolatileErrors:
+    case Metric::kEccCorrectedAggregateErrors:
+    case Metric::kEccUncorrectedAggregateErrors:
+    case Metric::kRemappedRowsCorrectable:
+    case Metric::kRemappedRowsUncorrectable:
+    case Metric::kRowRemapPending:
+    case Metric::kRowRemapFailure:
+    case Metric::kPcieReplayErrors:
+    case Metric::kNvlinkCrcFlitErrors:
+    case Metric::kNvlinkCrcDataErrors:
+    case Metric::kNvlinkReplayErrors:
+    case Metric::kNvlinkRecoveryErrors: return 0.0;
   }
   return 0.0;
 }
@@ -150,6 +167,7 @@ HealthFacts FakeBackend::default_health_facts() {
   f.temperature_memory_max_celsius = 95;
   f.pcie_link_generation_max = 5;
   f.pcie_link_width_max = 16;
+  f.pcie_replay_errors = 0;
   for (int i = 0; i < 18; ++i) f.nvlinks.push_back(NvlinkFacts{i, true, "4.0", 6, 0, 0, 0, 0});
   return f;
 }
@@ -256,6 +274,10 @@ core::Result<GroupReading> FakeBackend::read(int gpu, MetricGroup group) {
         if (in_group.test(index(m))) r.metrics.push_back({m, value_fn_(gpu, m, t_of(ts)), ts});
       g.last_util_sample_ns = ts;
     }
+  } else if (group == MetricGroup::kErrors) {
+    // The counters of the GPU's health facts (set_health_facts scripts both), as NVML's read gives them.
+    for (const auto& sample : error_counter_samples(g.health, now_unix))
+      if (in_group.test(index(sample.metric))) r.metrics.push_back(sample);
   } else if (group == MetricGroup::kProcesses) {
     for (auto p : g.processes) {
       p.time_unix_ns = now_unix;

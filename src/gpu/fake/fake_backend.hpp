@@ -42,12 +42,14 @@ class FakeBackend final : public Backend {
   void set_hang(int gpu, MetricGroup group, core::Nanos duration);
   void set_device_count_error(std::optional<core::Error> error);
   void push_event(DeviceEvent event);
-  // What health_facts(gpu) returns from now on; default_health_facts() until set.
+  // What health_facts(gpu) returns from now on, and the source of the kErrors group's counters
+  // (error_counter_samples); default_health_facts() until set.
   void set_health_facts(int gpu, HealthFacts facts);
   // The next `count` health_facts(gpu) calls fail with `kind` (kNotSupported, kTimeout, ...).
   void inject_health_error(int gpu, core::ErrorKind kind, int count = 1);
-  // A healthy H200: persistence on, default compute mode, MIG and ECC as they ship, no errors,
-  // thresholds 87/89/95/95 C, 700 W limits, PCIe Gen5 x16, 18 active NVLink 4 links.
+  // A healthy H200: persistence on, default compute mode, MIG and ECC as they ship, no errors
+  // (every counter 0, PCIe replays included), thresholds 87/89/95/95 C, 700 W limits, PCIe Gen5
+  // x16, 18 active NVLink 4 links.
   [[nodiscard]] static HealthFacts default_health_facts();
   // Plausible telemetry of an H200 under a steady training load (`gpudoc --backend fake:N`):
   // utilization 95-99 %, SM activity ~80 %, tensor ~55 %, DRAM ~35 %, power 560-640 W and

@@ -224,6 +224,7 @@ struct nvmlEventData_t {  // the layout nvmlEventSetWait_v2 fills
 
 // GPM (GPU Performance Monitoring, Hopper and newer).
 enum nvmlGpmMetricId_t : int {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,  // percent of time any compute/graphics context was active
   NVML_GPM_METRIC_SM_UTIL = 2,
   NVML_GPM_METRIC_SM_OCCUPANCY = 3,
   NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
@@ -469,6 +470,8 @@ static_assert(sizeof(nvmlEnableState_t) == 4 && sizeof(nvmlComputeMode_t) == 4 &
     (nvmlDevice_t device, nvmlEnableState_t * isPending), (device, isPending))                                         \
   X(kOptional, nvmlDeviceGetPowerManagementLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* limit),            \
     (device, limit))                                                                                                   \
+  X(kOptional, nvmlDeviceGetPcieReplayCounter, nvmlReturn_t, (nvmlDevice_t device, unsigned int* value),               \
+    (device, value))                                                                                                   \
   X(kOptional, nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                                 \
     (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive), (device, link, isActive))                   \
   X(kOptional, nvmlDeviceGetNvLinkVersion, nvmlReturn_t,                                                               \

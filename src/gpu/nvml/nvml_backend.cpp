@@ -42,7 +42,8 @@ struct GpmMetricMap {
   nvmlGpmMetricId_t id;
   double scale;  // NVML unit -> gpudoc unit
 };
-constexpr std::array<GpmMetricMap, 8> kGpmMetrics = {{
+constexpr std::array<GpmMetricMap, 9> kGpmMetrics = {{
+    {Metric::kGpmGraphicsActivityPercent, NVML_GPM_METRIC_GRAPHICS_UTIL, 1.0},
     {Metric::kGpmSmActivityPercent, NVML_GPM_METRIC_SM_UTIL, 1.0},
     {Metric::kGpmSmOccupancyPercent, NVML_GPM_METRIC_SM_OCCUPANCY, 1.0},
     {Metric::kGpmTensorActivityPercent, NVML_GPM_METRIC_ANY_TENSOR_UTIL, 1.0},
@@ -202,6 +203,7 @@ class NvmlBackend final : public Backend {
   [[nodiscard]] core::Status probe_gpm(DeviceState& d, int gpu);
   [[nodiscard]] core::Status probe_slow_and_energy(DeviceState& d, int gpu);
   [[nodiscard]] core::Status probe_processes(DeviceState& d, int gpu);
+  [[nodiscard]] core::Status probe_errors(DeviceState& d, int gpu);
   // A symbol the loaded NVML lacks: this driver cannot read the metric at all.
   static void probe_missing(int gpu, Metric m, std::string_view symbol);
   // Records the probe answer for `m`: supported on success, dropped (logged once) when NVML says
@@ -246,6 +248,13 @@ class NvmlBackend final : public Backend {
   void read_memory_errors(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
   void read_limits(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
   void read_nvlinks(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
+  void read_pcie_replays(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const;
+  // The counters of the kErrors group (memory errors, PCIe replays, NVLink errors) into `f`.
+  void read_error_counters(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const {
+    read_memory_errors(h, check, f);
+    read_pcie_replays(h, check, f);
+    read_nvlinks(h, check, f);
+  }
 
   [[nodiscard]] core::Status read_utilization(DeviceState& d, int gpu, GroupRead& g);
   [[nodiscard]] core::Status read_fast(DeviceState& d, int gpu, GroupRead& g);
@@ -253,6 +262,7 @@ class NvmlBackend final : public Backend {
   [[nodiscard]] core::Status read_slow(DeviceState& d, int gpu, GroupRead& g);
   [[nodiscard]] core::Status read_energy(DeviceState& d, int gpu, GroupRead& g);
   [[nodiscard]] core::Status read_processes(DeviceState& d, int gpu, GroupRead& g);
+  [[nodiscard]] core::Status read_errors(DeviceState& d, int gpu, GroupRead& g);
   // Lists the MIG devices; a lost GPU is left in `check` for device_info to return.
   void read_mig_instances(DeviceState& d, DeviceInfo& out, LostCheck& check);
   void setup_events();
@@ -352,6 +362,7 @@ core::Status NvmlBackend::probe(DeviceState& d, int gpu) {
   if (auto s = probe_gpm(d, gpu); !s) return s;
   if (auto s = probe_slow_and_energy(d, gpu); !s) return s;
   if (auto s = probe_processes(d, gpu); !s) return s;
+  if (auto s = probe_errors(d, gpu); !s) return s;
   d.probed = true;
   return core::ok_status();
 }
@@ -412,9 +423,12 @@ core::Status NvmlBackend::probe_fast(DeviceState& d, int gpu) {
   }
   if (api_.nvmlDeviceGetMemoryInfo != nullptr) {
     nvmlMemory_t mem{};
-    GPUDOC_PROBE(Metric::kMemoryUsedBytes, api_.nvmlDeviceGetMemoryInfo(h, &mem));
+    const nvmlReturn_t rc = api_.nvmlDeviceGetMemoryInfo(h, &mem);
+    GPUDOC_PROBE(Metric::kMemoryUsedBytes, rc);
+    GPUDOC_PROBE(Metric::kMemoryFreeBytes, rc);
   } else {
     probe_missing(gpu, Metric::kMemoryUsedBytes, "nvmlDeviceGetMemoryInfo");
+    probe_missing(gpu, Metric::kMemoryFreeBytes, "nvmlDeviceGetMemoryInfo");
   }
   return core::ok_status();
 }
@@ -510,6 +524,16 @@ core::Status NvmlBackend::probe_processes(DeviceState& d, int gpu) {
   return core::ok_status();
 }
 
+// kErrors: one read of every counter; those NVML answers are the group's metrics.
+core::Status NvmlBackend::probe_errors(DeviceState& d, int gpu) {
+  LostCheck check(api_, gpu);
+  HealthFacts f;
+  read_error_counters(d.handle, check, f);
+  if (check.lost()) return *check.lost();
+  for (const auto& sample : error_counter_samples(f, 0)) d.supported.set(index(sample.metric));
+  return core::ok_status();
+}
+
 core::Result<MetricSet> NvmlBackend::capabilities(int gpu) {
   auto dev = device(gpu);
   if (!dev) return dev.error();
@@ -543,6 +567,7 @@ core::Result<GroupReading> NvmlBackend::read(int gpu, MetricGroup group) {
     case MetricGroup::kSlow: s = read_slow(d, gpu, g); break;
     case MetricGroup::kEnergy: s = read_energy(d, gpu, g); break;
     case MetricGroup::kProcesses: s = read_processes(d, gpu, g); break;
+    case MetricGroup::kErrors: s = read_errors(d, gpu, g); break;
   }
   if (!s) return s.error();
   // Every attempted read failed: say why instead of returning an empty reading that looks idle.
@@ -658,8 +683,18 @@ core::Status NvmlBackend::read_slow(DeviceState& d, int gpu, GroupRead& g) {
   }
   // Memory in use is in the slow group: nvmlDeviceGetMemoryInfo costs ~30 us of CPU on an H200
   // (five times the power or clock reads), and allocations show at 1 s as well as at 100 ms.
-  nvmlMemory_t mem{};
-  GPUDOC_READ(Metric::kMemoryUsedBytes, api_.nvmlDeviceGetMemoryInfo(h, &mem), static_cast<double>(mem.used))
+  if (has(d, Metric::kMemoryUsedBytes) || has(d, Metric::kMemoryFreeBytes)) {
+    nvmlMemory_t mem{};
+    if (const nvmlReturn_t rc = api_.nvmlDeviceGetMemoryInfo(h, &mem); rc == NVML_SUCCESS) {
+      if (has(d, Metric::kMemoryUsedBytes)) push(g, Metric::kMemoryUsedBytes, static_cast<double>(mem.used), now);
+      if (has(d, Metric::kMemoryFreeBytes)) push(g, Metric::kMemoryFreeBytes, static_cast<double>(mem.free), now);
+    } else {
+      for (Metric m : {Metric::kMemoryUsedBytes, Metric::kMemoryFreeBytes}) {
+        if (!has(d, m)) continue;
+        if (auto s = metric_failed(d, gpu, m, rc, g); !s) return s;
+      }
+    }
+  }
   GPUDOC_READ(Metric::kPcieLinkGeneration, api_.nvmlDeviceGetCurrPcieLinkGeneration(h, &value),
               static_cast<double>(value))
   GPUDOC_READ(Metric::kPcieLinkWidth, api_.nvmlDeviceGetCurrPcieLinkWidth(h, &value), static_cast<double>(value))
@@ -741,6 +776,21 @@ core::Status NvmlBackend::read_gpm(DeviceState& d, int gpu, GroupRead& g) {
     push(g, metric, r.value * asked[i]->scale, now_unix);
   }
   g.any_success = true;  // a window whose values were all NaN is "nothing to report", not a failure
+  return core::ok_status();
+}
+
+// kErrors: the counters change rarely; read on a slow period (the group's default: 30 s).
+core::Status NvmlBackend::read_errors(DeviceState& d, int gpu, GroupRead& g) {
+  LostCheck check(api_, gpu);
+  HealthFacts f;
+  read_error_counters(d.handle, check, f);
+  if (check.lost()) return *check.lost();
+  for (const auto& sample : error_counter_samples(f, clock_.unix_now_ns()))
+    if (has(d, sample.metric)) push(g, sample.metric, sample.value, sample.time_unix_ns);
+  if (!g.any_success) {
+    g.first_failure = core::Error(core::ErrorKind::kEnvironment,
+                                  fmt::format("GPU {}: none of the error counters could be read", gpu));
+  }
   return core::ok_status();
 }
 
@@ -882,6 +932,7 @@ core::Result<HealthFacts> NvmlBackend::health_facts(int gpu) {
   read_memory_errors(d.handle, check, f);
   read_limits(d.handle, check, f);
   read_nvlinks(d.handle, check, f);
+  read_pcie_replays(d.handle, check, f);
   if (check.lost()) return *check.lost();
   return f;
 }
@@ -996,6 +1047,15 @@ void NvmlBackend::read_limits(nvmlDevice_t h, LostCheck& check, HealthFacts& f) 
   if (api_.nvmlDeviceGetMaxPcieLinkWidth != nullptr &&
       check.ok(api_.nvmlDeviceGetMaxPcieLinkWidth(h, &v), "max PCIe width")) {
     f.pcie_link_width_max = static_cast<int>(v);
+  }
+}
+
+// PCIe replays (retries) since the driver loaded.
+void NvmlBackend::read_pcie_replays(nvmlDevice_t h, LostCheck& check, HealthFacts& f) const {
+  unsigned int v = 0;
+  if (api_.nvmlDeviceGetPcieReplayCounter != nullptr &&
+      check.ok(api_.nvmlDeviceGetPcieReplayCounter(h, &v), "PCIe replay counter")) {
+    f.pcie_replay_errors = v;
   }
 }
 

@@ -16,9 +16,16 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 // Units live in names: every metric's name ends with the word for its unit.
 TEST(Metrics, EveryNameEndsWithItsUnit) {
   const std::map<std::string, std::set<std::string>> suffix_for_unit = {
-      {"percent", {"_percent"}}, {"W", {"_watts"}},      {"MHz", {"_mhz"}},
-      {"Cel", {"_celsius"}},     {"By", {"_bytes"}},     {"By/s", {"_bytes_per_second"}},
-      {"J", {"_joules"}},        {"bitmask", {"_mask"}}, {"1", {"_generation", "_width"}}};
+      {"percent", {"_percent"}},
+      {"W", {"_watts"}},
+      {"MHz", {"_mhz"}},
+      {"Cel", {"_celsius"}},
+      {"By", {"_bytes"}},
+      {"By/s", {"_bytes_per_second"}},
+      {"J", {"_joules"}},
+      {"bitmask", {"_mask"}},
+      {"1", {"_generation", "_width", "_errors", "_rows"}},
+      {"bool", {"_pending", "_failure"}}};
   for (Metric m : all_metrics()) {
     const auto& mi = info(m);
     auto it = suffix_for_unit.find(std::string(mi.unit));

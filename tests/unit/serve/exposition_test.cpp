@@ -119,7 +119,11 @@ TEST(Exposition, AbsentValuesAreAbsentNotZero) {
   const std::string out = render(s, {.dcgm_compatible = true});
   EXPECT_EQ(out.find("gpudoc_power_watts"), std::string::npos);
   EXPECT_EQ(out.find("gpudoc_clock_event_reason{"), std::string::npos);
-  EXPECT_EQ(out.find("DCGM_"), std::string::npos);
+  // No DCGM-named series but the last XID's (not a sampled value: XID 79 came).
+  std::set<std::string> dcgm;
+  for (const auto& series : series_of(out))
+    if (series.starts_with("DCGM_")) dcgm.insert(series.substr(0, series.find('{')));
+  EXPECT_EQ(dcgm, std::set<std::string>{"DCGM_FI_DEV_XID_ERRORS"});
   EXPECT_NE(out.find("gpudoc_process_memory_used_bytes{"), std::string::npos);
 }
 
@@ -260,6 +264,82 @@ TEST(Exposition, FindingSeverityIsAValueNotALabel) {
   later.findings[0].severity = findings::Severity::kCritical;
   EXPECT_EQ(series_of(render(small_snapshot(), {})), series_of(render(later, {})));
   EXPECT_NE(render(small_snapshot(), {}), render(later, {}));
+}
+
+TEST(Exposition, FleetHealthCountersInBothNamings) {
+  Snapshot s = small_snapshot();
+  set(s.gpus[0], gpu::Metric::kMemoryFreeBytes,
+      60.0 * 1024 * 1024 * 1024 + 1048575);  // 61440 MiB and a byte short of one more
+  set(s.gpus[0], gpu::Metric::kGpmGraphicsActivityPercent, 87.5);
+  set(s.gpus[0], gpu::Metric::kEccCorrectedVolatileErrors, 11);
+  set(s.gpus[0], gpu::Metric::kEccUncorrectedVolatileErrors, 12);
+  set(s.gpus[0], gpu::Metric::kEccCorrectedAggregateErrors, 21);
+  set(s.gpus[0], gpu::Metric::kEccUncorrectedAggregateErrors, 22);
+  set(s.gpus[0], gpu::Metric::kRemappedRowsCorrectable, 3);
+  set(s.gpus[0], gpu::Metric::kRemappedRowsUncorrectable, 1);
+  set(s.gpus[0], gpu::Metric::kRowRemapPending, 1);
+  set(s.gpus[0], gpu::Metric::kRowRemapFailure, 0);
+  set(s.gpus[0], gpu::Metric::kPcieReplayErrors, 5);
+  set(s.gpus[0], gpu::Metric::kNvlinkCrcFlitErrors, 40);
+  set(s.gpus[0], gpu::Metric::kNvlinkCrcDataErrors, 41);
+  set(s.gpus[0], gpu::Metric::kNvlinkReplayErrors, 42);
+  set(s.gpus[0], gpu::Metric::kNvlinkRecoveryErrors, 43);
+  const std::string gpu = R"({gpu="0",uuid="GPU-1234",name="NVIDIA H200",pci_bus_id="00000000:18:00.0"})";
+  const std::string native = render(s, {});
+  const std::vector<std::pair<std::string, std::string>> gpudoc = {
+      {"gpudoc_memory_free_bytes", "64425558015"},
+      {"gpudoc_gpm_graphics_activity_percent", "87.5"},
+      {"gpudoc_ecc_corrected_volatile_errors_total", "11"},
+      {"gpudoc_ecc_uncorrected_volatile_errors_total", "12"},
+      {"gpudoc_ecc_corrected_aggregate_errors_total", "21"},
+      {"gpudoc_ecc_uncorrected_aggregate_errors_total", "22"},
+      {"gpudoc_correctable_remapped_rows_total", "3"},
+      {"gpudoc_uncorrectable_remapped_rows_total", "1"},
+      {"gpudoc_row_remap_pending", "1"},
+      {"gpudoc_row_remap_failure", "0"},
+      {"gpudoc_pcie_replay_errors_total", "5"},
+      {"gpudoc_nvlink_crc_flit_errors_total", "40"},
+      {"gpudoc_nvlink_crc_data_errors_total", "41"},
+      {"gpudoc_nvlink_replay_errors_total", "42"},
+      {"gpudoc_nvlink_recovery_errors_total", "43"},
+  };
+  for (const auto& [name, value] : gpudoc) EXPECT_EQ(line_starting(native, name + "{"), name + gpu + " " + value);
+  EXPECT_NE(native.find("# TYPE gpudoc_ecc_uncorrected_volatile_errors_total counter\n"), std::string::npos);
+  EXPECT_NE(native.find("# TYPE gpudoc_row_remap_failure gauge\n"), std::string::npos);
+  // Every GPU has its XID total from the start: 0 until the first XID.
+  EXPECT_EQ(line_starting(native, "gpudoc_gpu_xid_errors_total{"), R"(gpudoc_gpu_xid_errors_total{gpu="0"} 2)");
+  s.xids.clear();
+  EXPECT_EQ(line_starting(render(s, {}), "gpudoc_gpu_xid_errors_total{"), R"(gpudoc_gpu_xid_errors_total{gpu="0"} 0)");
+
+  // dcgm-exporter's names, types and units (etc/default-counters.csv).
+  s.xids = {{.gpu = 0, .xid = 79, .count = 1, .last_unix_ns = 2000},
+            {.gpu = 0, .xid = 13, .count = 5, .last_unix_ns = 1000}};
+  const std::string dcgm = render(s, {.dcgm_compatible = true});
+  const std::vector<std::tuple<std::string, std::string, std::string>> want = {
+      {"DCGM_FI_DEV_FB_FREE", "gauge", "61440"},
+      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "0.875"},
+      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "11"},
+      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "12"},
+      {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "21"},
+      {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "22"},
+      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "3"},
+      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "1"},
+      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "0"},
+      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "5"},
+      {"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "40"},
+      {"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "41"},
+      {"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "42"},
+      {"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "43"},
+      {"DCGM_FI_DEV_XID_ERRORS", "gauge", "79"},  // the newest XID's number
+  };
+  for (const auto& [name, type, value] : want) {
+    const std::string line = line_starting(dcgm, name + "{");
+    EXPECT_TRUE(line.starts_with(name + R"({gpu="0",UUID="GPU-1234",)")) << name << ": " << line;
+    EXPECT_TRUE(line.ends_with(" " + value)) << line;
+    EXPECT_NE(dcgm.find("# TYPE " + name + " " + type + "\n"), std::string::npos) << name;
+  }
+  s.xids.clear();
+  EXPECT_TRUE(line_starting(render(s, {.dcgm_compatible = true}), "DCGM_FI_DEV_XID_ERRORS{").ends_with(" 0"));
 }
 
 TEST(Exposition, FindingSeriesFromADiagnosis) {

@@ -70,7 +70,8 @@ TEST(History, WindowIsRelativeToItsStartAndHoldsOnlyItsSpan) {
   ASSERT_EQ(x.size(), 1u);
   EXPECT_EQ(x[0].gpu, 3);
   EXPECT_EQ(x[0].xid, 79);
-  EXPECT_EQ(x[0].count, 2u);  // counted since the start, pruned or not
+  EXPECT_EQ(x[0].count, 2u);                         // counted since the start, pruned or not
+  EXPECT_EQ(x[0].last_unix_ns, kT0 + 95 * kSecond);  // the newest, whatever order they came in
 }
 
 TEST(History, PruneAndTheBoundPerSeries) {

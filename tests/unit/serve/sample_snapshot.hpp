@@ -48,7 +48,7 @@ inline Snapshot small_snapshot() {
                             .checks = {{.check = "ecc_uncorrectable", .status = "fail", .gpu = 0},
                                        {.check = "driver_version", .status = "pass", .gpu = std::nullopt}}};
   s.baselines.push_back({.name = "resnet \"nightly\"", .verdict = "regression", .time_unix_ns = 1764547260000000000});
-  s.xids.push_back({.gpu = 0, .xid = 79, .count = 2});
+  s.xids.push_back({.gpu = 0, .xid = 79, .count = 2, .last_unix_ns = 1764547000000000000});
   std::array<double, gpu::kMetricGroupCount> periods{};  // energy and the rest: off
   periods[gpu::index(gpu::MetricGroup::kFast)] = 0.1;
   periods[gpu::index(gpu::MetricGroup::kGpm)] = 1;

@@ -336,6 +336,9 @@ TEST_F(nvml_backend, FastGroupConvertsUnits) {
   auto slow = b->read(0, MetricGroup::kSlow);
   ASSERT_TRUE(slow.ok()) << slow.error().message();
   EXPECT_EQ(*value_of(*slow, Metric::kMemoryUsedBytes), 754'820'096.0);
+  // Free memory (DCGM's FB_FREE) from the same call: one call a read for both.
+  EXPECT_EQ(*value_of(*slow, Metric::kMemoryFreeBytes), 150'000'000'000.0);
+  EXPECT_EQ(fake.calls("nvmlDeviceGetMemoryInfo"), memory_calls + 1);
 }
 
 TEST_F(nvml_backend, NotSupportedMetricIsProbedOnceAndNeverPolledAgain) {
@@ -493,6 +496,7 @@ void script_gpm(FakeNvml& fake, GpmScript& s) {
       nvmlGpmMetric_t& m = mg->metrics[i];
       m.nvmlReturn = NVML_SUCCESS;
       switch (m.metricId) {
+        case NVML_GPM_METRIC_GRAPHICS_UTIL: m.value = 97.0; break;
         case NVML_GPM_METRIC_SM_UTIL: m.value = 42.5; break;
         case NVML_GPM_METRIC_SM_OCCUPANCY: m.value = 12.0; break;
         case NVML_GPM_METRIC_ANY_TENSOR_UTIL: m.nvmlReturn = NVML_ERROR_NOT_SUPPORTED; break;
@@ -533,7 +537,8 @@ TEST_F(nvml_backend, GpmPrimesThenRefusesPairsCloserThan100ms) {
   EXPECT_EQ(fake.calls("nvmlGpmSampleGet"), 2);
   ASSERT_EQ(s.pairs.size(), 1U);
   EXPECT_NE(s.pairs[0].first, s.pairs[0].second);
-  EXPECT_EQ(s.num_metrics[0], 8U);
+  EXPECT_EQ(s.num_metrics[0], 9U);
+  EXPECT_DOUBLE_EQ(*value_of(*r3, Metric::kGpmGraphicsActivityPercent), 97.0);
   EXPECT_DOUBLE_EQ(*value_of(*r3, Metric::kGpmSmActivityPercent), 42.5);
   EXPECT_DOUBLE_EQ(*value_of(*r3, Metric::kGpmDramActivityPercent), 80.0);
   // MiB/s -> bytes/s.
@@ -549,7 +554,7 @@ TEST_F(nvml_backend, GpmPrimesThenRefusesPairsCloserThan100ms) {
   auto r4 = b->read(0, MetricGroup::kGpm);
   ASSERT_TRUE(r4.ok());
   ASSERT_EQ(s.pairs.size(), 2U);
-  EXPECT_EQ(s.num_metrics[1], 7U) << "the dropped metric is not asked again";
+  EXPECT_EQ(s.num_metrics[1], 8U) << "the dropped metric is not asked again";
   // Each window starts where the previous one ended.
   EXPECT_EQ(s.pairs[1].first, s.pairs[0].second);
 }

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ const std::vector<std::string>& health_functions() {
       "nvmlDeviceGetTemperatureThreshold",
       "nvmlDeviceGetMaxPcieLinkGeneration",
       "nvmlDeviceGetMaxPcieLinkWidth",
+      "nvmlDeviceGetPcieReplayCounter",
       "nvmlDeviceGetNvLinkState",
       "nvmlDeviceGetNvLinkVersion",
       "nvmlDeviceGetNvLinkErrorCounter",
@@ -121,6 +123,10 @@ void script_h200(FakeNvml& fake) {
     *w = 16;
     return NVML_SUCCESS;
   };
+  fake.nvmlDeviceGetPcieReplayCounter = [](nvmlDevice_t, unsigned int* n) {
+    *n = 5;
+    return NVML_SUCCESS;
+  };
   fake.nvmlDeviceGetNvLinkState = [](nvmlDevice_t, unsigned int link, nvmlEnableState_t* active) {
     if (link >= 12) return NVML_ERROR_INVALID_ARGUMENT;  // this device has 12 links
     *active = link == 3 ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
@@ -182,6 +188,7 @@ TEST_F(nvml_health_facts, EveryFactIsReadFromItsOwnCallAndConverted) {
   EXPECT_EQ(f.temperature_gpu_max_celsius, 87.0);
   EXPECT_EQ(f.pcie_link_generation_max, 5);
   EXPECT_EQ(f.pcie_link_width_max, 16);
+  EXPECT_EQ(f.pcie_replay_errors, 5u);
 
   // Only the links the device has; links past them are not facts.
   ASSERT_EQ(f.nvlinks.size(), 12u);
@@ -393,6 +400,70 @@ TEST(nvml_nvlink_version, CodesMapToNvidiasVersionNames) {
   EXPECT_EQ(nvlink_version_name(6), "4.0");  // Hopper (H100, H200)
   EXPECT_EQ(nvlink_version_name(7), "5.0");  // Blackwell
   EXPECT_EQ(nvlink_version_name(8), std::nullopt) << "newer than gpudoc's list: absent, never a guess";
+}
+
+// The errors group: the same counters as samples, read on the group's own (slow) period; each
+// NVLink counter summed over the device's 12 links (1000 * link + counter each).
+TEST_F(nvml_health_facts, ErrorsGroupReadsTheCounters) {
+  FakeNvml fake;
+  script_h200(fake);
+  auto b = open(fake);
+  auto caps = b->capabilities(0);
+  ASSERT_TRUE(caps.ok());
+  EXPECT_EQ((*caps & metrics_in(MetricGroup::kErrors)), metrics_in(MetricGroup::kErrors));
+  clock_.advance(std::chrono::seconds(30));
+  auto r = b->read(0, MetricGroup::kErrors);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::map<Metric, double> v;
+  for (const auto& sample : r->metrics) {
+    v[sample.metric] = sample.value;
+    EXPECT_EQ(sample.time_unix_ns, clock_.unix_now_ns());
+  }
+  EXPECT_EQ(v.size(), metrics_in(MetricGroup::kErrors).count());
+  EXPECT_EQ(v[Metric::kEccCorrectedVolatileErrors], 11);
+  EXPECT_EQ(v[Metric::kEccUncorrectedVolatileErrors], 12);
+  EXPECT_EQ(v[Metric::kEccCorrectedAggregateErrors], 21);
+  EXPECT_EQ(v[Metric::kEccUncorrectedAggregateErrors], 22);
+  EXPECT_EQ(v[Metric::kRemappedRowsCorrectable], 3);
+  EXPECT_EQ(v[Metric::kRemappedRowsUncorrectable], 1);
+  EXPECT_EQ(v[Metric::kRowRemapPending], 1);
+  EXPECT_EQ(v[Metric::kRowRemapFailure], 0);
+  EXPECT_EQ(v[Metric::kPcieReplayErrors], 5);
+  EXPECT_EQ(v[Metric::kNvlinkReplayErrors], 66000 + 12 * NVML_NVLINK_ERROR_DL_REPLAY);
+  EXPECT_EQ(v[Metric::kNvlinkRecoveryErrors], 66000 + 12 * NVML_NVLINK_ERROR_DL_RECOVERY);
+  EXPECT_EQ(v[Metric::kNvlinkCrcFlitErrors], 66000 + 12 * NVML_NVLINK_ERROR_DL_CRC_FLIT);
+  EXPECT_EQ(v[Metric::kNvlinkCrcDataErrors], 66000 + 12 * NVML_NVLINK_ERROR_DL_CRC_DATA);
+}
+
+// A driver without these symbols: the errors group is not supported (the sampler stops asking),
+// never a failure, and the other groups read as before.
+TEST_F(nvml_health_facts, ErrorsGroupWithoutTheSymbolsIsNotSupported) {
+  {  // one FakeNvml at a time
+    FakeNvml fake;
+    script_h200(fake);
+    fake.nvmlDeviceGetPowerUsage = [](nvmlDevice_t, unsigned int* mw) {
+      *mw = 81310;
+      return NVML_SUCCESS;
+    };
+    for (const auto& name : health_functions()) fake.missing.insert(name);
+    auto b = open(fake);
+    auto caps = b->capabilities(0);
+    ASSERT_TRUE(caps.ok()) << caps.error().message();
+    EXPECT_TRUE((*caps & metrics_in(MetricGroup::kErrors)).none());
+    auto r = b->read(0, MetricGroup::kErrors);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind(), core::ErrorKind::kNotSupported);
+    EXPECT_TRUE(b->read(0, MetricGroup::kFast).ok());
+  }
+  // Only the PCIe replay counter missing (an older driver): the rest are there.
+  FakeNvml older;
+  script_h200(older);
+  older.missing = {"nvmlDeviceGetPcieReplayCounter"};
+  auto b2 = open(older);
+  auto r2 = b2->read(0, MetricGroup::kErrors);
+  ASSERT_TRUE(r2.ok()) << r2.error().message();
+  EXPECT_EQ(r2->metrics.size(), metrics_in(MetricGroup::kErrors).count() - 1);
+  for (const auto& sample : r2->metrics) EXPECT_NE(sample.metric, Metric::kPcieReplayErrors);
 }
 
 }  // namespace
