@@ -8,6 +8,7 @@
 #   P/share/doc/gpudoc/                   the README, docs/*.md (serve.md: the units' Documentation=), copyright
 #   P/share/man/man1/gpudoc*.1.gz         gpudoc(1) and gpudoc-COMMAND(1), made from --help by help2man
 #   P/share/bash-completion/completions/gpudoc   commands and options, read from gpudoc's own --help
+#   P/share/gpudoc/python/gpudoc-*.whl    the Python client, installable with no network
 # The binary finds the traces relative to its own location, so P can be moved after installing.
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB gpudoc_docs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
@@ -39,13 +40,52 @@ else()
   message(STATUS "gpudoc: no help2man, so no man pages (apt-get install help2man); cpack will refuse")
 endif()
 
+# The Python client (python/) as a wheel, for `pip install` with no network and no build step
+# (python/README.md): setuptools' build backend with Debian's python3-setuptools and python3-wheel
+# (cmake/PythonWheel.cmake), into P/share/gpudoc/python/. Without them, no wheel and cpack refuses.
+set(gpudoc_python_dir "${PROJECT_BINARY_DIR}/python")
+set(GPUDOC_WHEEL_PYTHON "" CACHE FILEPATH "a python3 with setuptools and wheel, to build the Python client's wheel")
+if(NOT GPUDOC_WHEEL_PYTHON)
+  find_program(gpudoc_python3 python3)
+  foreach(candidate /usr/bin/python3 "${gpudoc_python3}")
+    if(candidate AND EXISTS "${candidate}")
+      execute_process(COMMAND "${candidate}" -c "import setuptools.build_meta, wheel" RESULT_VARIABLE missing
+                      OUTPUT_QUIET ERROR_QUIET)
+      if(missing EQUAL 0)
+        set(GPUDOC_WHEEL_PYTHON "${candidate}")
+        break()
+      endif()
+    endif()
+  endforeach()
+endif()
+if(GPUDOC_WHEEL_PYTHON)
+  file(GLOB gpudoc_python_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/python/gpudoc/*.py")
+  set(gpudoc_wheel "${gpudoc_python_dir}/gpudoc-${PROJECT_VERSION}-py3-none-any.whl")
+  add_custom_command(
+    OUTPUT "${gpudoc_wheel}"
+    COMMAND "${CMAKE_COMMAND}" -DPYTHON=${GPUDOC_WHEEL_PYTHON} -DSOURCE=${PROJECT_SOURCE_DIR}/python
+            -DWORK=${PROJECT_BINARY_DIR}/python-wheel-build -DOUT=${gpudoc_python_dir}
+            -P "${PROJECT_SOURCE_DIR}/cmake/PythonWheel.cmake"
+    DEPENDS ${gpudoc_python_sources} "${PROJECT_SOURCE_DIR}/python/pyproject.toml"
+            "${PROJECT_SOURCE_DIR}/python/README.md" "${PROJECT_SOURCE_DIR}/cmake/PythonWheel.cmake"
+    COMMENT "the Python client's wheel (setuptools, offline)"
+    VERBATIM)
+  add_custom_target(gpudoc_python_wheel ALL DEPENDS "${gpudoc_wheel}")
+  install(FILES "${gpudoc_wheel}" DESTINATION ${CMAKE_INSTALL_DATADIR}/gpudoc/python)
+  set(CPACK_GPUDOC_WHEEL "${gpudoc_wheel}")
+else()
+  message(STATUS "gpudoc: no python3 with setuptools and wheel, so no wheel of the Python client "
+                 "(apt-get install python3-setuptools python3-wheel); cpack will refuse")
+  set(CPACK_GPUDOC_WHEEL "${gpudoc_python_dir}/gpudoc-${PROJECT_VERSION}-py3-none-any.whl")
+endif()
+
 # `cpack -G DEB` in the build folder: gpudoc_<version>-1_<arch>.deb with the files above, the
 # systemd units in /lib/systemd/system (not enabled: `systemctl enable --now gpudoc-serve
 # gpudoc-health.timer`) and /usr/share/doc/gpudoc/changelog.Debian.gz. Depends is computed from
 # the binary's shared libraries with dpkg-shlibdeps (dpkg-dev, and `file`: scripts/setup.sh
 # installs both). NVML, CUDA's libraries and NCCL are loaded at run time where present, so they are
-# not dependencies. cmake/CPackProject.cmake refuses to make it without a real Maintainer and the
-# man pages; cmake/DebPreBuild.cmake moves the units and writes the changelog.
+# not dependencies. cmake/CPackProject.cmake refuses to make it without a real Maintainer, the
+# man pages and the wheel; cmake/DebPreBuild.cmake moves the units and writes the changelog.
 set(CPACK_PACKAGE_NAME gpudoc)
 set(CPACK_PACKAGE_VENDOR "gpudoc")
 # Debian requires a Maintainer, and nobody is named by the source tree: whoever publishes the

@@ -4,8 +4,8 @@
 # /lib/systemd/system (systemd-analyze verify silent on them as installed), the docs (serve.md,
 # which the units' Documentation= names), copyright and changelog.Debian.gz under
 # /usr/share/doc/gpudoc, a man page per command, bash completion that completes from the
-# installed binary, Depends computed from the binary, and the Maintainer given (cpack refuses
-# without one). Unpacked anywhere, its gpudoc replays the traces it carries.
+# installed binary, the Python client's wheel, Depends computed from the binary, and the
+# Maintainer given (cpack refuses without one). Unpacked anywhere, its gpudoc replays the traces it carries.
 #   deb_test.sh BUILD_DIR CPACK
 set -euo pipefail
 build=${1:?usage: deb_test.sh BUILD_DIR CPACK}
@@ -52,6 +52,10 @@ if grep -v -e '^\./usr/bin/gpudoc$' -e '^\./usr/lib/gpudoc/libgpudoc_\(slice\|pr
   fail "the package holds the files above, outside the places cmake/Packaging.cmake names"
 fi
 
+# The Python client's wheel (python_client_install installs the build's copy of it offline).
+wheel=$(grep -x '\./usr/share/gpudoc/python/gpudoc-[0-9.]*-py3-none-any\.whl' "$work/contents.txt") ||
+  fail "the package holds no wheel of the Python client in /usr/share/gpudoc/python"
+
 [[ "$(dpkg-deb -f "$deb" Package)" == gpudoc ]] || fail "Package is not gpudoc"
 [[ "$(dpkg-deb -f "$deb" Maintainer)" == "$maintainer" ]] || fail "Maintainer is not the one given"
 [[ "$(dpkg-deb -f "$deb" Version)" == *-1 ]] || fail "Version has no Debian revision: $(dpkg-deb -f "$deb" Version)"
@@ -80,6 +84,7 @@ verify=$(systemd-analyze verify "$work"/units/* 2>&1) || fail "systemd-analyze v
 [[ -z "$verify" ]] || fail "systemd-analyze verify is not silent on the installed units: $verify"
 
 [[ -x "$root/usr/share/gpudoc/deploy/slurm/prolog.sh" ]] || fail "the packaged prolog.sh is not executable"
+python3 -m zipfile -l "$root/${wheel#./}" | grep -q 'gpudoc/guard\.py' || fail "$wheel does not hold the client"
 zcat "$root/usr/share/doc/gpudoc/changelog.Debian.gz" | head -1 | grep -q "^gpudoc ($(dpkg-deb -f "$deb" Version)) " ||
   fail "changelog.Debian.gz does not open with this version"
 grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
