@@ -17,12 +17,8 @@ struct DiagnoseFlags {
   std::vector<std::string> traces;
   OutputFlags out;
   bool live = false;
-  double duration_s = 0;
-  std::string output;
-  bool keep_trace = false;
   bool quiet = false;
-  SamplerFlags sampler;
-  std::vector<std::string> command;
+  LiveFlags run;  // --duration, -o, --keep-trace, the sampler's flags, the command
 };
 
 constexpr double kDefaultLiveSeconds = 30;
@@ -30,7 +26,7 @@ constexpr double kDefaultLiveSeconds = 30;
 int run_diagnose(DiagnoseFlags f, Context& context) {
   // CLI11 puts everything after -- into the positionals: with --live or -o those are the command.
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
-  const bool record_mode = f.live || !f.command.empty();
+  const bool record_mode = f.live || !f.run.command.empty();
   if (record_mode && !f.traces.empty())
     return report_error(core::Error(core::ErrorKind::kUsage,
                                     fmt::format("give trace files or --live / -- CMD, not both (got {} and a live run)",
@@ -42,7 +38,7 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
                     "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
                     "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help"),
         f.out.json);
-  if (!record_mode && (f.duration_s > 0 || !f.output.empty() || f.keep_trace))
+  if (!record_mode && (f.run.duration_s > 0 || !f.run.output.empty() || f.run.keep_trace))
     return report_error(
         core::Error(core::ErrorKind::kUsage, "--duration, -o and --keep-trace apply to --live and -- CMD only"),
         f.out.json);
@@ -50,23 +46,17 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
   if (!record_mode) {
     std::vector<Diagnosed> items;
     for (const auto& path : f.traces) {
-      auto d = diagnose_file(path, f.out);
+      auto d = diagnose::diagnose_file(path, f.out.options());
       if (!d) return report_error(d.error(), f.out.json);
       items.push_back(std::move(*d));
     }
     return print_diagnoses(items, f.out, {});
   }
 
-  LiveRun run;
-  run.duration_s = f.command.empty() && f.duration_s == 0 ? kDefaultLiveSeconds : f.duration_s;
-  run.command = f.command;
-  run.output = f.output;
-  run.keep_trace = f.keep_trace;
-  run.command_stdout_to_stderr = f.out.json;
-  run.sampler = f.sampler;
+  if (f.run.command.empty() && f.run.duration_s == 0) f.run.duration_s = kDefaultLiveSeconds;
   auto live = context.backend.open_gpus();
   if (!live) return report_error(live.error(), f.out.json);
-  auto r = record_and_diagnose(*live, run, f.out, f.quiet || f.out.json);
+  auto r = record_live(*live, f.run, f.out, f.quiet || f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
   PrintContext ctx;
   ctx.banner = live->banner;
@@ -121,20 +111,21 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
                   "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
   add_output_flags(*cmd, f->out);
   cmd->add_flag("--live", f->live, "sample the live GPUs for --duration seconds (default 30), then diagnose");
-  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
+  add_number(*cmd, "-d,--duration", f->run.duration_s, kDurationRange,
              "--live: how long to look (default 30); -- CMD: stop recording after this long");
-  cmd->add_option("-o,--output", f->output, "--live / -- CMD: keep the recorded trace in this file")->type_name("FILE");
-  cmd->add_flag("--keep-trace", f->keep_trace,
+  cmd->add_option("-o,--output", f->run.output, "--live / -- CMD: keep the recorded trace in this file")
+      ->type_name("FILE");
+  cmd->add_flag("--keep-trace", f->run.keep_trace,
                 "--live / -- CMD without -o: also write the trace to a private folder and print its path");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress messages on stderr");
-  f->sampler.add_to(*cmd);
+  f->run.sampler.add_to(*cmd);
   cmd->callback([f, &action, &context] {
     action = [f, &context] {
       DiagnoseFlags copy = *f;
       // CLI11 puts the words after `--` among the positionals: they are the command.
       std::size_t n = words_after_double_dash().size();
       if (n > 0 && n <= copy.traces.size()) {
-        copy.command.assign(copy.traces.end() - static_cast<long>(n), copy.traces.end());
+        copy.run.command.assign(copy.traces.end() - static_cast<long>(n), copy.traces.end());
         copy.traces.resize(copy.traces.size() - n);
       }
       return exit_code_after_stop(run_diagnose(std::move(copy), context));  // 128 + N after stop signal N

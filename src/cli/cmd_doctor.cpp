@@ -36,7 +36,7 @@ int run_replay(const DoctorFlags& f, const std::string& why, const std::string& 
   if (!dir) return report_error(dir.error().with_context(why), f.out.json);
   std::vector<Diagnosed> items;
   for (const char* name : kReplayTraces) {
-    auto d = diagnose_file((*dir / name).string(), f.out, name);
+    auto d = diagnose::diagnose_file((*dir / name).string(), f.out.options(), name);
     if (!d) return report_error(d.error(), f.out.json);
     items.push_back(std::move(*d));
   }
@@ -85,10 +85,10 @@ int run_doctor(const DoctorFlags& f, Context& context) {
       return run_replay(f, first_clause(live.error().message()), live.error().message());
     return report_error(live.error(), f.out.json);
   }
-  LiveRun run;
+  LiveFlags run;
   run.duration_s = f.duration_s;
   run.sampler = f.sampler;
-  auto r = record_and_diagnose(*live, run, f.out, f.out.json);
+  auto r = record_live(*live, run, f.out, f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
   PrintContext ctx;
   ctx.extra["live"] = live->real();

@@ -1,0 +1,84 @@
+#include "diagnose/session.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "core/temp_dir.hpp"
+#include "telemetry/input.hpp"
+#include "telemetry/recorder.hpp"
+
+namespace gpudoc::diagnose {
+namespace {
+
+// Where a live run's trace goes: nowhere (it is built in memory), the file of `output`, or with
+// keep_trace a file in a private folder of its own (mode 0700, a name nobody can guess: another
+// user cannot plant a file at its name).
+struct TraceFile {
+  std::optional<core::PrivateDir> dir;
+  std::string path;  // empty: no file
+};
+
+core::Result<TraceFile> trace_file_of(const LiveRun& run) {
+  TraceFile out;
+  if (!run.output.empty()) {
+    out.path = run.output;
+  } else if (run.keep_trace) {
+    auto d = core::PrivateDir::create("gpudoc-diagnose");
+    if (!d) return d.error();
+    out.dir = std::move(*d);
+    out.dir->keep();
+    out.path = out.dir->file("live.jsonl");
+  }
+  return out;
+}
+
+}  // namespace
+
+core::Result<Diagnosed> diagnose_trace(telemetry::Trace&& trace, const std::string& name, const Options& options,
+                                       const std::string& source_name) {
+  if (auto ok = check_diagnosable(trace, name); !ok) return ok.error();
+  Diagnosed d{std::move(trace), {}};
+  d.diagnosis = diagnose(d.trace, options);
+  d.diagnosis.source = source_name.empty() ? name : source_name;
+  return d;
+}
+
+core::Result<Diagnosed> diagnose_file(const std::string& path, const Options& options, const std::string& source_name) {
+  // Only what the diagnosis and its views read: a day of 8 GPUs stays under 1 GB (855 MB).
+  auto trace = telemetry::read_telemetry_file(path, read_options());
+  if (!trace) return trace.error();
+  return diagnose_trace(std::move(*trace), path, options, source_name);
+}
+
+std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> live_periods() {
+  auto periods = telemetry::SamplerConfig::default_periods();
+  periods[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);
+  return periods;
+}
+
+core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const LiveRun& run, const Options& options,
+                                             std::atomic<int>& stop_requests) {
+  auto file = trace_file_of(run);
+  if (!file) return file.error();
+  telemetry::RecordOptions opt;
+  opt.output_path = file->path;
+  // The diagnosis reads the trace built in memory: the one reading the file back would give.
+  opt.in_memory = read_options();
+  opt.command = run.command;
+  opt.command_stdout_to_stderr = run.command_stdout_to_stderr;
+  opt.sampler = run.sampler;
+  opt.wake_interval = live.wall_time(opt.wake_interval);
+  if (run.duration_s > 0)
+    opt.duration = std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(run.duration_s));
+  if (run.on_progress) opt.on_progress = [&run](double elapsed, std::uint64_t) { run.on_progress(elapsed); };
+  auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests);
+  if (!r) return r.error();
+  const std::string source = run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " "));
+  auto d = diagnose_trace(std::move(*r->trace), file->path.empty() ? source : file->path, options, source);
+  if (!d) return d.error().with_context("diagnosing the recorded trace");
+  d->diagnosis.input_format = live.real() ? "live" : telemetry::to_string(live.spec->kind);
+  return LiveResult{std::move(*d), r->command_exit_code, file->path, r->end_reason};
+}
+
+}  // namespace gpudoc::diagnose

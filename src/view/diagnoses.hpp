@@ -1,0 +1,45 @@
+// gpudoc::view diagnoses — one or several diagnoses (diagnose, doctor) as gpudoc prints them: the
+// JSON document and the terminal report with its closing verdict line. Pure: no I/O.
+//
+//   auto tally = view::tally(items, threshold);
+//   print(view::diagnoses_json(items, threshold, tally));   // or
+//   print(view::render_diagnoses(items, threshold, tally, {.color = tty}));
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "diagnose/session.hpp"
+#include "findings/finding.hpp"
+
+namespace gpudoc::view {
+
+struct Tally {
+  std::size_t at_or_above = 0;              // findings at or above the threshold
+  std::optional<findings::Severity> worst;  // the most severe finding's severity
+  [[nodiscard]] int exit_code() const;      // 1 when any is at or above the threshold, else 0
+};
+[[nodiscard]] Tally tally(std::span<const diagnose::Diagnosed> items, findings::Severity threshold);
+
+// One trace: its diagnosis' JSON. Several: each under "traces", and every finding also in the
+// top-level "findings" with the trace it came from, so `.findings[]` works for one trace or many.
+// Both with "threshold", "max_severity" and "exit_code".
+[[nodiscard]] nlohmann::json diagnoses_json(std::span<const diagnose::Diagnosed> items, findings::Severity threshold,
+                                            const Tally& tally);
+
+struct DiagnosesText {
+  bool color = false;
+  std::string banner{};   // under each report's title, e.g. the replay notice
+  std::string closing{};  // a last line (escaped here: it may quote a command)
+  bool replay = false;    // recorded traces instead of this machine: the verdict does not promise exit 1
+};
+
+// Each diagnosis' report (view::render_diagnosis), separated by a rule, then the verdict line.
+[[nodiscard]] std::string render_diagnoses(std::span<const diagnose::Diagnosed> items, findings::Severity threshold,
+                                           const Tally& tally, const DiagnosesText& options);
+
+}  // namespace gpudoc::view
