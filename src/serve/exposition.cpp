@@ -672,9 +672,10 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
 
 std::string render(const Snapshot& snapshot, const RenderOptions& options) {
   std::string out;
-  // About 8 KiB a GPU with its processes, 11 with dcgm-exporter's names: one allocation, not a
-  // dozen doublings (they cost as much as the rendering itself).
-  out.reserve(4096 + snapshot.gpus.size() * (options.dcgm_compatible ? 11264 : 8192));
+  // About 12 KiB a GPU with its processes and every metric, 24 with dcgm-exporter's names and the
+  // job's labels on each: one allocation, not a dozen doublings (they cost as much as the
+  // rendering itself).
+  out.reserve(4096 + snapshot.gpus.size() * (options.dcgm_compatible ? 24576 : 12288));
   render_to(out, snapshot, options);
   return out;
 }

@@ -31,6 +31,7 @@ Snapshot eight_gpus() {
       ps.name = p == 3 ? "python3 \"train.py\"" : "python3";
       ps.container_id = "5b6ec8ad5e1cd3a0e1ae4a0b0b4c4e3bd9a2f0e4d36e1f8cf4bb8a1f7a0e2c9" + std::to_string(i % 10);
       ps.pod_uid = "0c4f2a8e-9d5b-4c61-8f0e-2b7d1a3c5e9" + std::to_string(i % 10);
+      ps.slurm_job_id = std::to_string(421300 + i);
       ps.sm_utilization_percent = 80 + p;
       ps.memory_utilization_percent = 30 + p;
       ps.memory_used_bytes = 20ull << 30;
@@ -46,6 +47,7 @@ Snapshot eight_gpus() {
   s.self.scrapes = 1000;
   s.self.last_render_seconds = 0.0001;
   s.hostname = "node7";
+  s.driver_version = "580.159.03";
   s.version = "0.9.0";
   return s;
 }
