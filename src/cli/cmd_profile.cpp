@@ -36,32 +36,6 @@ struct ProfileFlags {
   std::vector<std::string> command;
 };
 
-// Runs the program under the injection library in a private folder (kept in `dir`) and reads back
-// the records of the process that ran the most kernels; `exit_code` is the program's.
-core::Result<profile::RecordSet> run_and_read(const ProfileFlags& f, std::optional<core::PrivateDir>& dir,
-                                              int& exit_code, std::size_t& files) {
-  if (auto alone = profile::no_other_injection(); !alone) return alone.error();
-  auto library = profile::find_injection_library();
-  if (!library) return library.error();
-  auto cupti = profile::find_cupti();
-  if (!cupti) return cupti.error();
-  auto made = core::PrivateDir::create("gpudoc-profile");
-  if (!made) return made.error();
-  dir.emplace(std::move(*made));
-  install_stop_handlers();  // before the spawn: from then on a stop signal stops the program's group
-  auto code = profile::run_injected({.command = f.command,
-                                     .library = *library,
-                                     .cupti = *cupti,
-                                     .output_dir = dir->path(),
-                                     .sample_env = f.sample_env,
-                                     .duration_s = f.duration_s,
-                                     .stdout_to_stderr = f.json},
-                                    stop_requests());
-  if (!code) return code.error();
-  exit_code = *code;
-  return profile::pick_records(dir->path(), files);
-}
-
 core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set, const profile::Profile& p) {
   if (!f.trace_output.empty()) {
     std::ofstream out(f.trace_output);
@@ -91,30 +65,38 @@ int run_profile(ProfileFlags& f) {
                                                          f.sample)),
         f.json);
   int exit_code = 0;
-  core::Result<profile::RecordSet> set = core::Error(core::ErrorKind::kInternal, "no records");
   std::size_t files = 1;
-  std::optional<core::PrivateDir> dir;
+  core::Result<profile::RecordSet> set = core::Error(core::ErrorKind::kInternal, "no records");
   if (!f.input.empty()) {
     set = profile::read_records_file(f.input);
     if (!set && set.error().kind() == core::ErrorKind::kIo)
       set = core::Error(core::ErrorKind::kBadInput, set.error().message());
-  } else {
-    set = run_and_read(f, dir, exit_code, files);
-    if (!set && dir && stop_signal().signal.load() != 0) {  // the caller exits 128 + N
-      std::fprintf(stderr, "gpudoc: profile: stopped by %s before the program wrote its records: nothing to analyse\n",
-                   core::signal_name(stop_signal().signal.load()).c_str());
-      return exit_code;
-    }
-  }
-  if (!set) return report_error(set.error(), f.json);
-  if (!f.records_copy.empty()) {
     std::error_code ec;
-    fs::copy_file(dir ? profile::records_path(dir->path(), set->pid) : f.input, f.records_copy,
-                  fs::copy_options::overwrite_existing, ec);
+    if (set && !f.records_copy.empty())
+      fs::copy_file(f.input, f.records_copy, fs::copy_options::overwrite_existing, ec);
     if (ec)
       return report_error(
           core::Error(core::ErrorKind::kIo, fmt::format("writing {}: {}", f.records_copy, ec.message())), f.json);
+  } else {
+    install_stop_handlers();  // before the spawn: from then on a stop signal stops the program's group
+    bool stopped = false;
+    auto run = profile::profile_program({.command = f.command,
+                                         .sample_env = f.sample_env,
+                                         .duration_s = f.duration_s,
+                                         .stdout_to_stderr = f.json,
+                                         .records_copy = f.records_copy},
+                                        stop_requests(), stopped);
+    if (!run && stopped) {  // the caller exits 128 + N
+      std::fprintf(stderr, "gpudoc: profile: stopped by %s before the program wrote its records: nothing to analyse\n",
+                   core::signal_name(stop_signal().signal.load()).c_str());
+      return 0;
+    }
+    if (!run) return report_error(run.error(), f.json);
+    exit_code = run->exit_code;
+    files = run->processes;
+    set = std::move(run->records);
   }
+  if (!set) return report_error(set.error(), f.json);
   profile::AnalysisOptions opt;
   opt.max_steps = f.steps;
   const profile::Profile p = profile::analyse(*set, opt);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/process.hpp"
+#include "core/temp_dir.hpp"
 #include "profile/record_format.hpp"
 
 namespace gpudoc::profile {
@@ -158,6 +159,41 @@ core::Result<RecordSet> pick_records(const std::string& dir, std::size_t& files)
 
 std::string records_path(const std::string& dir, std::uint32_t pid) {
   return dir + "/records-" + std::to_string(pid) + ".txt";
+}
+
+core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<int>& stop_requests, bool& stopped) {
+  stopped = false;
+  if (auto alone = no_other_injection(); !alone) return alone.error();
+  auto library = find_injection_library();
+  if (!library) return library.error();
+  auto cupti = find_cupti();
+  if (!cupti) return cupti.error();
+  auto dir = core::PrivateDir::create("gpudoc-profile");
+  if (!dir) return dir.error();
+  auto code = run_injected({.command = run.command,
+                            .library = *library,
+                            .cupti = *cupti,
+                            .output_dir = dir->path(),
+                            .sample_env = run.sample_env,
+                            .duration_s = run.duration_s,
+                            .stdout_to_stderr = run.stdout_to_stderr},
+                           stop_requests);
+  if (!code) return code.error();
+  Profiled out;
+  out.exit_code = *code;
+  auto set = pick_records(dir->path(), out.processes);
+  if (!set) {
+    stopped = stop_requests.load() != 0;
+    return set.error();
+  }
+  out.records = std::move(*set);
+  if (!run.records_copy.empty()) {
+    std::error_code ec;
+    std::filesystem::copy_file(records_path(dir->path(), out.records.pid), run.records_copy,
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: {}", run.records_copy, ec.message()));
+  }
+  return out;
 }
 
 }  // namespace gpudoc::profile

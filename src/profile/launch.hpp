@@ -66,4 +66,27 @@ struct InjectedRun {
 // The path of process `pid`'s records file in `dir`.
 [[nodiscard]] std::string records_path(const std::string& dir, std::uint32_t pid);
 
+struct ProfileRun {
+  std::vector<std::string> command;
+  std::string sample_env;         // sample_to_env()'s value; empty: trace throughout
+  double duration_s = 0;          // > 0: stop the program after this many seconds
+  bool stdout_to_stderr = false;  // the program's stdout goes to stderr
+  std::string records_copy;       // keep the chosen records file here too; empty: not kept
+};
+
+struct Profiled {
+  RecordSet records;          // of the process that ran the most kernels
+  int exit_code = 0;          // the program's, as a shell reports it
+  std::size_t processes = 0;  // records files written (a launcher's children each write one)
+};
+
+// `gpudoc profile -- CMD`: checks that no other tool injects, finds the injection library and
+// CUPTI, runs the program under them with its records in a private folder (removed after), reads
+// back the records of the process that ran the most kernels and, when asked, keeps a copy of its
+// file. `stopped` is set when the program was stopped by a stop request before its records were
+// written (nothing to analyse: the caller exits 128 + N). Errors: no_other_injection's,
+// find_injection_library's, find_cupti's, run_injected's, pick_records', kIo (the copy).
+[[nodiscard]] core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<int>& stop_requests,
+                                                     bool& stopped);
+
 }  // namespace gpudoc::profile
