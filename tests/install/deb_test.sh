@@ -77,8 +77,12 @@ mkdir "$work/units"
 for unit in "$root"/lib/systemd/system/*; do
   sed "s#/usr/bin/gpudoc#$root/usr/bin/gpudoc#g" "$unit" >"$work/units/$(basename "$unit")"
   while read -r doc; do
-    [[ -f "$root$doc" ]] || fail "$(basename "$unit") names $doc, which the package does not install"
-  done < <(sed -n 's#^Documentation=file://##p' "$unit")
+    case $doc in
+      file://*) [[ -f "$root${doc#file://}" ]] ;;
+      man:*) page=${doc#man:} && [[ -f "$root/usr/share/man/man${page//[^0-9]/}/${page%(*}.${page//[^0-9]/}.gz" ]] ;;
+      *) false ;;
+    esac || fail "$(basename "$unit") names $doc, which the package does not install"
+  done < <(sed -n 's/^Documentation=//p' "$unit" | tr ' ' '\n')
 done
 verify=$(systemd-analyze verify "$work"/units/* 2>&1) || fail "systemd-analyze verify: $verify"
 [[ -z "$verify" ]] || fail "systemd-analyze verify is not silent on the installed units: $verify"
