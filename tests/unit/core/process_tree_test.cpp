@@ -125,15 +125,15 @@ TEST(CgroupIdentity, SlurmCgroupV2) {
   EXPECT_EQ(parse_cgroup_identity("0::/system.slice/slurmstepd.scope/job_17/step_batch/user/task_0").slurm_job_id,
             "17");
   EXPECT_EQ(parse_cgroup_identity("0::/system.slice/slurmstepd.scope/job_17/step_extern/slurm").slurm_job_id, "17");
-  EXPECT_EQ(
-      parse_cgroup_identity("0::/system.slice/gpu\\x2dnode\\x2d01_slurmstepd.scope/job_99/step_2/user/task_1\n")
-          .slurm_job_id,
-      "99");
+  EXPECT_EQ(parse_cgroup_identity("0::/system.slice/gpu\\x2dnode\\x2d01_slurmstepd.scope/job_99/step_2/user/task_1\n")
+                .slurm_job_id,
+            "99");
 }
 
 TEST(CgroupIdentity, SlurmCgroupV1) {
   const std::string path = "/slurm/uid_1000/job_512/step_3/task_0";
-  const std::string text = "12:memory:" + path + "\n4:devices:" + path + "\n1:name=systemd:/system.slice/slurmd.service\n";
+  const std::string text =
+      "12:memory:" + path + "\n4:devices:" + path + "\n1:name=systemd:/system.slice/slurmd.service\n";
   EXPECT_EQ(parse_cgroup_identity(text).slurm_job_id, "512");
   EXPECT_EQ(parse_cgroup_identity("7:freezer:/slurm_node7/uid_0/job_8/step_batch\n").slurm_job_id, "8");
 }
@@ -162,10 +162,12 @@ TEST(CgroupIdentity, CriOAndEscapedSliceNames) {
 }
 
 TEST(CgroupIdentity, SlurmNearMissesHaveNoJob) {
-  for (const char* text : {"0::/system.slice/myjob.scope/job_12/step_0\n",  // no Slurm root above it
-                           "0::/system.slice/slurmstepd.scope/job_/step_0\n",
-                           "0::/system.slice/slurmstepd.scope/job_12x/step_0\n",
-                           "0::/system.slice/slurmstepd.scope/system\n", "0::/job_5\n", "5:cpu:/slurmd/job_5\n"}) {
+  for (const char* text :
+       {"0::/system.slice/myjob.scope/job_12/step_0\n",  // no Slurm root above it
+        "0::/system.slice/slurmstepd.scope/job_/step_0\n", "0::/system.slice/slurmstepd.scope/job_12x/step_0\n",
+        "0::/system.slice/slurmstepd.scope/system\n", "0::/job_5\n", "5:cpu:/slurmd/job_5\n",
+        // hostile: a label's closing quote and a new sample in the path
+        "0::/system.slice/slurmstepd.scope/job_5\"} 1\nfake_metric 2/step_0\n"}) {
     EXPECT_EQ(parse_cgroup_identity(text).slurm_job_id, "") << text;
   }
 }
