@@ -4,14 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdio>
-#include <map>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
 #include "core/file.hpp"
+#include "core/number_input.hpp"
 #include "store/guard_history.hpp"
 #include "store/health_history.hpp"
 #include "view/guard_report.hpp"
@@ -28,32 +27,8 @@ struct ReportFlags {
   bool guard = false;
 };
 
-// "7d", "12h", "30m", "90s" -> nanoseconds: a whole number of the unit, at least 1, and a span of at
-// most kMaxDurationSeconds (31.7 years), read by core::parse_number. Errors: kUsage naming the value.
-core::Result<std::int64_t> parse_since(const std::string& s) {
-  struct Unit {
-    std::int64_t seconds;
-    std::string_view name;
-  };
-  static const std::map<char, Unit> kUnits = {{'s', {1, "seconds"}},
-                                              {'m', {60, "minutes"}},
-                                              {'h', {3600, "hours"}},
-                                              {'d', {86400, "days"}},
-                                              {'w', {604800, "weeks"}}};
-  const auto unit = s.empty() ? kUnits.end() : kUnits.find(s.back());
-  if (unit == kUnits.end())
-    return core::Error(core::ErrorKind::kUsage,
-                       fmt::format("--since {}: expected a number and s, m, h, d or w (e.g. 7d)", s));
-  const auto& [per, name] = unit->second;
-  const core::NumberRange range{
-      .min = 1, .max = std::floor(kMaxDurationSeconds / static_cast<double>(per)), .whole = true, .unit = name};
-  auto n = core::parse_number("--since", std::string_view(s).substr(0, s.size() - 1), range, s);
-  if (!n) return n.error();
-  return static_cast<std::int64_t>(*n) * per * 1'000'000'000;
-}
-
 int run_report(const ReportFlags& f) {
-  auto since = parse_since(f.since);
+  auto since = core::parse_span("--since", f.since, kMaxDurationSeconds);
   if (!since) return report_error(since.error(), f.json);
   const auto now_ns = core::SystemClock().unix_now_ns();
   if (f.guard) {

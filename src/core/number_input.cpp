@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 
 namespace gpudoc::core {
 namespace {
@@ -51,6 +52,27 @@ Result<double> parse_number(std::string_view flag, std::string_view number, cons
   if (range.whole && v != std::floor(v)) return refuse("not a whole number");
   if ((range.above_min ? !(v > range.min) : !(v >= range.min)) || !(v <= range.max)) return refuse("out of range");
   return v;
+}
+
+Result<std::int64_t> parse_span(std::string_view flag, const std::string& s, double max_seconds) {
+  struct Unit {
+    std::int64_t seconds;
+    std::string_view name;
+  };
+  static const std::map<char, Unit> kUnits = {{'s', {1, "seconds"}},
+                                              {'m', {60, "minutes"}},
+                                              {'h', {3600, "hours"}},
+                                              {'d', {86400, "days"}},
+                                              {'w', {604800, "weeks"}}};
+  const auto unit = s.empty() ? kUnits.end() : kUnits.find(s.back());
+  if (unit == kUnits.end())
+    return Error(ErrorKind::kUsage, fmt::format("{} {}: expected a number and s, m, h, d or w (e.g. 7d)", flag, s));
+  const auto& [per, name] = unit->second;
+  const NumberRange range{
+      .min = 1, .max = std::floor(max_seconds / static_cast<double>(per)), .whole = true, .unit = name};
+  auto n = parse_number(flag, std::string_view(s).substr(0, s.size() - 1), range, s);
+  if (!n) return n.error();
+  return static_cast<std::int64_t>(*n) * per * 1'000'000'000;
 }
 
 }  // namespace gpudoc::core

@@ -10,6 +10,8 @@
 //   // kUsage "--timeout inf: not a finite number; expected seconds, more than 0 and at most 1000000000"
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,5 +43,10 @@ struct NumberRange {
 // whole number", "out of range" (also a number too large or small for a double: 1e400).
 [[nodiscard]] Result<double> parse_number(std::string_view flag, std::string_view number, const NumberRange& range,
                                           std::optional<std::string_view> given = std::nullopt);
+
+// A span of time as a number and a unit, "7d", "12h", "30m", "90s", "2w", to nanoseconds: a whole
+// number of the unit, at least 1, and at most `max_seconds` in all, read by parse_number. Errors:
+// kUsage naming `flag` and the value.
+[[nodiscard]] Result<std::int64_t> parse_span(std::string_view flag, const std::string& text, double max_seconds);
 
 }  // namespace gpudoc::core

@@ -67,5 +67,17 @@ TEST(ParseNumber, DescribesRanges) {
   EXPECT_EQ(describe({.min = 0.5, .max = 1e300}), "a number from 0.5 to 1e+300");
 }
 
+TEST(ParseSpan, ANumberAndAUnitToNanoseconds) {
+  EXPECT_EQ(*parse_span("--since", "90s", 1e9), 90'000'000'000LL);
+  EXPECT_EQ(*parse_span("--since", "7d", 1e9), 7LL * 86400 * 1'000'000'000);
+  EXPECT_EQ(*parse_span("--since", "2w", 1e9), 14LL * 86400 * 1'000'000'000);
+  for (const char* bad : {"", "7", "d", "7x", "1.5h", "0h", "-1d", "99999999999w"}) {
+    auto r = parse_span("--since", bad, 1e9);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << bad;
+    EXPECT_NE(r.error().message().find("--since"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace gpudoc::core
