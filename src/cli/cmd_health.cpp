@@ -34,12 +34,20 @@ struct HealthFlags {
 bool color() { return ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr; }
 
 // No GPU to check: exit 3, but the host and library checks still say something useful.
+// With --gate, one line for the prolog, which drains the node on exit 3 (deploy/slurm/prolog.sh).
 int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
+  const std::string why = "cannot check this node: " + no_gpu.message().substr(0, no_gpu.message().find('\n'));
+  if (f.gate && !f.json) {
+    print_text(stdout, why + "\n");
+    return core::kExitEnvironment;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   health::SystemHostReader host;
   const auto results = health::check_host_only(host);
   if (f.json) {
-    print_json(view::no_gpu_health_json(results, no_gpu));
+    auto j = view::no_gpu_health_json(results, no_gpu);
+    if (f.gate) j["gate"] = {{"pass", false}, {"reason", why}};
+    print_json(j);
   } else {
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fputs(

@@ -54,6 +54,21 @@ TEST(CliHealth, NoGpuTerminalFormExits3) {
   EXPECT_NE(r.out.find("cpu_governor"), std::string::npos) << r.out;
 }
 
+// A prolog reads one line and drains the node on exit 3 (deploy/slurm/prolog.sh): a node whose
+// driver is broken must not take jobs.
+TEST(CliHealth, GateWithoutAGpuIsOneLineAndExit3) {
+  if (nvml_present()) GTEST_SKIP() << "NVML is installed here";
+  const CliOut r = gpudoc("health --gate --no-store");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_EQ(r.out.rfind("cannot check this node: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  const CliOut j = gpudoc("health --gate --json --no-store");
+  EXPECT_EQ(j.exit_code, 3);
+  const auto doc = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << j.out;
+  EXPECT_EQ(doc["gate"]["pass"], false);
+}
+
 TEST(CliHealth, GateOnHealthyFakeGpusIsOneOkLineAndExit0) {
   const CliOut r = gpudoc("--backend fake:2 health --gate --no-store");
   EXPECT_EQ(r.exit_code, 0) << r.out;
