@@ -209,7 +209,7 @@ Snapshot Service::metrics_snapshot() const {
   }
   s.xids = history_.xids();
   const auto stats = sampler_.stats();
-  s.self.sampler_running = running_.load();
+  s.self.sampler_running = liveness().ok;  // what /healthz says: running, and its loop ticks
   s.self.dropped_records = stats.dropped_records;
   std::array<double, gpu::kMetricGroupCount> periods{};
   for (std::size_t i = 0; i < periods.size(); ++i)
@@ -237,7 +237,7 @@ nlohmann::json Service::state_json() const {
                       {"time_unix_ns", now},
                       {"host", options_.hostname},
                       {"backend", options_.backend},
-                      {"sampler_up", running_.load()}};
+                      {"sampler_up", liveness().ok}};
   j["gpus"] = nlohmann::json::array();
   for (const auto& g : s.gpus) j["gpus"].push_back(gpu_json(g));
   std::lock_guard lock(mu_);
