@@ -28,6 +28,8 @@ set -u
 # Slurm runs prologs and epilogs without a search path.
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
+# The store's files readable by gpudoc serve's unprivileged user, whatever slurmd's umask.
+umask 022
 
 phase=prolog
 if [[ "${1:-}" == "--phase" && -n "${2:-}" ]]; then

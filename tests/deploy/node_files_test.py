@@ -168,6 +168,7 @@ class KubernetesTest(unittest.TestCase):
         script = " ".join(health["args"])
         self.assertIn('gpudoc health --gate --store "$GPUDOC_STORE"', script)
         self.assertIn("trap 'exit 0' TERM", script)  # stops at once, not after the grace period
+        self.assertIn("umask 022;", script)  # the store readable by serve's uid 65534
         (volume,) = [v for v in spec["volumes"] if v["name"] == "store"]
         self.assertEqual(volume["hostPath"]["path"], str(pathlib.PurePath(STORE).parent))
         (mount,) = [m for m in health["volumeMounts"] if m["name"] == "store"]
@@ -205,7 +206,7 @@ class SlurmGateTest(unittest.TestCase):
         self.gpudoc = t / "gpudoc"
         self.store_seen = t / "store.seen"
         self.gpudoc.write_text('#!/bin/bash\n[[ "$1 $2 $3" == "health --gate --store" && $# == 4 ]] || exit 2\n'
-                               f'printf "%s\\n" "$4" > {self.store_seen}\n'
+                               f'printf "%s %s\\n" "$4" "$(umask)" > {self.store_seen}\n'
                                'printf "%b" "${FAKE_OUT:-}"\nsleep "${FAKE_SLEEP:-0}"\nexit "${FAKE_RC:-0}"\n')
         self.scontrol = t / "scontrol"
         self.scontrol.write_text(f'#!/bin/bash\nfor a in "$@"; do printf "%s\\n" "$a"; done >> {self.calls}\n'
@@ -259,10 +260,15 @@ class SlurmGateTest(unittest.TestCase):
         self.assertEqual((rc, calls), (1, self.drained("health --gate did not finish in 1s (a GPU or its driver hangs?)")))
 
     def test_results_kept_in_the_shared_store(self):
-        self.assertEqual(self.gate("prolog.sh")[:2], (0, []))
-        self.assertEqual(self.store_seen.read_text(), "/var/lib/gpudoc/gpudoc.db\n")
+        # Kept readable for serve (umask 022) even under a stricter umask of slurmd's.
+        old = os.umask(0o077)
+        try:
+            self.assertEqual(self.gate("prolog.sh")[:2], (0, []))
+        finally:
+            os.umask(old)
+        self.assertEqual(self.store_seen.read_text(), "/var/lib/gpudoc/gpudoc.db 0022\n")
         self.assertEqual(self.gate("epilog.sh", GPUDOC_STORE="/srv/gpudoc.db")[:2], (0, []))
-        self.assertEqual(self.store_seen.read_text(), "/srv/gpudoc.db\n")
+        self.assertEqual(self.store_seen.read_text(), "/srv/gpudoc.db 0022\n")
 
     def test_fails_closed_when_gpudoc_cannot_check(self):
         nvml = "No GPU checks: cannot load the NVIDIA management library (NVML)\\n\\nCHECK  GPU\\n"
