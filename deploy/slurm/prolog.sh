@@ -91,7 +91,17 @@ case $rc in
   0) exit 0 ;;
   1) drain "${reason:-health --gate failed without a reason}"; exit ;;
   124 | 137) drain "health --gate did not finish in ${limit}s (a GPU or its driver hangs?)"; exit ;;
-  3) cannot_check "cannot check the node (exit 3, no GPU readable)${reason:+: $reason}"; exit ;;
+  3)
+    # The gate's own line says why ("cannot check this node: ..."); an older gpudoc's is prefixed.
+    why="cannot check the node (exit 3, no GPU readable)"
+    if [[ "$reason" == "cannot check"* ]]; then
+      why=$reason
+    elif [[ -n "$reason" ]]; then
+      why+=": $reason"
+    fi
+    cannot_check "$why"
+    exit
+    ;;
   126 | 127) cannot_check "cannot check the node: $gpudoc cannot be run (exit $rc)"; exit ;;
   *) cannot_check "cannot check the node: health --gate exited $rc${reason:+: $reason}"; exit ;;
 esac
