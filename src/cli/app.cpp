@@ -89,6 +89,10 @@ int report_error(const core::Error& error, bool json) {
   return core::exit_code(error.kind());
 }
 
+int usage_error(const std::string& message, bool json) {
+  return report_error(core::Error(core::ErrorKind::kUsage, message), json);
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"", "gpudoc"};
   app.require_subcommand(1);

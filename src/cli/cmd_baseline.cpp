@@ -81,11 +81,8 @@ int run_record(const BaselineFlags& f, Context& ctx) {
   auto rec = baseline::record(*store, f.name, *spec, *env);
   if (!rec) return report_error(rec.error(), f.json);
   if (rec->run_id == 0) return stopped_before_measuring(f, *rec->stopped_by);
-  if (f.json)
-    print_json(view::recorded_json(*rec, store->path(), *cfg));
-  else
-    print(view::render_recorded(*rec, store->path(), *cfg));
-  return rec->exit_code;
+  return emit(f.json, view::recorded_json(*rec, store->path(), *cfg), view::render_recorded(*rec, store->path(), *cfg),
+              rec->exit_code);
 }
 
 int run_check(const BaselineFlags& f, Context& ctx) {
@@ -98,21 +95,13 @@ int run_check(const BaselineFlags& f, Context& ctx) {
       baseline::check(*plan, *env, {.allow_different_machine = f.allow_different_machine, .confirm = !f.no_confirm});
   if (!out) return report_error(out.error(), f.json);
   if (out->run_id == 0) return stopped_before_measuring(f, *out->stopped_by);
-  if (f.json)
-    print_json(view::check_json(*plan, *out));
-  else
-    print(view::render_check(*plan, *out));
-  return out->exit_code;
+  return emit(f.json, view::check_json(*plan, *out), view::render_check(*plan, *out), out->exit_code);
 }
 
 int run_list(const BaselineFlags& f) {
   auto list = baseline::list_store(f.store);
   if (!list) return report_error(list.error(), f.json);
-  if (f.json)
-    print_json(view::baseline_list_json(*list));
-  else
-    print(view::render_baseline_list(*list));
-  return core::kExitOk;
+  return emit(f.json, view::baseline_list_json(*list), view::render_baseline_list(*list), core::kExitOk);
 }
 
 int run_show(const BaselineFlags& f) {

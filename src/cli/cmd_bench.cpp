@@ -41,13 +41,9 @@ core::Status write_html(const nlohmann::json& report, const std::string& path) {
 
 // --from FILE --html PAGE: a saved run as a page; nothing is measured.
 int render_saved(const BenchFlags& f) {
-  if (!f.html)
-    return report_error(
-        core::Error(core::ErrorKind::kUsage, "--from renders a saved run as a page: give --html FILE too"), f.json);
+  if (!f.html) return usage_error("--from renders a saved run as a page: give --html FILE too", f.json);
   if (f.list || f.quick || f.full || !f.only.empty())
-    return report_error(core::Error(core::ErrorKind::kUsage,
-                                    "--from renders a saved run; --list, --only, --quick and --full are for a new run"),
-                        f.json);
+    return usage_error("--from renders a saved run; --list, --only, --quick and --full are for a new run", f.json);
   // A saved run is a few hundred KiB (a --full run on one H200, tests/data/bench_h200_full.json: 250 KiB).
   auto text = core::read_file(*f.from, {.max_bytes = 32 << 20, .what = "a saved bench run"});
   if (!text) return report_error(text.error(), f.json);
@@ -55,26 +51,16 @@ int render_saved(const BenchFlags& f) {
   if (!saved) return report_error(saved.error(), f.json);
   if (auto st = core::write_file(*f.html, saved->page); !st) return report_error(st.error(), f.json);
   const std::size_t n = saved->results;
-  if (f.json)
-    print_json(nlohmann::json{{"html", *f.html}, {"from", *f.from}, {"results", n}});
-  else
-    print_text(stdout, fmt::format("HTML page: {} ({} results from {})\n", *f.html, n, *f.from));
-  return core::kExitOk;
+  return emit(f.json, nlohmann::json{{"html", *f.html}, {"from", *f.from}, {"results", n}},
+              fmt::format("HTML page: {} ({} results from {})\n", *f.html, n, *f.from), core::kExitOk);
 }
 
-int print_list(bool json) {
-  if (json)
-    print_json(view::bench_list_json());
-  else
-    std::fputs(view::render_bench_list().c_str(), stdout);
-  return core::kExitOk;
-}
+int print_list(bool json) { return emit(json, view::bench_list_json(), view::render_bench_list(), core::kExitOk); }
 
 int run_bench(const BenchFlags& f, Context& context) {
   if (f.from) return render_saved(f);
   if (f.list) return print_list(f.json);
-  if (f.quick && f.full)
-    return report_error(core::Error(core::ErrorKind::kUsage, "--quick and --full exclude each other"), f.json);
+  if (f.quick && f.full) return usage_error("--quick and --full exclude each other", f.json);
   auto plan =
       bench::make_plan({.only = f.only,
                         .mode = f.quick ? bench::Mode::kQuick : (f.full ? bench::Mode::kFull : bench::Mode::kDefault),

@@ -28,20 +28,16 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
   const bool record_mode = f.live || !f.run.command.empty();
   if (record_mode && !f.traces.empty())
-    return report_error(core::Error(core::ErrorKind::kUsage,
-                                    fmt::format("give trace files or --live / -- CMD, not both (got {} and a live run)",
-                                                f.traces.front())),
-                        f.out.json);
+    return usage_error(
+        fmt::format("give trace files or --live / -- CMD, not both (got {} and a live run)", f.traces.front()),
+        f.out.json);
   if (!record_mode && f.traces.empty())
-    return report_error(
-        core::Error(core::ErrorKind::kUsage,
-                    "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
-                    "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help"),
+    return usage_error(
+        "nothing to diagnose: give a trace (gpudoc diagnose run.jsonl), --live, or a command "
+        "after -- (gpudoc diagnose -- python3 train.py); see gpudoc diagnose --help",
         f.out.json);
   if (!record_mode && (f.run.duration_s > 0 || !f.run.output.empty() || f.run.keep_trace))
-    return report_error(
-        core::Error(core::ErrorKind::kUsage, "--duration, -o and --keep-trace apply to --live and -- CMD only"),
-        f.out.json);
+    return usage_error("--duration, -o and --keep-trace apply to --live and -- CMD only", f.out.json);
 
   if (!record_mode) {
     std::vector<Diagnosed> items;

@@ -45,8 +45,7 @@ int run_guard(GuardFlags f, Context& ctx) {
     return 0;
   }
   if (f.command.empty() == f.pids.empty())
-    return report_error(core::Error(core::ErrorKind::kUsage, "give a command after -- or --pid PID..., not both"),
-                        f.json);
+    return usage_error("give a command after -- or --pid PID..., not both", f.json);
   auto signals = guard::signal_opt_in_from_text(f.signals);
   if (!signals) return report_error(signals.error(), f.json);
   // The guard reads only what it decides on: power, clocks and die temperature (fast), memory and

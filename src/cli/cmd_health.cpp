@@ -108,7 +108,7 @@ int run_health(const HealthFlags& f, Context& ctx) {
   if (f.gate) return print_gate(f, node->results, j);
   if (f.json)
     print_json(j);
-  else
+  else  // coloured on a terminal: the table escapes what it quotes itself
     std::fputs(
         view::render_health_table(node->results, node->wall_seconds, view::health_header(*node, live->banner), color())
             .c_str(),

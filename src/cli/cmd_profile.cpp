@@ -54,16 +54,15 @@ core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set,
 
 int run_profile(ProfileFlags& f) {
   if (f.command.empty() == f.input.empty())
-    return report_error(core::Error(core::ErrorKind::kUsage,
-                                    "give a command to profile after -- (gpudoc profile -- python3 train.py), or "
-                                    "--input RECORDS to analyse saved records, not both"),
-                        f.json);
-  if (!f.sample.empty() && (f.sample_env = profile::sample_to_env(f.sample)).empty())
-    return report_error(
-        core::Error(core::ErrorKind::kUsage, fmt::format("--sample {}: give seconds traced and seconds not, as ON:OFF "
-                                                         "(2:18 traces 2 s of every 20 s), each at least 0.001",
-                                                         f.sample)),
+    return usage_error(
+        "give a command to profile after -- (gpudoc profile -- python3 train.py), or "
+        "--input RECORDS to analyse saved records, not both",
         f.json);
+  if (!f.sample.empty() && (f.sample_env = profile::sample_to_env(f.sample)).empty())
+    return usage_error(fmt::format("--sample {}: give seconds traced and seconds not, as ON:OFF "
+                                   "(2:18 traces 2 s of every 20 s), each at least 0.001",
+                                   f.sample),
+                       f.json);
   int exit_code = 0;
   std::size_t files = 1;
   core::Result<profile::RecordSet> set = core::Error(core::ErrorKind::kInternal, "no records");

@@ -26,10 +26,9 @@ struct RecordFlags {
 
 int run_record(const RecordFlags& f, Context& ctx) {
   if (f.output == "-" && !f.command.empty())
-    return report_error(
-        core::Error(core::ErrorKind::kUsage,
-                    "-o - writes the trace to stdout, where the command's own output would mix into it; "
-                    "give a file name"),
+    return usage_error(
+        "-o - writes the trace to stdout, where the command's own output would mix into it; "
+        "give a file name",
         f.json);
   auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);

@@ -32,9 +32,7 @@ int run_report(const ReportFlags& f) {
   if (!since) return report_error(since.error(), f.json);
   const auto now_ns = core::SystemClock().unix_now_ns();
   if (f.guard) {
-    if (f.html)
-      return report_error(core::Error(core::ErrorKind::kUsage, "--html is for the health history, not --guard"),
-                          f.json);
+    if (f.html) return usage_error("--html is for the health history, not --guard", f.json);
     auto events = store::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
     if (!events) return report_error(events.error(), f.json);
     if (f.json)

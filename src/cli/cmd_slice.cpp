@@ -69,11 +69,7 @@ int run_slice(SliceFlags& f) {
 
 int run_list(const SliceFlags& f) {
   const auto slices = slice::list();
-  if (f.list_json)
-    print_json(view::slice_list_json(slices));
-  else
-    std::fputs(view::render_slice_list(slices).c_str(), stdout);
-  return 0;
+  return emit(f.list_json, view::slice_list_json(slices), view::render_slice_list(slices), 0);
 }
 
 }  // namespace

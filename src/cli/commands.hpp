@@ -53,5 +53,7 @@ void register_slice(CLI::App& app, Action& action);
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns
 // the exit code for its kind.
 int report_error(const core::Error& error, bool json);
+// report_error for a usage error (exit 2): flags that contradict each other, a missing argument.
+int usage_error(const std::string& message, bool json);
 
 }  // namespace gpudoc::cli

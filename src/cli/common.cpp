@@ -18,6 +18,14 @@ void print_text(std::FILE* to, std::string_view text) {
   std::fputs(core::terminal_safe(text, core::Newlines::kKeep).c_str(), to);
 }
 
+int emit(bool json, const nlohmann::json& j, std::string_view text, int code) {
+  if (json)
+    print_json(j);
+  else
+    print_text(stdout, text);
+  return code;
+}
+
 void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill) {
   const auto text = view::help_file(name);
   if (!text) throw std::logic_error(fmt::format("docs/cli/{}.txt is not in the build", name));

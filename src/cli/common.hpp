@@ -66,6 +66,10 @@ struct SamplerFlags {
           telemetry::SamplerConfig::default_periods()) const;
 };
 
+// --json: `j` on stdout (print_json); else `text` (print_text). Returns `code`. For a command whose
+// result is one document or one text, both cheap to make.
+int emit(bool json, const nlohmann::json& j, std::string_view text, int code = 0);
+
 // Sets `cmd`'s description and footer from its help file, docs/cli/NAME.txt (view/help_text.hpp),
 // with the @KEY@ parts `fill` gives. A missing or malformed file is a bug of the build: throws
 // std::logic_error naming the file (run() reports it as an internal error, exit 4).
