@@ -63,25 +63,6 @@ core::Result<Settings> settings_of(const ServeFlags& f) {
   return s;
 }
 
-serve::Handlers handlers_of(serve::Service& service) {
-  serve::Handlers h;
-  h.metrics = [&service] { return service.metrics_snapshot(); };
-  h.state = [&service] { return service.state_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
-  h.history = [&service](double seconds) {
-    return service.history_json(seconds).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
-  h.wait_for_update = [&service](std::uint64_t seen, std::chrono::milliseconds timeout) {
-    return service.wait_for_update(seen, timeout);
-  };
-  h.healthy = [&service] { return service.running(); };
-  h.asset = [](std::string_view path) -> std::optional<serve::Asset> {
-    auto a = view::dashboard_asset(path);
-    if (!a) return std::nullopt;
-    return serve::Asset{a->body, a->content_type};
-  };
-  return h;
-}
-
 void announce(const Settings& s, int port, const telemetry::Live& live) {
   const bool v6 = s.listen.host.find(':') != std::string::npos;
   const std::string where =
@@ -117,7 +98,11 @@ int run_serve(const ServeFlags& f, Context& ctx) {
   so.backend = live->spec->text;
   serve::Service service(*live, *header, so);
   serve::Server server({.host = s->listen.host, .port = s->listen.port, .dcgm_compatible = s->dcgm_compatible},
-                       handlers_of(service));
+                       service.handlers([](std::string_view path) -> std::optional<serve::Asset> {
+                         auto a = view::dashboard_asset(path);
+                         if (!a) return std::nullopt;
+                         return serve::Asset{a->body, a->content_type};
+                       }));
   if (auto st = service.start(); !st) return report_error(st.error(), false);
   auto port = server.start();
   if (!port) {

@@ -301,8 +301,6 @@ struct Server::Impl {
       const Alive a = h.liveness();
       return a.ok ? plain(200, "ok\n") : plain(503, "not alive: " + a.reason + "\n");
     }
-    if (p == "/healthz" && h.healthy)
-      return h.healthy() ? plain(200, "ok\n") : plain(503, "the sampler is not running\n");
     if ((p == "/" || p.starts_with("/assets/")) && h.asset) {
       const auto a = h.asset(p);
       if (!a) return plain(404, "no such file\n");

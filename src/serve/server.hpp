@@ -19,7 +19,7 @@
 //                       a ": keep-alive" comment every 15 s without one; at most `max_streams` at once
 //                       (503 beyond, with Retry-After)
 //   /healthz            "ok" while handlers.liveness says the sampler is alive, else 503 with its
-//                       reason (without liveness: handlers.healthy's yes or no)
+//                       reason
 //   /, /assets/NAME     handlers.asset's files (the dashboard), when given
 //
 // What a client cannot do: hold a thread (handlers run on their own threads, one of which never
@@ -88,7 +88,6 @@ struct Handlers {
   // nothing new; 0: shutting down).
   std::function<std::uint64_t(std::uint64_t seen, std::chrono::milliseconds timeout)> wait_for_update;
   std::function<Alive()> liveness;                                   // /healthz
-  std::function<bool()> healthy;                                     // /healthz without liveness
   std::function<std::optional<Asset>(std::string_view path)> asset;  // "/" and "/assets/NAME"
 };
 

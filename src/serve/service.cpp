@@ -262,4 +262,20 @@ std::uint64_t Service::wait_for_update(std::uint64_t seen, std::chrono::millisec
   return running_ ? sequence_ : 0;
 }
 
+Handlers Service::handlers(std::function<std::optional<Asset>(std::string_view path)> asset) {
+  constexpr auto kDump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  Handlers h;
+  h.metrics = [this] { return metrics_snapshot(); };
+  h.state = [this, kDump] { return kDump(state_json()); };
+  h.history = [this, kDump](double seconds) { return kDump(history_json(seconds)); };
+  h.wait_for_update = [this](std::uint64_t seen, std::chrono::milliseconds timeout) {
+    return wait_for_update(seen, timeout);
+  };
+  h.liveness = [this] { return liveness(); };
+  h.asset = std::move(asset);
+  return h;
+}
+
 }  // namespace gpudoc::serve

@@ -38,6 +38,7 @@
 #include "serve/history.hpp"
 #include "serve/latest.hpp"
 #include "serve/liveness.hpp"
+#include "serve/server.hpp"
 #include "serve/verdicts.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/sampler.hpp"
@@ -86,6 +87,9 @@ class Service {
   // /healthz: alive while the sampling loop ticks (once a second); not after 10 s without a tick,
   // nor once stopped, with the reason (serve/liveness.hpp).
   [[nodiscard]] Alive liveness() const;
+  // The server's handlers answered from this service (it must outlive the server); `asset` serves
+  // the dashboard's files ("/" and "/assets/NAME"), which live above serve (view/dashboard_assets).
+  [[nodiscard]] Handlers handlers(std::function<std::optional<Asset>(std::string_view path)> asset);
   // How many sliding diagnoses ran (tests wait for the first).
   [[nodiscard]] std::uint64_t diagnoses() const { return diagnoses_.load(); }
 

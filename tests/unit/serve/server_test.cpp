@@ -72,7 +72,7 @@ class ServerTest : public ::testing::Test {
       cv_.wait_for(lock, timeout, [&] { return sequence_ != seen || stopped_; });
       return stopped_ ? 0 : sequence_;
     };
-    h.healthy = [] { return true; };
+    h.liveness = [] { return Alive{.ok = true, .reason = ""}; };
     h.asset = [](std::string_view path) -> std::optional<Asset> {
       if (path == "/") return Asset{"<!doctype html><title>t</title>", "text/html; charset=utf-8"};
       if (path == "/assets/app.js") return Asset{"console.log(1)", "text/javascript; charset=utf-8"};
@@ -562,7 +562,6 @@ TEST(ServerHealthz, LivenessAnswersWithTheReason) {
     if (ok) return {.ok = true, .reason = ""};
     return {.ok = false, .reason = "the sampler's last tick was 12.0 s ago"};
   };
-  h.healthy = [] { return true; };  // liveness wins when both are given
   ServerOptions options;
   options.port = 0;
   Server server(options, std::move(h));
