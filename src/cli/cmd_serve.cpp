@@ -16,7 +16,6 @@
 #include "serve/process_labels.hpp"
 #include "serve/server.hpp"
 #include "serve/service.hpp"
-#include "store/database.hpp"
 #include "telemetry/recorder.hpp"
 #include "telemetry/replay_backend.hpp"
 #include "view/dashboard_assets.hpp"
@@ -25,39 +24,24 @@ namespace gpudoc::cli {
 namespace {
 
 struct ServeFlags {
-  serve::SettingFlags settings;
-  std::string config;
-  std::optional<std::string> store;
-  bool no_store = false;
+  serve::SettingFlags settings;  // with --config, --store, --no-store; --period is the sampler's
   double duration_s = 0;
   SamplerFlags sampler;
 };
 
-// Flags over the config file over the defaults.
+// Flags over the config file over the defaults, and the sampler's configuration.
 struct Settings : serve::Settings {
-  std::optional<std::string> store;  // the path; nullopt: no store
   telemetry::SamplerConfig sampler;
 };
 
-core::Result<Settings> settings_of(const ServeFlags& f) {
-  serve::ConfigFile file;
-  if (!f.config.empty()) {
-    auto parsed = serve::load_config(f.config);
-    if (!parsed) return parsed.error();
-    file = std::move(*parsed);
-  }
-  auto resolved = serve::resolve_settings(f.settings, file);
+core::Result<Settings> settings_of(ServeFlags f) {
+  f.settings.periods = f.sampler.periods;
+  auto resolved = serve::resolve(f.settings);
   if (!resolved) return resolved.error();
   Settings s;
   static_cast<serve::Settings&>(s) = *resolved;
-  if (!f.no_store) {
-    auto path = store::default_store_path(f.store ? f.store : file.store);
-    if (!path) return path.error();
-    s.store = *path;
-  }
-  SamplerFlags sampler = f.sampler;
-  sampler.periods = serve::period_overrides(file, f.sampler.periods);
-  auto config = sampler.to_config(serve::default_periods());
+  f.sampler.periods = s.periods;
+  auto config = f.sampler.to_config(serve::default_periods());
   if (!config) return config.error();
   s.sampler = std::move(*config);
   return s;
@@ -142,7 +126,7 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
       app.add_subcommand("serve", "Serve live GPU metrics, findings and verdicts to Prometheus and a dashboard");
   apply_help(*cmd, "serve");
   cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
-  cmd->add_option("--config", f->config, "a JSON file of settings (docs/serve.md); flags override it");
+  cmd->add_option("--config", f->settings.config, "a JSON file of settings (docs/serve.md); flags override it");
   cmd->add_flag("--dcgm-compatible", f->settings.dcgm_compatible,
                 "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");
   // The same ranges as the config file's keys (serve/config.hpp).
@@ -152,9 +136,9 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
              "seconds between two diagnoses (default 10)");
   add_number(*cmd, "--history", f->settings.history_s, {.min = 60, .max = 86400, .unit = "seconds"},
              "seconds of waveforms kept for the dashboard (default 600)");
-  cmd->add_option("--store", f->store,
+  cmd->add_option("--store", f->settings.store,
                   "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");
-  cmd->add_flag("--no-store", f->no_store, "read no store: no health or baseline series");
+  cmd->add_flag("--no-store", f->settings.no_store, "read no store: no health or baseline series");
   add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
              "stop after this many seconds (default: until SIGINT/SIGTERM)");
   f->sampler.add_to(*cmd, "serve reads gpm every 1000 ms, not 200 (docs/serve.md)");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.hpp"
+#include "store/database.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace gpudoc::serve {
@@ -144,6 +145,24 @@ core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile&
   s.diagnose_window_s = f.diagnose_window_s > 0 ? f.diagnose_window_s : file.diagnose_window_s.value_or(120);
   s.diagnose_every_s = f.diagnose_every_s > 0 ? f.diagnose_every_s : file.diagnose_every_s.value_or(10);
   s.history_s = f.history_s > 0 ? f.history_s : file.history_s.value_or(600);
+  return s;
+}
+
+core::Result<Settings> resolve(const SettingFlags& flags) {
+  ConfigFile file;
+  if (!flags.config.empty()) {
+    auto parsed = load_config(flags.config);
+    if (!parsed) return parsed.error();
+    file = std::move(*parsed);
+  }
+  auto s = resolve_settings(flags, file);
+  if (!s) return s.error();
+  if (!flags.no_store) {
+    auto path = store::default_store_path(flags.store ? flags.store : file.store);
+    if (!path) return path.error();
+    s->store = *path;
+  }
+  s->periods = period_overrides(file, flags.periods);
   return s;
 }
 

@@ -53,14 +53,18 @@ struct ConfigFile {
 // be read, else parse_config's.
 [[nodiscard]] core::Result<ConfigFile> load_config(const std::string& path);
 
-// What serve runs with besides its store and sampler: each flag given (a number above 0, a text
-// not empty, a flag set) over the file's value over the default.
+// What serve runs with: each flag given (a number above 0, a text not empty, a flag set) over the
+// file's value over the default.
 struct SettingFlags {
   std::string listen;
   bool dcgm_compatible = false;
-  double diagnose_window_s = 0;  // 0: the file's, else 120
-  double diagnose_every_s = 0;   // 0: the file's, else 10
-  double history_s = 0;          // 0: the file's, else 600
+  double diagnose_window_s = 0;      // 0: the file's, else 120
+  double diagnose_every_s = 0;       // 0: the file's, else 10
+  double history_s = 0;              // 0: the file's, else 600
+  std::string config;                // --config FILE; empty: none
+  std::optional<std::string> store;  // --store; nullopt: the file's, else store::default_store_path's
+  bool no_store = false;             // --no-store
+  std::vector<std::string> periods;  // --period GROUP=MS
 };
 struct Settings {
   ListenAddress listen{"127.0.0.1", kDefaultPort};
@@ -68,9 +72,14 @@ struct Settings {
   double diagnose_window_s = 120;
   double diagnose_every_s = 10;
   double history_s = 600;
+  std::optional<std::string> store;  // the store's path (resolve only); nullopt: no store
+  std::vector<std::string> periods;  // GROUP=MS over default_periods(): period_overrides (resolve only)
 };
 // Errors: parse_listen's for the address in effect.
 [[nodiscard]] core::Result<Settings> resolve_settings(const SettingFlags& flags, const ConfigFile& file);
+// The whole of it: the file at flags.config read (when given), resolve_settings, the store's path
+// and the period overrides. Errors: load_config's, resolve_settings', store::default_store_path's.
+[[nodiscard]] core::Result<Settings> resolve(const SettingFlags& flags);
 
 // How often serve reads GPM: every second, not every 200 ms as the recorder does (--period gpm=200
 // restores that). GPM's metrics are differences of two counter snapshots, whose interval is ours to

@@ -99,5 +99,29 @@ TEST(ServeSettings, PeriodsAreTheRecordersButGpmThenTheFileThenTheFlags) {
   EXPECT_TRUE(period_overrides({}, {}).empty());
 }
 
+// serve::resolve: the file read when given, its store and periods under the flags'.
+TEST(ServeSettings, ResolveReadsTheFileThenLaysTheFlagsOverIt) {
+  auto dir = core::PrivateDir::create("gpudoc-test-serve");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir->path() + "/serve.json";
+  std::ofstream(path) << R"({"listen": ":9700", "store": "/srv/file.db", "periods": {"fast": 100}})";
+  SettingFlags flags;
+  flags.config = path;
+  flags.periods = {"fast=50"};
+  auto s = resolve(flags);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->listen.port, 9700);
+  EXPECT_EQ(s->store, std::optional<std::string>("/srv/file.db"));
+  EXPECT_EQ(s->periods, (std::vector<std::string>{"fast=100", "fast=50"}));
+  flags.store = "/srv/flag.db";
+  EXPECT_EQ(resolve(flags)->store, std::optional<std::string>("/srv/flag.db"));
+  flags.no_store = true;
+  EXPECT_FALSE(resolve(flags)->store);
+  flags.config = dir->path() + "/missing.json";
+  auto missing = resolve(flags);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind(), core::ErrorKind::kUsage);
+}
+
 }  // namespace
 }  // namespace gpudoc::serve
