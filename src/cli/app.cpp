@@ -2,11 +2,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <optional>
 #include <sstream>
@@ -18,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/commit.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "telemetry/backend_source.hpp"
@@ -28,32 +26,14 @@ std::vector<std::string>& after_double_dash() {
   static std::vector<std::string> words;
   return words;
 }
-void ignore_broken_pipe(int) {}
-
-// A reader that goes away (`gpudoc ... | head -1`) must not kill gpudoc by SIGPIPE before it has
-// stored what it measured: a write to the closed pipe fails with EPIPE instead, and the end of
-// run() says so. A handler, not SIG_IGN: an ignored signal stays ignored in the commands gpudoc
-// runs (record -- CMD), a handled one is reset to the default by exec.
-void survive_broken_pipe() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = ignore_broken_pipe;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGPIPE, &sa, nullptr);
-}
 
 // A command's output that did not reach stdout (a full disk, a closed pipe) is an error, whatever
 // the command returned.
 int check_stdout(int code) {
-  errno = 0;
-  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
-  if (!failed) return code;
-  const int err = errno;
-  std::fputs(fmt::format("gpudoc: error: writing to stdout failed{}: the output is incomplete\n",
-                         err != 0 ? fmt::format(" ({})", std::strerror(err)) : std::string())
-                 .c_str(),
-             stderr);
-  return code != core::kExitOk ? code : core::exit_code(core::ErrorKind::kIo);
+  const auto flushed = core::flush_stream(stdout, "stdout");
+  if (flushed) return code;
+  const int io = report_error(flushed.error(), false);
+  return code != core::kExitOk ? code : io;
 }
 
 void register_commands(CLI::App& app, Action& action, Context& ctx) {
@@ -142,7 +122,7 @@ int run(int argc, char** argv) {
   auto spec = telemetry::choose_backend_spec(backend_flag, std::getenv("GPUDOC_BACKEND"));
   if (!spec) return report_error(spec.error(), false);
   ctx.backend.select(std::move(*spec));
-  survive_broken_pipe();
+  core::survive_broken_pipe();  // an EPIPE is reported by check_stdout, not a silent death
   int code = core::kExitInternal;
   try {
     code = action();

@@ -274,4 +274,13 @@ Status write_file(const std::string& path, std::string_view content) {
   return ok_status();
 }
 
+Status flush_stream(std::FILE* stream, std::string_view name) {
+  errno = 0;
+  const bool failed = std::fflush(stream) != 0 || std::ferror(stream) != 0;
+  if (!failed) return ok_status();
+  const int err = errno;
+  return Error(ErrorKind::kIo, fmt::format("writing to {} failed{}: the output is incomplete", name,
+                                           err != 0 ? fmt::format(" ({})", std::strerror(err)) : std::string()));
+}
+
 }  // namespace gpudoc::core

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -81,5 +82,12 @@ class LineReader {
 // symlink) is written through directly, as the user named it. New files get mode 0666 & ~umask.
 // Errors: kIo "writing PATH: <reason>"; on failure `path` is left as it was.
 [[nodiscard]] Status write_file(const std::string& path, std::string_view content);
+
+// Flushes `stream` and says whether everything written to it arrived: output that did not (a full
+// disk, a reader that went away: EPIPE once SIGPIPE is survived, core/stop_signals.hpp) leaves a
+// command's result incomplete, whatever the command returned. `name` names the stream ("stdout").
+// Errors: kIo "writing to NAME failed (REASON): the output is incomplete" (no "(REASON)" when
+// errno gives none).
+[[nodiscard]] Status flush_stream(std::FILE* stream, std::string_view name);
 
 }  // namespace gpudoc::core

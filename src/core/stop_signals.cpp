@@ -27,6 +27,7 @@ void on_stop_signal(int sig) {
     errno = saved;
   }
 }
+void ignore_broken_pipe(int) {}
 }  // namespace
 
 void install_stop_handlers() {
@@ -55,6 +56,14 @@ bool wait_for_stop(Nanos timeout) {
   return g_stop.count.load() > 0;  // the byte stays in the pipe: every later wait returns at once
 }
 const StopSignal& stop_signal() { return g_stop; }
+
+void survive_broken_pipe() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = ignore_broken_pipe;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+}
 
 int exit_code_after_stop(int code) {
   const int sig = g_stop.signal.load();

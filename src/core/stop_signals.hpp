@@ -24,4 +24,11 @@ const StopSignal& stop_signal();
 // signal N came (whatever the command had to say after it).
 [[nodiscard]] int exit_code_after_stop(int code);
 
+// A reader that goes away (`gpudoc ... | head -1`) must not kill gpudoc by SIGPIPE before it has
+// stored what it measured: after this, a write to the closed pipe fails with EPIPE instead, and
+// the command says so (flush_stream, core/file.hpp). A handler that does nothing, not SIG_IGN: an
+// ignored signal stays ignored in the commands gpudoc runs (record -- CMD), a handled one is reset
+// to the default by exec.
+void survive_broken_pipe();
+
 }  // namespace gpudoc::core

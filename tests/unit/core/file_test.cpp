@@ -112,6 +112,26 @@ TEST_F(FileTest, ModeOfNewAndRewrittenFiles) {
   ::umask(old_mask);
 }
 
+// A stream whose output cannot arrive (/dev/full: ENOSPC) is an I/O error naming the stream and the
+// reason; one that took everything is fine.
+TEST_F(FileTest, FlushStreamSaysWhenTheOutputIsIncomplete) {
+  std::FILE* full = std::fopen("/dev/full", "w");
+  ASSERT_NE(full, nullptr);
+  std::fputs("lost", full);
+  const auto st = flush_stream(full, "stdout");
+  std::fclose(full);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind(), ErrorKind::kIo);
+  EXPECT_EQ(st.error().message(), "writing to stdout failed (No space left on device): the output is incomplete");
+
+  std::FILE* file = std::fopen((dir_ / "out.txt").c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fputs("kept", file);
+  EXPECT_TRUE(flush_stream(file, "out.txt").ok());
+  std::fclose(file);
+  EXPECT_EQ(*read_file((dir_ / "out.txt").string()), "kept");
+}
+
 TEST(InputLimits, DescribedAsMessagesShowThem) {
   EXPECT_EQ(describe_limit(4ULL << 20), "4 MiB");
   EXPECT_EQ(describe_limit(1ULL << 30), "1 GiB");
