@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/live_loop.hpp"
@@ -30,27 +31,19 @@ struct WatchFlags {
   SamplerFlags sampler;
 };
 
-// The backend this view reads: a TRACE argument is a replay of it at --speed; otherwise the one
-// chosen for the run. Both are opened by telemetry::BackendSource, so `watch TRACE` and
-// `--backend replay:TRACE watch` show the same thing.
+// The backend this view reads: a TRACE argument is a replay of it at --speed, opened here;
+// otherwise the one chosen for the run.
 core::Result<telemetry::Live> open_watched(const WatchFlags& f, Context& ctx,
                                            std::unique_ptr<telemetry::BackendSource>& own) {
   if (f.trace.empty()) return ctx.backend.open_gpus();
-  if (ctx.backend.spec().origin == "--backend")
-    return core::Error(core::ErrorKind::kUsage,
-                       fmt::format("give a TRACE or --backend {}, not both", ctx.backend.spec().text));
-  auto spec = telemetry::parse_backend_spec("replay:" + f.trace + fmt::format("@{}", f.speed), "");
+  auto spec = telemetry::trace_argument_spec(ctx.backend.spec(), f.trace, f.speed);
   if (!spec) return spec.error();
   own = std::make_unique<telemetry::BackendSource>(std::move(*spec));
   return own->open_gpus();
 }
 
 int run_watch(const WatchFlags& f, Context& ctx) {
-  // A live view drains the utilization buffer more often than a recording does, so the newest
-  // bars are not seconds behind; still never faster than the buffer's 200 ms samples.
-  auto defaults = telemetry::SamplerConfig::default_periods();
-  defaults[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(500);
-  auto config = f.sampler.to_config(defaults);
+  auto config = f.sampler.to_config(telemetry::LiveLoop::default_periods());
   if (!config) return report_error(config.error(), f.json);
   std::unique_ptr<telemetry::BackendSource> own;
   auto live = open_watched(f, ctx, own);
@@ -74,14 +67,11 @@ int run_watch(const WatchFlags& f, Context& ctx) {
         std::fputs(frame.c_str(), stdout);
         if (!clear && !json) std::fputs("\n", stdout);  // a blank line between frames
         // A reader that went away (`| head -1`) ends the view; run() reports the failed write.
-        return std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+        return core::flush_stream(stdout, "stdout").ok();
       },
       [] { return stop_requests().load() > 0; });
   if (clear) std::fputs("\x1b[?25h", stdout);
-  if (live->replay != nullptr && !f.json)
-    print_text(stderr, fmt::format("gpudoc: that was a replay of {}, not a live GPU.\n", live->spec->file));
-  else if (!live->real() && !f.json)
-    print_text(stderr, fmt::format("gpudoc: those were {}, not this machine's GPUs.\n", live->spec->text));
+  print_text(stderr, view::watch_end_note(*live, f.json));
   return frames > 0 || stop_requests().load() > 0 || std::ferror(stdout) != 0 ? 0 : core::kExitInternal;
 }
 

@@ -106,6 +106,12 @@ core::Result<BackendSpec> choose_backend_spec(const std::optional<std::string>& 
   return BackendSpec{};
 }
 
+core::Result<BackendSpec> trace_argument_spec(const BackendSpec& chosen, const std::string& trace, double speed) {
+  if (chosen.origin == "--backend")
+    return core::Error(core::ErrorKind::kUsage, fmt::format("give a TRACE or --backend {}, not both", chosen.text));
+  return parse_backend_spec(fmt::format("replay:{}@{}", trace, speed), "");
+}
+
 const char* to_string(BackendKind kind) noexcept {
   switch (kind) {
     case BackendKind::kNvml: return "nvml";

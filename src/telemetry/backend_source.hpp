@@ -59,6 +59,13 @@ inline constexpr double kMaxReplaySpeed = 1000;
 // The spec in effect: `flag` when given, else `env` (GPUDOC_BACKEND) when set and not empty, else
 // nvml. Errors: parse_backend_spec's.
 [[nodiscard]] core::Result<BackendSpec> choose_backend_spec(const std::optional<std::string>& flag, const char* env);
+// The replay of a TRACE a command takes as its argument (`gpudoc watch TRACE`), at `speed`, in place
+// of the run's spec `chosen`: the same replay as `--backend replay:TRACE@SPEED`, so both show the
+// same thing. A --backend beside the TRACE would be a second answer to one question: kUsage "give
+// a TRACE or --backend SPEC, not both" (GPUDOC_BACKEND, the machine's default, gives way). Else
+// parse_backend_spec's errors, with no origin: the argument is the user's own.
+[[nodiscard]] core::Result<BackendSpec> trace_argument_spec(const BackendSpec& chosen, const std::string& trace,
+                                                            double speed);
 
 // What an opened backend gives a command. The pointers stay valid as long as the BackendSource.
 struct Live {

@@ -25,6 +25,12 @@ LiveLoop::LiveLoop(const Live& live, const TraceHeader& header, const SamplerCon
       state_(header.gpus, view_periods(live, config)),
       sampler_(*live.backend, *live.clock, config) {}
 
+std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> LiveLoop::default_periods() {
+  auto periods = SamplerConfig::default_periods();
+  periods[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(500);
+  return periods;
+}
+
 core::Status LiveLoop::start() { return sampler_.start(); }
 
 int LiveLoop::run(const std::function<bool(const LiveState&)>& on_tick, const std::function<bool()>& stop_requested) {

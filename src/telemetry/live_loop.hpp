@@ -36,6 +36,11 @@ class LiveLoop {
   // `live` and `header` must outlive the loop; `header` is make_header's for `config`.
   LiveLoop(const Live& live, const TraceHeader& header, const SamplerConfig& config, LiveLoopOptions options);
 
+  // The sampler's periods for a live view: the catalog's, but the utilization buffer drained every
+  // 500 ms, more often than a recording does, so the newest bars are not seconds behind; still never
+  // faster than the buffer's 200 ms samples. --period goes over them.
+  [[nodiscard]] static std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> default_periods();
+
   // Starts sampling. Errors: the sampler's.
   [[nodiscard]] core::Status start();
   // Ticks until one of the ends above; `on_tick` sees the state as of that moment and returns false

@@ -189,4 +189,11 @@ std::string watch_frame(const telemetry::LiveState& state, const telemetry::Live
   return render_watch(state, {.title = title_of(header), .banner = live.banner, .clock = clock_text});
 }
 
+std::string watch_end_note(const telemetry::Live& live, bool json) {
+  if (json) return "";
+  if (live.replay != nullptr) return fmt::format("gpudoc: that was a replay of {}, not a live GPU.\n", live.spec->file);
+  if (!live.real()) return fmt::format("gpudoc: those were {}, not this machine's GPUs.\n", live.spec->text);
+  return "";
+}
+
 }  // namespace gpudoc::view

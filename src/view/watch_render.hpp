@@ -33,5 +33,10 @@ struct WatchRenderOptions {
 // machine's GPUs.
 [[nodiscard]] std::string watch_frame(const telemetry::LiveState& state, const telemetry::Live& live,
                                       const telemetry::TraceHeader& header, bool json);
+// What `gpudoc watch` says on stderr when a view of GPUs that are not this machine's ends, so a
+// screen left behind is not taken for a live one: "gpudoc: that was a replay of FILE, not a live
+// GPU.\n" or "gpudoc: those were fake:2, not this machine's GPUs.\n"; "" for real GPUs and with
+// `json` (the frames named the backend). Raw text: the caller prints it terminal-safe.
+[[nodiscard]] std::string watch_end_note(const telemetry::Live& live, bool json);
 
 }  // namespace gpudoc::view

@@ -122,6 +122,24 @@ TEST(BackendSource, ReplayErrorsNameTheFileAndWhereTheSpecCameFrom) {
   EXPECT_EQ(source.open().error().message(), live.error().message());
 }
 
+// `watch TRACE`: the replay --backend replay:TRACE@SPEED gives, unless a --backend was given too.
+TEST(TraceArgumentSpec, IsTheReplayOfTheTraceAndRefusesASecondBackend) {
+  const std::string trace = data_file("sawtooth_p1000_d50.jsonl");
+  auto spec = trace_argument_spec(BackendSpec{}, trace, 2.5);
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  EXPECT_EQ(spec->kind, BackendKind::kReplay);
+  EXPECT_EQ(spec->file, trace);
+  EXPECT_DOUBLE_EQ(spec->speed, 2.5);
+  EXPECT_EQ(spec->origin, "");
+  // The environment's backend gives way to the argument; the flag's does not.
+  EXPECT_TRUE(trace_argument_spec(*choose_backend_spec(std::nullopt, "fake:2"), trace, 1).ok());
+  auto both = trace_argument_spec(*choose_backend_spec(std::string("fake:2"), nullptr), trace, 1);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_EQ(both.error().message(), "give a TRACE or --backend fake:2, not both");
+  EXPECT_FALSE(trace_argument_spec(BackendSpec{}, "", 1).ok());  // replay: needs a file
+}
+
 TEST(BackendSource, WithoutNvmlTheErrorSaysWhatStillWorks) {
   if (dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr) GTEST_SKIP() << "NVML is installed here";
   BackendSource source;

@@ -112,5 +112,27 @@ TEST(WatchRender, NamesFromGpusProcessesAndTracesCannotDriveTheTerminal) {
   EXPECT_EQ(j["gpus"][0]["processes"][0]["name"], p.name);
 }
 
+// The note after a view: a replay names its file, other GPUs that are not this machine's their spec;
+// real GPUs and --json get none.
+TEST(WatchEndNote, SaysWhenTheGpusWereNotLive) {
+  telemetry::BackendSource fake(*telemetry::parse_backend_spec("fake:2", "--backend"));
+  auto fake_live = fake.open_gpus();
+  ASSERT_TRUE(fake_live.ok()) << fake_live.error().message();
+  EXPECT_EQ(watch_end_note(*fake_live, false), "gpudoc: those were fake:2, not this machine's GPUs.\n");
+  EXPECT_EQ(watch_end_note(*fake_live, true), "");
+
+  const std::string trace = std::string(GPUDOC_SOURCE_DIR) + "/tests/data/sawtooth_p1000_d50.jsonl";
+  telemetry::BackendSource replay(*telemetry::parse_backend_spec("replay:" + trace + "@20", "--backend"));
+  auto replay_live = replay.open_gpus();
+  ASSERT_TRUE(replay_live.ok()) << replay_live.error().message();
+  EXPECT_EQ(watch_end_note(*replay_live, false), "gpudoc: that was a replay of " + trace + ", not a live GPU.\n");
+  EXPECT_EQ(watch_end_note(*replay_live, true), "");
+
+  const telemetry::BackendSpec nvml;
+  telemetry::Live real;
+  real.spec = &nvml;
+  EXPECT_EQ(watch_end_note(real, false), "");
+}
+
 }  // namespace
 }  // namespace gpudoc::view
