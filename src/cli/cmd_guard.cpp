@@ -48,14 +48,7 @@ int run_guard(GuardFlags f, Context& ctx) {
     return usage_error("give a command after -- or --pid PID..., not both", f.json);
   auto signals = guard::signal_opt_in_from_text(f.signals);
   if (!signals) return report_error(signals.error(), f.json);
-  // The guard reads only what it decides on: power, clocks and die temperature (fast), memory and
-  // HBM temperature (slow), processes (non-critical work on a GPU) and XID events. Utilization,
-  // GPM and energy cost CPU on every GPU (docs/results/sampler-cost.md) and decide nothing here;
-  // --period turns them on.
-  auto defaults = telemetry::SamplerConfig::default_periods();
-  for (auto g : {gpu::MetricGroup::kUtilization, gpu::MetricGroup::kGpm, gpu::MetricGroup::kEnergy})
-    defaults[gpu::index(g)] = std::chrono::milliseconds(0);
-  auto config = f.sampler.to_config(defaults);
+  auto config = f.sampler.to_config(guard::sampler_periods());
   if (!config) return report_error(config.error(), f.json);
 
   std::optional<guard::EventLog> log;
@@ -109,17 +102,13 @@ int run_guard(GuardFlags f, Context& ctx) {
   };
   auto r = guard::run_session(*live->backend, *live->clock, *channel, o, stop_requests(), sink);
   if (!r) return report_error(r.error(), f.json);
-  if (f.json)
-    print_json({{"end_reason", r->end_reason},
-                {"exit_code", r->exit_code ? nlohmann::json(*r->exit_code) : nlohmann::json()},
-                {"decisions", r->decisions},
-                {"advice", r->advice},
-                {"acks", r->acks},
-                {"signals", r->signals},
-                {"max_level", r->max_level},
-                {"log", f.log ? nlohmann::json(*f.log) : nlohmann::json()},
-                {"store", keeper ? nlohmann::json(keeper->path()) : nlohmann::json()},
-                {"run_id", keeper ? nlohmann::json(keeper->run_id()) : nlohmann::json()}});
+  if (f.json) {
+    auto j = guard::to_json(*r);
+    j["log"] = f.log ? nlohmann::json(*f.log) : nlohmann::json();
+    j["store"] = keeper ? nlohmann::json(keeper->path()) : nlohmann::json();
+    j["run_id"] = keeper ? nlohmann::json(keeper->run_id()) : nlohmann::json();
+    print_json(j);
+  }
   return r->exit_code.value_or(0);  // after stop signal N: 128 + N (run_guard's caller)
 }
 

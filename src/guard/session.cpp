@@ -777,4 +777,21 @@ core::Result<SessionResult> run_session(gpu::Backend& backend, core::Clock& cloc
   return s.run(stop_requests);
 }
 
+std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> sampler_periods() {
+  auto periods = telemetry::SamplerConfig::default_periods();
+  for (auto g : {gpu::MetricGroup::kUtilization, gpu::MetricGroup::kGpm, gpu::MetricGroup::kEnergy})
+    periods[gpu::index(g)] = std::chrono::milliseconds(0);
+  return periods;
+}
+
+nlohmann::json to_json(const SessionResult& r) {
+  return {{"end_reason", r.end_reason},
+          {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json()},
+          {"decisions", r.decisions},
+          {"advice", r.advice},
+          {"acks", r.acks},
+          {"signals", r.signals},
+          {"max_level", r.max_level}};
+}
+
 }  // namespace gpudoc::guard

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -59,6 +60,16 @@ struct SessionResult {
   int decisions = 0, advice = 0, acks = 0, signals = 0;
   int max_level = 0;
 };
+
+// The sampler's periods the guard starts from: it reads only what it decides on — power, clocks and
+// die temperature (fast), memory and HBM temperature (slow), processes (non-critical work on a GPU)
+// and XID events. Utilization, GPM and energy cost CPU on every GPU
+// (docs/results/sampler-cost.md) and decide nothing here: off (--period turns them on).
+[[nodiscard]] std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> sampler_periods();
+
+// The end of a session as `gpudoc guard --json` prints it: end_reason, exit_code (null: none),
+// decisions, advice, acks, signals, max_level.
+[[nodiscard]] nlohmann::json to_json(const SessionResult& result);
 
 using EventSink = std::function<void(const nlohmann::json& event)>;
 

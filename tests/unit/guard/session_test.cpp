@@ -313,5 +313,24 @@ TEST_F(GuardSession, AFloodOfGarbageIsLoggedAtMostTwentyTimesAMinute) {
   EXPECT_EQ(suppressed[0]["count"], 80);
 }
 
+TEST(GuardSession, ReadsOnlyWhatItDecidesOnAndSaysHowItEnded) {
+  const auto periods = sampler_periods();
+  for (auto g : {gpu::MetricGroup::kUtilization, gpu::MetricGroup::kGpm, gpu::MetricGroup::kEnergy})
+    EXPECT_EQ(periods[gpu::index(g)].count(), 0) << gpu::index(g);
+  EXPECT_GT(periods[gpu::index(gpu::MetricGroup::kFast)].count(), 0);
+  SessionResult r;
+  r.end_reason = "command_exited";
+  r.exit_code = 3;
+  r.decisions = 2;
+  r.max_level = 1;
+  const auto j = to_json(r);
+  EXPECT_EQ(j["end_reason"], "command_exited");
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["decisions"], 2);
+  EXPECT_EQ(j["max_level"], 1);
+  r.exit_code.reset();
+  EXPECT_TRUE(to_json(r)["exit_code"].is_null());
+}
+
 }  // namespace
 }  // namespace gpudoc::guard
