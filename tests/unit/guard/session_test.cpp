@@ -313,7 +313,7 @@ TEST_F(GuardSession, AFloodOfGarbageIsLoggedAtMostTwentyTimesAMinute) {
   EXPECT_EQ(suppressed[0]["count"], 80);
 }
 
-TEST(GuardSession, ReadsOnlyWhatItDecidesOnAndSaysHowItEnded) {
+TEST(GuardSessionSetup, ReadsOnlyWhatItDecidesOnAndSaysHowItEnded) {
   const auto periods = sampler_periods();
   for (auto g : {gpu::MetricGroup::kUtilization, gpu::MetricGroup::kGpm, gpu::MetricGroup::kEnergy})
     EXPECT_EQ(periods[gpu::index(g)].count(), 0) << gpu::index(g);
