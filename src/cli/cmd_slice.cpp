@@ -1,14 +1,13 @@
 // gpudoc slice: run a job in a slice of one GPU (memory, compute and copy limits), and
 // gpudoc slice list: the slices that run now, their processes and their use against the limits.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/text.hpp"
+#include "core/host.hpp"
 #include "slice/slice.hpp"
 #include "view/slice_list.hpp"
 
@@ -25,42 +24,23 @@ struct SliceFlags {
   bool list_json = false;
 };
 
-core::Error usage(const std::string& message) { return core::Error(core::ErrorKind::kUsage, message); }
-
-std::string exe_dir() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
-}
-
 int run_slice(SliceFlags& f) {
-  if (f.command.empty())
-    return report_error(usage("give the command to run after --, e.g. -- python3 train.py"), false);
+  if (f.command.empty()) return usage_error("give the command to run after --, e.g. -- python3 train.py", false);
   auto limits = slice::limits_from_text(f.mem, f.sm, f.pcie);
   if (!limits) return report_error(limits.error(), false);
   const slice::Placement placement = slice::choose_placement();
   std::string library;
   if (placement.mechanism == slice::Mechanism::kInterception) {
-    auto lib = slice::find_library(exe_dir());
+    auto lib = slice::find_library(core::executable_dir());
     if (!lib) return report_error(lib.error(), false);
     library = *lib;
   }
   auto gpu_bytes = slice::first_gpu_memory_bytes();
   if (!gpu_bytes) return report_error(gpu_bytes.error().with_context("gpudoc slice"), false);
-  if (limits->memory_bytes > *gpu_bytes)
-    return report_error(core::Error(core::ErrorKind::kBadInput,
-                                    fmt::format("--mem {}: more than the GPU's {} ({} bytes)", f.mem,
-                                                core::human_bytes(static_cast<double>(*gpu_bytes)), *gpu_bytes)),
-                        false);
+  if (auto fits = slice::check_memory_fits(*limits, f.mem, *gpu_bytes); !fits) return report_error(fits.error(), false);
   slice::Request request{*limits, f.name.empty() ? std::filesystem::path(f.command[0]).filename().string() : f.name,
                          f.command};
-  if (!f.quiet) {
-    std::fprintf(
-        stderr, "gpudoc slice: %s: memory %s, SM %s; %s\n", core::terminal_safe(request.name).c_str(),
-        limits->memory_bytes > 0 ? core::human_bytes(static_cast<double>(limits->memory_bytes)).c_str() : "no cap",
-        limits->sm_percent > 0 ? fmt::format("{} %", limits->sm_percent).c_str() : "no cap", placement.note.c_str());
-    std::fputs(slice::enforcement_notes(*limits, placement).c_str(), stderr);
-  }
+  if (!f.quiet) std::fputs(view::render_slice_start(request.name, *limits, placement).c_str(), stderr);
   install_stop_handlers();
   auto code = slice::run(request, placement, library, &stop_requests());
   if (!code) return report_error(code.error(), false);

@@ -18,4 +18,8 @@ namespace gpudoc::core {
 // gpudoc's threads costs can be read from outside. The kernel keeps 15 bytes; longer names are cut.
 void name_this_thread(std::string_view name);
 
+// The folder of the running executable (/proc/self/exe), where gpudoc's own libraries are looked for
+// beside it (libgpudoc_slice.so); "." when /proc cannot say.
+[[nodiscard]] std::string executable_dir();
+
 }  // namespace gpudoc::core

@@ -1,7 +1,10 @@
 // What a person asks of a slice: the limits from the flags' texts, and what the chosen mechanism
 // enforces of them, said before the job starts.
+#include <fmt/format.h>
+
 #include <string>
 
+#include "core/text.hpp"
 #include "slice/slice.hpp"
 
 namespace gpudoc::slice {
@@ -28,6 +31,13 @@ core::Result<Limits> limits_from_text(const std::string& mem, const std::string&
     limits.pcie_bytes_per_second = *rate;
   }
   return limits;
+}
+
+core::Status check_memory_fits(const Limits& limits, const std::string& mem, std::uint64_t gpu_bytes) {
+  if (limits.memory_bytes <= gpu_bytes) return core::ok_status();
+  return core::Error(core::ErrorKind::kBadInput,
+                     fmt::format("--mem {}: more than the GPU's {} ({} bytes)", mem,
+                                 core::human_bytes(static_cast<double>(gpu_bytes)), gpu_bytes));
 }
 
 std::string enforcement_notes(const Limits& limits, const Placement& placement) {

@@ -44,6 +44,11 @@ namespace gpudoc::slice {
 // driver (libcuda.so.1, or the file GPUDOC_CUDA_DRIVER names). kEnvironment when there is no driver
 // or no GPU.
 [[nodiscard]] core::Result<std::uint64_t> first_gpu_memory_bytes();
+// Whether `limits` asks for no more memory than the GPU has (`gpu_bytes`, first_gpu_memory_bytes()):
+// a cap above it would never bind, and the person meant something else. `mem` is the --mem text, as
+// the message quotes it. Errors: kBadInput "--mem 200G: more than the GPU's 140.4 GiB (150754820096
+// bytes)".
+[[nodiscard]] core::Status check_memory_fits(const Limits& limits, const std::string& mem, std::uint64_t gpu_bytes);
 
 enum class Mechanism {
   kInterception,  // LD_PRELOAD of libgpudoc_slice.so; accounting in the slice's shared state

@@ -70,4 +70,12 @@ nlohmann::json slice_list_json(const std::vector<slice::Listed>& slices) {
   return nlohmann::json{{"slices", out}};
 }
 
+std::string render_slice_start(const std::string& name, const slice::Limits& limits,
+                               const slice::Placement& placement) {
+  return fmt::format("gpudoc slice: {}: memory {}, SM {}; {}\n", core::terminal_safe(name),
+                     limits.memory_bytes > 0 ? core::human_bytes(static_cast<double>(limits.memory_bytes)) : "no cap",
+                     limits.sm_percent > 0 ? fmt::format("{} %", limits.sm_percent) : "no cap", placement.note) +
+         slice::enforcement_notes(limits, placement);
+}
+
 }  // namespace gpudoc::view

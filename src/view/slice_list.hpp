@@ -24,4 +24,11 @@ namespace gpudoc::view {
 // bytes per second and seconds, "processes": [{"pid", "used_bytes", "peak_bytes", ...}]}]}
 [[nodiscard]] nlohmann::json slice_list_json(const std::vector<slice::Listed>& slices);
 
+// What `gpudoc slice` says on stderr before the job starts (unless --quiet): "gpudoc slice: NAME:
+// memory 40.0 GiB, SM 30 %; NOTE" (a limit not given: "no cap"; NOTE why this mechanism, the
+// placement's), then slice::enforcement_notes' lines. The name, the command's or --name's, is
+// escaped by core::terminal_safe; the rest is gpudoc's own text.
+[[nodiscard]] std::string render_slice_start(const std::string& name, const slice::Limits& limits,
+                                             const slice::Placement& placement);
+
 }  // namespace gpudoc::view

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -37,6 +39,14 @@ TEST(NameThisThread, ShowsInProcAndIsCutTo15Bytes) {
   }).join();
   EXPECT_EQ(short_name, "gpudoc-gpu3");
   EXPECT_EQ(long_name, "a-name-longer-t");  // the kernel's limit, cut rather than refused
+}
+
+// The test program itself lies in the folder executable_dir names.
+TEST(ExecutableDir, HoldsTheRunningProgram) {
+  const std::string dir = executable_dir();
+  ASSERT_FALSE(dir.empty());
+  EXPECT_TRUE(std::filesystem::path(dir).is_absolute()) << dir;
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(dir) / program_invocation_short_name)) << dir;
 }
 
 }  // namespace

@@ -7,6 +7,20 @@
 namespace gpudoc::slice {
 namespace {
 
+// A cap above the GPU's memory would never bind: refused, naming the flag, its text and the GPU's size.
+TEST(SliceRequest, MemoryBeyondTheGpuIsRefused) {
+  const std::uint64_t h200 = 143771ull << 20;
+  EXPECT_TRUE(check_memory_fits(*limits_from_text("140G", "", ""), "140G", h200).ok());
+  EXPECT_TRUE(check_memory_fits(*limits_from_text("", "30", ""), "", h200).ok());  // no memory cap
+  Limits all;
+  all.memory_bytes = h200;
+  EXPECT_TRUE(check_memory_fits(all, "150754820096", h200).ok());  // the whole GPU
+  const auto over = check_memory_fits(*limits_from_text("200G", "", ""), "200G", h200);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().kind(), core::ErrorKind::kBadInput);
+  EXPECT_EQ(over.error().message(), "--mem 200G: more than the GPU's 140.4 GiB (150754820096 bytes)");
+}
+
 TEST(SliceRequest, LimitsFromTheFlagsTexts) {
   auto all = limits_from_text("40G", "30", "12G");
   ASSERT_TRUE(all.ok()) << all.error().message();

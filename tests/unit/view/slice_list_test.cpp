@@ -19,6 +19,28 @@ slice::Listed infer() {
   return s;
 }
 
+// The line before the job: the name escaped, each limit or "no cap", the placement's note, then
+// what the mechanism cannot enforce.
+TEST(SliceStartView, NamesTheLimitsAndTheMechanism) {
+  slice::Placement mps;
+  mps.mechanism = slice::Mechanism::kMps;
+  mps.note = "MPS: its client limits";
+  slice::Limits mem;
+  mem.memory_bytes = 40ull << 30;
+  EXPECT_EQ(render_slice_start("infer\x1b[2J", mem, mps),
+            "gpudoc slice: infer\\x1b[2J: memory 40.0 GiB, SM no cap; MPS: its client limits\n" +
+                slice::enforcement_notes(mem, mps));
+  slice::Placement intercepted;
+  intercepted.note = "no MPS daemon: the interception library";
+  slice::Limits sm;
+  sm.sm_percent = 30;
+  const std::string text = render_slice_start("train", sm, intercepted);
+  EXPECT_EQ(text.rfind("gpudoc slice: train: memory no cap, SM 30 %; no MPS daemon: the interception library\n", 0), 0u)
+      << text;
+  EXPECT_FALSE(slice::enforcement_notes(sm, intercepted).empty());  // --sm without MPS is explained
+  EXPECT_NE(text.find(slice::enforcement_notes(sm, intercepted)), std::string::npos) << text;
+}
+
 TEST(SliceListView, NoSlicesSaysHowToStartOne) {
   EXPECT_EQ(render_slice_list({}), "no slices run now (gpudoc slice --mem SIZE -- CMD starts one)\n");
   EXPECT_EQ(slice_list_json({}).dump(), R"({"slices":[]})");
