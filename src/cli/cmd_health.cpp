@@ -74,20 +74,8 @@ void store_results(const HealthFlags& f, const telemetry::Live& live, const heal
 // --gate: one line on stdout (the drain reason, or "ok: ..."), exit 1 when a check failed.
 int print_gate(const HealthFlags& f, const std::vector<health::CheckResult>& results, nlohmann::json& j) {
   const std::string reason = health::gate_reason(results);
-  if (f.json) {
-    j["gate"] = {{"pass", reason.empty()}, {"reason", reason}};
-    print_json(j);
-  } else if (reason.empty()) {
-    int warned = 0;
-    for (const auto& r : results) warned += r.status == health::Status::kWarn ? 1 : 0;
-    std::fputs(
-        fmt::format("ok: {} checks, none failed ({} warnings; `gpudoc health` shows them)\n", results.size(), warned)
-            .c_str(),
-        stdout);
-  } else {
-    print_text(stdout, reason + "\n");
-  }
-  return reason.empty() ? core::kExitOk : core::kExitFinding;
+  j["gate"] = {{"pass", reason.empty()}, {"reason", reason}};
+  return emit(f.json, j, view::health_gate_line(results), reason.empty() ? core::kExitOk : core::kExitFinding);
 }
 
 int run_health(const HealthFlags& f, Context& ctx) {

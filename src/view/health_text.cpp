@@ -64,4 +64,12 @@ nlohmann::json no_gpu_health_json(const std::vector<health::CheckResult>& host_r
   return j;
 }
 
+std::string health_gate_line(const std::vector<health::CheckResult>& results) {
+  const std::string reason = health::gate_reason(results);
+  if (!reason.empty()) return reason + "\n";
+  int warned = 0;
+  for (const auto& r : results) warned += r.status == health::Status::kWarn ? 1 : 0;
+  return fmt::format("ok: {} checks, none failed ({} warnings; `gpudoc health` shows them)\n", results.size(), warned);
+}
+
 }  // namespace gpudoc::view

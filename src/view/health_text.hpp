@@ -26,6 +26,9 @@ namespace gpudoc::view {
 
 // "gpudoc health — driver 580.95.05, CUDA 13.0; 8 GPU(s); load: HBM copy for 5.0 s" and a blank
 // line, under `banner` (a replay's or fake GPUs' notice) when there is one.
+// `health --gate`'s one line: the drain reason (health::gate_reason) when a check failed, else
+// "ok: N checks, none failed (W warnings; ...)".
+[[nodiscard]] std::string health_gate_line(const std::vector<health::CheckResult>& results);
 [[nodiscard]] std::string health_header(const health::NodeReport& node, const std::string& banner);
 
 // `gpudoc health --json` without a GPU: {"status": "no_gpu", "error": {kind, message, exit_code},
