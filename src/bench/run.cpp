@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/file.hpp"
 #include "telemetry/sampler.hpp"
 
 namespace gpudoc::bench {
@@ -68,6 +69,17 @@ class RunObserver {
 };
 
 }  // namespace
+
+ObserverSource observe_through(telemetry::BackendSource& source) {
+  return [&source] {
+    auto b = source.open_or_reason();
+    return Observer{b.backend, b.clock, b.backend != nullptr ? "" : "no GPU telemetry: " + b.why_not};
+  };
+}
+
+core::Result<std::string> read_saved_run(const std::string& path) {
+  return core::read_file(path, {.max_bytes = 32 << 20, .what = "a saved bench run"});
+}
 
 core::Result<Plan> make_plan(const PlanRequest& request) {
   if (request.device < 0) return core::Error(core::ErrorKind::kUsage, "--device must be >= 0");

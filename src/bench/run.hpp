@@ -21,6 +21,7 @@
 #include "core/clock.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
+#include "telemetry/backend_source.hpp"
 
 namespace gpudoc::bench {
 
@@ -47,6 +48,16 @@ struct Observer {
   std::string why_not;           // set when backend is null: it becomes the context's machine_reason
 };
 using ObserverSource = std::function<Observer()>;
+// The observer of `gpudoc bench`: the CUDA benchmarks run on a real GPU whatever the backend; the
+// clocks and throttle reasons beside them are read through `source`, the backend chosen for the run,
+// opened only when asked (a machine without a CUDA GPU never opens it). Without one, why_not is "no
+// GPU telemetry: " and the source's reason. `source` must outlive the run.
+[[nodiscard]] ObserverSource observe_through(telemetry::BackendSource& source);
+
+// A saved `gpudoc bench --json` output, read whole for `bench --from`: a few hundred KiB (a --full
+// run on one H200, tests/data/bench_h200_full.json: 250 KiB), refused past 32 MiB. Errors:
+// core::read_file's, kBadInput naming the file and "a saved bench run" past the limit.
+[[nodiscard]] core::Result<std::string> read_saved_run(const std::string& path);
 
 // Probes CUDA, asks `observe` for the backend (only when a CUDA GPU exists), samples the benchmarked
 // GPU's fast metric group (every 100 ms) through it while the plan runs, and attaches the machine

@@ -44,8 +44,7 @@ int render_saved(const BenchFlags& f) {
   if (!f.html) return usage_error("--from renders a saved run as a page: give --html FILE too", f.json);
   if (f.list || f.quick || f.full || !f.only.empty())
     return usage_error("--from renders a saved run; --list, --only, --quick and --full are for a new run", f.json);
-  // A saved run is a few hundred KiB (a --full run on one H200, tests/data/bench_h200_full.json: 250 KiB).
-  auto text = core::read_file(*f.from, {.max_bytes = 32 << 20, .what = "a saved bench run"});
+  auto text = bench::read_saved_run(*f.from);
   if (!text) return report_error(text.error(), f.json);
   auto saved = view::render_saved_bench_html(*text, *f.from);
   if (!saved) return report_error(saved.error(), f.json);
@@ -67,19 +66,13 @@ int run_bench(const BenchFlags& f, Context& context) {
                         .device = f.device});
   if (!plan) return report_error(plan.error(), f.json);
 
-  // The CUDA benchmarks run on a real GPU whatever the backend; the clocks and throttle reasons
-  // beside them are read through the backend chosen for the run.
-  const bench::ObserverSource observe = [&context] {
-    auto b = context.backend.open_or_reason();
-    return bench::Observer{b.backend, b.clock, b.backend != nullptr ? "" : "no GPU telemetry: " + b.why_not};
-  };
   const bool tty = isatty(STDERR_FILENO) != 0;
   bench::Progress progress;
   if (tty)
     progress = [](std::size_t i, std::size_t n, const std::string& key) {
       std::fprintf(stderr, "\r\033[Kgpudoc: bench [%zu/%zu] %s ...", i + 1, n, key.c_str());
     };
-  const bench::Report rep = bench::run(*plan, observe, progress);
+  const bench::Report rep = bench::run(*plan, bench::observe_through(context.backend), progress);
   if (tty) std::fputs("\r\033[K", stderr);
 
   const nlohmann::json j = bench::to_json(rep);
