@@ -7,7 +7,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/recorder.hpp"
 #include "view/record_text.hpp"
@@ -41,12 +40,10 @@ int run_record(const RecordFlags& f, Context& ctx) {
   opt.sampler = *config;
   opt.wake_interval = live->wall_time(opt.wake_interval);
   opt.duration = duration_of(f.duration_s);
-  const std::string shown_output = core::terminal_safe(f.output);
   const bool show_progress = !f.quiet && f.command.empty() && isatty(STDERR_FILENO) != 0;
   if (show_progress)
-    opt.on_progress = [&](double elapsed, std::uint64_t lines) {
-      std::fprintf(stderr, "\rgpudoc: recording %s: %.0f s, %llu sample lines  (Ctrl-C stops)", shown_output.c_str(),
-                   elapsed, static_cast<unsigned long long>(lines));
+    opt.on_progress = [&f](double elapsed, std::uint64_t lines) {
+      std::fputs(view::record_progress_line(f.output, elapsed, lines).c_str(), stderr);
     };
   if (!f.quiet) {
     const int n = config->gpus.empty() ? live->gpu_count : static_cast<int>(config->gpus.size());

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
+
 namespace gpudoc::view {
 
 std::string record_start_line(int gpus, const std::string& output, const std::vector<std::string>& command,
@@ -11,6 +13,11 @@ std::string record_start_line(int gpus, const std::string& output, const std::ve
                             : replay         ? " until it ends or Ctrl-C"
                                              : " until Ctrl-C";
   return fmt::format("gpudoc: recording {} GPU{} to {}{}\n", gpus, gpus == 1 ? "" : "s", output, until);
+}
+
+std::string record_progress_line(const std::string& output, double elapsed_s, std::uint64_t lines) {
+  return fmt::format("\rgpudoc: recording {}: {:.0f} s, {} sample lines  (Ctrl-C stops)", core::terminal_safe(output),
+                     elapsed_s, lines);
 }
 
 std::string record_summary_line(const telemetry::RecordResult& r, const std::string& output) {

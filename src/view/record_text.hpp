@@ -7,6 +7,7 @@
 //   std::fputs(view::record_summary_line(*r, "run.jsonl").c_str(), stderr);
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ namespace gpudoc::view {
 // duration_s > 0, else " until Ctrl-C", or for a replay " until it ends or Ctrl-C"), with "\n".
 [[nodiscard]] std::string record_start_line(int gpus, const std::string& output,
                                             const std::vector<std::string>& command, double duration_s, bool replay);
+
+// The progress line a recording to a terminal redraws in place (no command: it has the terminal):
+// "\rgpudoc: recording run.jsonl: 12 s, 3456 sample lines  (Ctrl-C stops)", without "\n". The file
+// name is shown through core::terminal_safe.
+[[nodiscard]] std::string record_progress_line(const std::string& output, double elapsed_s, std::uint64_t lines);
 
 // "gpudoc: wrote run.jsonl: 12.3 s, 2 GPUs, 1234 sample lines, 0 dropped (command_exited). GPU 1
 // was lost.", with "\n".
