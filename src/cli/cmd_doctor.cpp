@@ -4,25 +4,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
+#include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/bundled_traces.hpp"
 
 namespace gpudoc::cli {
 namespace {
-
-// The replay: one trace per main pattern (tests/data/README.md says how each was recorded).
-constexpr std::array<const char*, 4> kReplayTraces = {
-    "gemm_saturated.jsonl",             // healthy
-    "sawtooth_p1000_d50.jsonl",         // input starvation
-    "tiny_kernels.jsonl",               // launch-bound plateau
-    "allreduce_straggler_slow1.jsonl",  // two GPUs, one straggler
-};
 
 struct DoctorFlags {
   double duration_s = 10;
@@ -32,10 +24,10 @@ struct DoctorFlags {
 };
 
 int run_replay(const DoctorFlags& f, const std::string& why, const std::string& full_reason) {
-  auto dir = telemetry::find_bundled_traces(kReplayTraces[0]);
+  auto dir = telemetry::find_bundled_traces(telemetry::kShowcaseTraces[0]);
   if (!dir) return report_error(dir.error().with_context(why), f.out.json);
   std::vector<Diagnosed> items;
-  for (const char* name : kReplayTraces) {
+  for (const char* name : telemetry::kShowcaseTraces) {
     auto d = diagnose::diagnose_file((*dir / name).string(), f.out.options(), name);
     if (!d) return report_error(d.error(), f.out.json);
     items.push_back(std::move(*d));
@@ -63,14 +55,6 @@ int run_replay(const DoctorFlags& f, const std::string& why, const std::string& 
   return code == core::kExitOk || code == core::kExitFinding ? core::kExitEnvironment : code;
 }
 
-// The first clause of a backend error is enough for the replay's notice ("cannot load ...
-// libnvidia-ml.so.1"); --json has it all.
-std::string first_clause(std::string why) {
-  if (auto cut = why.find_first_of("(;\n"); cut != std::string::npos && cut > 0) why.resize(cut);
-  while (!why.empty() && why.back() == ' ') why.pop_back();
-  return why;
-}
-
 int run_doctor(const DoctorFlags& f, Context& context) {
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
   if (f.replay) return run_replay(f, "--replay was given", "--replay was given");
@@ -82,7 +66,7 @@ int run_doctor(const DoctorFlags& f, Context& context) {
     // chosen by hand (replay, fake) that fails is the user's to fix.
     if (context.backend.spec().kind == telemetry::BackendKind::kNvml &&
         (kind == core::ErrorKind::kEnvironment || kind == core::ErrorKind::kNotSupported))
-      return run_replay(f, first_clause(live.error().message()), live.error().message());
+      return run_replay(f, core::first_clause(live.error().message()), live.error().message());
     return report_error(live.error(), f.out.json);
   }
   LiveFlags run;

@@ -153,4 +153,10 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+std::string first_clause(std::string why) {
+  if (auto cut = why.find_first_of("(;\n"); cut != std::string::npos && cut > 0) why.resize(cut);
+  while (!why.empty() && why.back() == ' ') why.pop_back();
+  return why;
+}
+
 }  // namespace gpudoc::core

@@ -18,6 +18,10 @@ namespace gpudoc::core {
 // One block character per value, scaled between lo and hi; an absent value is a space.
 [[nodiscard]] std::string sparkline(std::span<const std::optional<double>> values, double lo, double hi);
 [[nodiscard]] std::string sparkline(std::span<const double> values, double lo, double hi);
+// The first clause of a message: up to its first '(', ';' or newline, trailing spaces dropped
+// ("cannot load libnvidia-ml.so.1 (no such file); ..." -> "cannot load libnvidia-ml.so.1"); the
+// whole message when that would leave nothing.
+[[nodiscard]] std::string first_clause(std::string message);
 [[nodiscard]] std::string human_bytes(double bytes);       // "1.5 GiB"
 [[nodiscard]] std::string human_duration(double seconds);  // "1h 02m", "3.2 s", "850 ms"
 // A measured figure with its unit: bytes ("By") as human_bytes, "percent" as "%", no unit for

@@ -9,6 +9,7 @@
 // Thread-safe (reads the environment and /proc/self/exe).
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,15 @@
 #include "core/result.hpp"
 
 namespace gpudoc::telemetry {
+
+// What `gpudoc doctor` replays without a GPU: one trace per main pattern (tests/data/README.md says
+// how each was recorded).
+inline constexpr std::array<const char*, 4> kShowcaseTraces = {
+    "gemm_saturated.jsonl",             // healthy
+    "sawtooth_p1000_d50.jsonl",         // input starvation
+    "tiny_kernels.jsonl",               // launch-bound plateau
+    "allreduce_straggler_slow1.jsonl",  // two GPUs, one straggler
+};
 
 // Where the bundled traces may be, first found wins: $GPUDOC_DATA_DIR; an install (bin/gpudoc ->
 // share/gpudoc/traces, the path from the binary's folder compiled in, so a moved prefix still

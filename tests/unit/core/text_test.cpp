@@ -87,5 +87,14 @@ TEST(Text, RenderTableShowsEveryCellTerminalSafeAndKeepsItsColumns) {
             "ok              H100\n");
 }
 
+TEST(FirstClause, UpToTheFirstParenthesisSemicolonOrNewline) {
+  EXPECT_EQ(first_clause("cannot load libnvidia-ml.so.1 (no such file); the driver is missing"),
+            "cannot load libnvidia-ml.so.1");
+  EXPECT_EQ(first_clause("no GPU; try fake:2"), "no GPU");
+  EXPECT_EQ(first_clause("line one\nline two"), "line one");
+  EXPECT_EQ(first_clause("(all in parentheses)"), "(all in parentheses)");
+  EXPECT_EQ(first_clause(""), "");
+}
+
 }  // namespace
 }  // namespace gpudoc::core
