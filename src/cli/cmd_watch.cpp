@@ -2,7 +2,6 @@
 // sampled by telemetry::LiveLoop and rendered by view::watch_frame; this file parses, opens the
 // backend and writes them.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,11 +9,9 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/file.hpp"
-#include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/live_loop.hpp"
 #include "telemetry/recorder.hpp"
-#include "telemetry/replay_backend.hpp"
 #include "view/watch_render.hpp"
 
 namespace gpudoc::cli {
@@ -48,9 +45,7 @@ int run_watch(const WatchFlags& f, Context& ctx) {
   std::unique_ptr<telemetry::BackendSource> own;
   auto live = open_watched(f, ctx, own);
   if (!live) return report_error(live.error(), f.json);
-  if (live->replay != nullptr)
-    for (const auto& w : live->replay->trace().warnings)
-      print_text(stderr, fmt::format("gpudoc: warning: {}\n", core::terminal_safe(w)));
+  print_text(stderr, view::watch_start_warnings(*live));
   auto header = telemetry::make_header(*live->backend, *live->clock, *config, {});
   if (!header) return report_error(header.error(), f.json);
   telemetry::LiveLoop loop(

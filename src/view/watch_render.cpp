@@ -189,6 +189,13 @@ std::string watch_frame(const telemetry::LiveState& state, const telemetry::Live
   return render_watch(state, {.title = title_of(header), .banner = live.banner, .clock = clock_text});
 }
 
+std::string watch_start_warnings(const telemetry::Live& live) {
+  std::string out;
+  if (live.replay != nullptr)
+    for (const auto& w : live.replay->trace().warnings) out += "gpudoc: warning: " + core::terminal_safe(w) + "\n";
+  return out;
+}
+
 std::string watch_end_note(const telemetry::Live& live, bool json) {
   if (json) return "";
   if (live.replay != nullptr) return fmt::format("gpudoc: that was a replay of {}, not a live GPU.\n", live.spec->file);

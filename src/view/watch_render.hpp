@@ -33,6 +33,10 @@ struct WatchRenderOptions {
 // machine's GPUs.
 [[nodiscard]] std::string watch_frame(const telemetry::LiveState& state, const telemetry::Live& live,
                                       const telemetry::TraceHeader& header, bool json);
+// What `gpudoc watch` says on stderr before a replay's first frame: "gpudoc: warning: W\n" for each
+// of the trace's warnings (a line cut off, a record dropped), W terminal-safe; "" for live GPUs and a
+// trace without any.
+[[nodiscard]] std::string watch_start_warnings(const telemetry::Live& live);
 // What `gpudoc watch` says on stderr when a view of GPUs that are not this machine's ends, so a
 // screen left behind is not taken for a live one: "gpudoc: that was a replay of FILE, not a live
 // GPU.\n" or "gpudoc: those were fake:2, not this machine's GPUs.\n"; "" for real GPUs and with

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 #include "core/text.hpp"
 #include "gpu/fake/fake_backend.hpp"
+#include "support/temp_dir.hpp"
 #include "telemetry/live_state.hpp"
 #include "telemetry/sampler.hpp"
 #include "view/watch_render.hpp"
@@ -110,6 +114,38 @@ TEST(WatchRender, NamesFromGpusProcessesAndTracesCannotDriveTheTerminal) {
   const auto j = watch_json(s);
   EXPECT_EQ(j["gpus"][0]["name"], d.name);
   EXPECT_EQ(j["gpus"][0]["processes"][0]["name"], p.name);
+}
+
+// A replay of a trace cut off mid-line says so before its first frame; a clean trace and fake GPUs
+// say nothing.
+TEST(WatchStartWarnings, NameWhatTheReplayDropped) {
+  const std::string source = std::string(GPUDOC_SOURCE_DIR) + "/tests/data/sawtooth_p1000_d50.jsonl";
+  const testing::TempDir dir("gpudoc-watch-view");
+  const std::string cut = dir.file("cut.jsonl");
+  {
+    std::ifstream in(source);
+    std::ofstream out(cut);
+    std::string line, previous;
+    bool first = true;
+    while (std::getline(in, line)) {  // every line but the end line
+      if (!first) out << previous << "\n";
+      previous = line;
+      first = false;
+    }
+    out << "{\"type\":\"samp";  // the recording stopped mid-line
+  }
+  telemetry::BackendSource replay(*telemetry::parse_backend_spec("replay:" + cut, "--backend"));
+  auto live = replay.open_gpus();
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  const std::string text = watch_start_warnings(*live);
+  EXPECT_EQ(text.rfind("gpudoc: warning: " + cut + " line ", 0), 0u) << text;
+  EXPECT_NE(text.find("cut off in the middle of this line"), std::string::npos) << text;
+  EXPECT_EQ(text.back(), '\n');
+
+  telemetry::BackendSource clean(*telemetry::parse_backend_spec("replay:" + source, "--backend"));
+  EXPECT_EQ(watch_start_warnings(*clean.open_gpus()), "");
+  telemetry::BackendSource fake(*telemetry::parse_backend_spec("fake:1", "--backend"));
+  EXPECT_EQ(watch_start_warnings(*fake.open_gpus()), "");
 }
 
 // The note after a view: a replay names its file, other GPUs that are not this machine's their spec;
