@@ -99,11 +99,7 @@ core::Result<telemetry::SamplerConfig> SamplerFlags::to_config(
   c.periods = defaults;
   c.gpus = gpus;
   c.read_events = !no_xid;
-  for (const auto& p : periods) {
-    auto period = gpu::parse_group_period(p);
-    if (!period) return core::Error(core::ErrorKind::kUsage, "--period " + period.error().message());
-    c.periods[gpu::index(period->first)] = period->second;
-  }
+  if (auto st = c.set_periods(periods); !st) return st.error();
   return c;
 }
 

@@ -387,4 +387,13 @@ SamplerStats Sampler::stats() const {
   return s;
 }
 
+core::Status SamplerConfig::set_periods(const std::vector<std::string>& group_ms) {
+  for (const auto& text : group_ms) {
+    auto period = gpu::parse_group_period(text);
+    if (!period) return core::Error(core::ErrorKind::kUsage, "--period " + period.error().message());
+    periods[gpu::index(period->first)] = period->second;
+  }
+  return core::ok_status();
+}
+
 }  // namespace gpudoc::telemetry

@@ -50,6 +50,11 @@ struct SamplerConfig {
   std::chrono::milliseconds contended_processes_period{1000};
 
   [[nodiscard]] static std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> default_periods();
+
+  // Lays GROUP=MS values (--period, a config file's periods) over `periods`, the later winning.
+  // Errors: kUsage "--period ..." for an unknown group, a malformed value, or a period below the
+  // sensor's minimum (gpu::parse_group_period says why the minimum exists).
+  [[nodiscard]] core::Status set_periods(const std::vector<std::string>& group_ms);
 };
 
 // One unit of sampler output.

@@ -320,5 +320,19 @@ TEST(Sampler, MemoryFlatForTenMinutesOfEightGpusAt100Hz) {
   RecordProperty("rss_mean_kib", std::to_string(static_cast<long>(mean)));
 }
 
+TEST(SamplerConfigPeriods, GroupValuesLaidOverTheDefaultsTheLaterWinning) {
+  SamplerConfig c;
+  ASSERT_TRUE(c.set_periods({"fast=200", "slow=0", "fast=300"}));
+  EXPECT_EQ(c.periods[gpu::index(gpu::MetricGroup::kFast)], std::chrono::milliseconds(300));
+  EXPECT_EQ(c.periods[gpu::index(gpu::MetricGroup::kSlow)], std::chrono::milliseconds(0));
+  for (const char* bad : {"nosuch=100", "fast", "fast=1"}) {
+    SamplerConfig d;
+    auto st = d.set_periods({bad});
+    ASSERT_FALSE(st) << bad;
+    EXPECT_EQ(st.error().kind(), core::ErrorKind::kUsage) << bad;
+    EXPECT_EQ(st.error().message().rfind("--period ", 0), 0u) << st.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace gpudoc::telemetry
