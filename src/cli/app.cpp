@@ -19,6 +19,7 @@
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "telemetry/backend_source.hpp"
+#include "view/error_json.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -58,13 +59,7 @@ void register_commands(CLI::App& app, Action& action, Context& ctx) {
 const std::vector<std::string>& words_after_double_dash() { return after_double_dash(); }
 
 int report_error(const core::Error& error, bool json) {
-  if (json) {
-    nlohmann::json j = {{"error",
-                         {{"kind", core::to_string(error.kind())},
-                          {"message", error.message()},
-                          {"exit_code", core::exit_code(error.kind())}}}};
-    print_json(j);
-  }
+  if (json) print_json(nlohmann::json{{"error", view::error_json(error)}});
   print_text(stderr, fmt::format("gpudoc: error: {}\n", error.message()));
   return core::exit_code(error.kind());
 }
