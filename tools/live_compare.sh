@@ -2,14 +2,17 @@
 # Runs the same live checks with two builds of gpudoc on this machine's GPUs, one after the other,
 # and prints their headline figures side by side: to show that a change kept gpudoc's results
 # (doctor's findings, health's verdicts, bench --quick's figures, a baseline record/check on a small
-# workload). Never changes a GPU setting.
+# workload). Never changes a GPU setting. The benchmarks bound by the host's CPU and memory (pcie.*,
+# launch.*) drift between runs more than within one, so they run again after that, A and B taking
+# turns (LIVE_COMPARE_TURNS times each, default 3), and the summary gives each build's range over
+# its turns beside whether the two ranges overlap.
 #
 # Usage: tools/live_compare.sh OUTDIR GPUDOC_A GPUDOC_B [-- WORKLOAD ARGS...]
 #   the workload of the baseline check; default: python3 workloads/gemm_saturated.py --duration 8
 # Needs python3 (for the summary) and, for the default workload, PyTorch with CUDA.
 set -uo pipefail
 if [[ $# -lt 3 ]]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 out=$1 a=$2 b=$3
@@ -42,6 +45,11 @@ for label in a b; do
   run record "$label" "$bin" baseline record live --store "$store" --json -- "${workload[@]}"
   run check "$label" "$bin" baseline check live --store "$store" --json
 done
+turns=${LIVE_COMPARE_TURNS:-3}
+for ((i = 1; i <= turns; i++)); do
+  run "turn$i" a "$a" bench --quick --only pcie,launch --json
+  run "turn$i" b "$b" bench --quick --only pcie,launch --json
+done
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
@@ -72,6 +80,21 @@ for k in sorted(set(fa) | set(fb)):
     va, vb = fa.get(k, {}).get("median"), fb.get(k, {}).get("median")
     d = f"{(vb / va - 1) * 100:+.2f} %" if va and vb else ""
     rows.append((f"bench {k}", f"{va:.4g}" if va else "-", f"{vb:.4g} {d}" if vb else "-"))
+turns = sorted({f.split(".")[0] for f in os.listdir(out) if f.startswith("turn") and f.endswith(".json")})
+def turn_medians(label):
+    by_key = {}
+    for t in turns:
+        for k, r in figs(load(t, label)).items():
+            by_key.setdefault(k, []).append(r["median"])
+    return by_key
+ta, tb = turn_medians("a"), turn_medians("b")
+for k in sorted(set(ta) | set(tb)):
+    va, vb = ta.get(k, []), tb.get(k, [])
+    if not va or not vb:
+        continue
+    overlap = not (max(va) < min(vb) or max(vb) < min(va))
+    rows.append((f"turns {k} ({len(va)}+{len(vb)})", f"{min(va):.4g}..{max(va):.4g}",
+                 f"{min(vb):.4g}..{max(vb):.4g} {'overlap' if overlap else 'APART'}"))
 for name in ["check"]:
     ca, cb = load(name, "a"), load(name, "b")
     v = lambda c: " ".join(f"{f.get('name')}={f.get('verdict')}" for f in (c or {}).get("figures", []))
