@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/commit.hpp"
 #include "core/host.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
@@ -79,6 +80,7 @@ int run_serve(const ServeFlags& f, Context& ctx) {
   if (live->real()) so.label_process = [labeler](serve::ProcessSnapshot& p) { (*labeler)(p); };
   so.hostname = core::host_name();
   so.version = core::kVersion;
+  so.revision = core::kGitCommit;
   so.backend = live->spec->text;
   serve::Service service(*live, *header, so);
   serve::Server server({.host = s->listen.host, .port = s->listen.port, .dcgm_compatible = s->dcgm_compatible},
@@ -125,7 +127,7 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
   auto* cmd =
       app.add_subcommand("serve", "Serve live GPU metrics, findings and verdicts to Prometheus and a dashboard");
   apply_help(*cmd, "serve");
-  cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or :PORT (default 127.0.0.1:9401)");
+  cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or PORT (loopback); default 127.0.0.1:9401");
   cmd->add_option("--config", f->settings.config, "a JSON file of settings (docs/serve.md); flags override it");
   cmd->add_flag("--dcgm-compatible", f->settings.dcgm_compatible,
                 "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");

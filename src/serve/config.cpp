@@ -16,7 +16,8 @@ namespace {
 
 core::Error usage(std::string message) { return core::Error(core::ErrorKind::kUsage, std::move(message)); }
 
-constexpr std::string_view kListenForms = "HOST:PORT, [IPV6]:PORT or :PORT (e.g. 127.0.0.1:9401, [::1]:9401, :9401)";
+constexpr std::string_view kListenForms =
+    "HOST:PORT, [IPV6]:PORT or PORT, loopback (e.g. 127.0.0.1:9401, 0.0.0.0:9401, [::1]:9401, 9401)";
 
 core::Result<int> parse_port(std::string_view text, std::string_view whole) {
   int port = -1;
@@ -70,7 +71,14 @@ core::Result<ListenAddress> parse_listen(std::string_view text) {
   } else {
     if (text.find(':') != colon)
       return usage(fmt::format("--listen {}: an IPv6 address goes in brackets; expected {}", text, kListenForms));
-    a.host = colon == 0 ? "127.0.0.1" : std::string(text.substr(0, colon));
+    // Exporters read ":PORT" as every interface; gpudoc serve listens on loopback unless told, so
+    // the form is refused rather than read either way.
+    if (colon == 0)
+      return usage(
+          fmt::format("--listen {0}: say where: 127.0.0.1{0} for this machine only, or 0.0.0.0{0} for "
+                      "every interface (reachable from the network; what exporters mean by {0})",
+                      text));
+    a.host = std::string(text.substr(0, colon));
     port_text = text.substr(colon + 1);
   }
   auto port = parse_port(port_text, text);

@@ -508,7 +508,8 @@ void render_self(Writer& w, const Snapshot& s) {
   if (!s.version.empty()) {
     std::string l;
     append_label(l, "version", s.version, true);
-    w.family({"build_info", Type::kGauge, "gpudoc's version (always 1)"});
+    if (!s.revision.empty()) append_label(l, "revision", s.revision);
+    w.family({"build_info", Type::kGauge, "gpudoc's version and the commit built (always 1)"});
     w.sample(l, 1);
   }
 }

@@ -140,7 +140,8 @@ struct Snapshot {
   // The driver's version: gpudoc_gpu_info{driver_version}, dcgm-exporter's DCGM_FI_DRIVER_VERSION
   // label on its series (empty: none).
   std::string driver_version;
-  std::string version;  // gpudoc_build_info{version}; empty: no build info series
+  std::string version;   // gpudoc_build_info{version}; empty: no build info series
+  std::string revision;  // gpudoc_build_info{revision} when not empty: the commit built
 };
 
 struct RenderOptions {

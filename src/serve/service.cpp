@@ -227,6 +227,7 @@ Snapshot Service::metrics_snapshot() const {
   s.hostname = options_.hostname;
   s.driver_version = header_.system.driver_version;
   s.version = options_.version;
+  s.revision = options_.revision;
   return s;
 }
 

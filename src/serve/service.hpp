@@ -57,7 +57,8 @@ struct ServiceOptions {
   // replay's pids are another machine's).
   std::function<void(ProcessSnapshot&)> label_process;
   std::string hostname;  // dcgm-exporter's Hostname label
-  std::string version;   // gpudoc_build_info
+  std::string version;   // gpudoc_build_info{version}
+  std::string revision;  // gpudoc_build_info{revision}: the commit built
   std::string backend;   // "nvml", "replay:run.jsonl@1", "fake:8" (the JSON API says which)
 };
 

@@ -53,6 +53,7 @@ TEST(CliServe, BadFlagsAreUsageErrors) {
   const std::pair<const char*, const char*> cases[] = {
       {"--listen 127.0.0.1:70000", "the port must be a number from 0 to 65535"},
       {"--listen ::1:9401", "an IPv6 address goes in brackets"},
+      {"--listen :9401", "127.0.0.1:9401 for this machine only, or 0.0.0.0:9401 for every interface"},
       {"--diagnose-window 1", "--diagnose-window 1: out of range; expected seconds, from 2 to 3600"},
       {"--history 10", "--history 10: out of range; expected seconds, from 60 to 86400"},
       {"--diagnose-every nan", "--diagnose-every nan: not a finite number; expected seconds, from 1 to 3600"},

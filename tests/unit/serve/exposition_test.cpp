@@ -46,6 +46,15 @@ std::string line_starting(const std::string& text, const std::string& start) {
   return {};
 }
 
+TEST(Exposition, BuildInfoNamesTheCommitBuiltWhenKnown) {
+  Snapshot s = small_snapshot();
+  s.revision = "784e17a8dc17";
+  EXPECT_NE(render(s, {}).find("gpudoc_build_info{version=\"0.9.0\",revision=\"784e17a8dc17\"} 1\n"),
+            std::string::npos);
+  s.revision.clear();
+  EXPECT_NE(render(s, {}).find("gpudoc_build_info{version=\"0.9.0\"} 1\n"), std::string::npos);
+}
+
 TEST(Exposition, SmallSnapshotPrometheusGolden) { expect_golden("small.prom", render(small_snapshot(), {})); }
 
 TEST(Exposition, SmallSnapshotOpenMetricsWithDcgmGolden) {

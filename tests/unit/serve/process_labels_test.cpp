@@ -56,7 +56,7 @@ TEST(ServeSettings, FlagsOverTheFileOverTheDefaults) {
   file.dcgm_compatible = true;
   file.diagnose_window_s = 60;
   file.history_s = 900;
-  auto mixed = resolve_settings({.listen = ":9600", .diagnose_window_s = 30}, file);
+  auto mixed = resolve_settings({.listen = "9600", .diagnose_window_s = 30}, file);
   ASSERT_TRUE(mixed.ok());
   EXPECT_EQ(mixed->listen.port, 9600);
   EXPECT_TRUE(mixed->dcgm_compatible);
@@ -104,7 +104,7 @@ TEST(ServeSettings, ResolveReadsTheFileThenLaysTheFlagsOverIt) {
   auto dir = core::PrivateDir::create("gpudoc-test-serve");
   ASSERT_TRUE(dir.ok());
   const std::string path = dir->path() + "/serve.json";
-  std::ofstream(path) << R"({"listen": ":9700", "store": "/srv/file.db", "periods": {"fast": 100}})";
+  std::ofstream(path) << R"({"listen": "9700", "store": "/srv/file.db", "periods": {"fast": 100}})";
   SettingFlags flags;
   flags.config = path;
   flags.periods = {"fast=50"};

@@ -94,7 +94,7 @@ TEST(Service, SlidingDiagnosisOfAReplayedSawtoothTrace) {
   const auto h = service.history_json(30);
   EXPECT_TRUE(h["gpus"][0]["series"].contains("gpu_utilization_percent")) << h.dump();
   EXPECT_TRUE(service.liveness().ok) << service.liveness().reason;  // the sampling loop ticks
-  EXPECT_TRUE(service.metrics_snapshot().self.sampler_running);      // gpudoc_sampler_up says the same
+  EXPECT_TRUE(service.metrics_snapshot().self.sampler_running);     // gpudoc_sampler_up says the same
   EXPECT_EQ(service.state_json()["sampler_up"], true);
   service.stop();
   EXPECT_FALSE(service.running());
