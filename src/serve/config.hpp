@@ -58,13 +58,13 @@ struct ConfigFile {
 struct SettingFlags {
   std::string listen;
   bool dcgm_compatible = false;
-  double diagnose_window_s = 0;      // 0: the file's, else 120
-  double diagnose_every_s = 0;       // 0: the file's, else 10
-  double history_s = 0;              // 0: the file's, else 600
-  std::string config;                // --config FILE; empty: none
-  std::optional<std::string> store;  // --store; nullopt: the file's, else store::default_store_path's
-  bool no_store = false;             // --no-store
-  std::vector<std::string> periods;  // --period GROUP=MS
+  double diagnose_window_s = 0;        // 0: the file's, else 120
+  double diagnose_every_s = 0;         // 0: the file's, else 10
+  double history_s = 0;                // 0: the file's, else 600
+  std::string config{};                // --config FILE; empty: none
+  std::optional<std::string> store{};  // --store; nullopt: the file's, else store::default_store_path's
+  bool no_store = false;               // --no-store
+  std::vector<std::string> periods{};  // --period GROUP=MS
 };
 struct Settings {
   ListenAddress listen{"127.0.0.1", kDefaultPort};
@@ -72,8 +72,8 @@ struct Settings {
   double diagnose_window_s = 120;
   double diagnose_every_s = 10;
   double history_s = 600;
-  std::optional<std::string> store;  // the store's path (resolve only); nullopt: no store
-  std::vector<std::string> periods;  // GROUP=MS over default_periods(): period_overrides (resolve only)
+  std::optional<std::string> store{};  // the store's path (resolve only); nullopt: no store
+  std::vector<std::string> periods{};  // GROUP=MS over default_periods(): period_overrides (resolve only)
 };
 // Errors: parse_listen's for the address in effect.
 [[nodiscard]] core::Result<Settings> resolve_settings(const SettingFlags& flags, const ConfigFile& file);
