@@ -88,7 +88,7 @@ verify=$(systemd-analyze verify "$work"/units/* 2>&1) || fail "systemd-analyze v
 [[ -z "$verify" ]] || fail "systemd-analyze verify is not silent on the installed units: $verify"
 
 [[ -x "$root/usr/share/gpudoc/deploy/slurm/prolog.sh" ]] || fail "the packaged prolog.sh is not executable"
-python3 -m zipfile -l "$root/${wheel#./}" | grep -q 'gpudoc/guard\.py' || fail "$wheel does not hold the client"
+python3 -m zipfile -l "$root/${wheel#./}" | grep 'gpudoc/guard\.py' > /dev/null || fail "$wheel does not hold the client"  # not grep -q: its early exit breaks the lister's pipe
 zcat "$root/usr/share/doc/gpudoc/changelog.Debian.gz" | head -1 | grep -q "^gpudoc ($(dpkg-deb -f "$deb" Version)) " ||
   fail "changelog.Debian.gz does not open with this version"
 grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
