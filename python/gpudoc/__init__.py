@@ -7,13 +7,20 @@
 - ``checkpoint`` / ``load_checkpoint``: written whole or not at all, checked before it replaces
   the last one.
 - ``report(**figures)``: one ``::gpudoc {json}`` line on stdout, and the figures to the guard.
+
+The client logs through ``logging`` (logger ``"gpudoc"``) and adds only a NullHandler to it: it
+writes nothing to stderr unless the program configures logging (``logging.basicConfig()``).
 """
+import logging as _logging
+
 from .batch import BatchSizeController, Change, free_memory, is_oom_error
 from .checkpoint import CheckpointError, checkpoint, load_checkpoint
 from .guard import Advice, Guard
 from .metrics import report
 
 __version__ = "0.1.0"
+
+_logging.getLogger("gpudoc").addHandler(_logging.NullHandler())
 
 __all__ = ["Advice", "BatchSizeController", "Change", "CheckpointError", "Guard", "checkpoint",
            "free_memory", "is_oom_error", "load_checkpoint", "report", "__version__"]

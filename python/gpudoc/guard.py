@@ -28,6 +28,7 @@ import collections
 import errno
 import itertools
 import json
+import logging
 import os
 import select
 import signal
@@ -57,6 +58,10 @@ MAX_QUEUED_ADVICE = 256
 MAX_KEPT_ERRORS = 64
 
 _active: Optional["Guard"] = None
+# What the client has to say (no guard, the guard gone, lines refused) goes to this logger, at
+# WARNING (INFO for "no guard": the usual case outside a guard). The package adds only a
+# NullHandler, so nothing reaches stderr unless the program configures logging.
+log = logging.getLogger("gpudoc")
 
 
 def active_guard() -> Optional["Guard"]:
@@ -104,7 +109,7 @@ class Guard:
     """A connection to ``gpudoc guard``, or a no-op stand-in when there is none.
 
     ``path``: the socket; default ``$GPUDOC_GUARD_SOCKET``. Without one, or when it cannot be
-    reached, every method does nothing and one line on stderr says why. ``name``, ``gpus`` (CUDA
+    reached, every method does nothing and one log record (logger ``gpudoc``) says why. ``name``, ``gpus`` (CUDA
     indices and/or UUIDs; default ``$CUDA_VISIBLE_DEVICES``) and ``capabilities`` (the actions this
     job acts on) go into the hello. ``signals=True`` opts in to the guard's signals (SIGUSR1:
     checkpoint now, SIGTERM: stop): they arrive through ``poll()`` as advice with
@@ -132,7 +137,12 @@ class Guard:
     - ``queued``: advices waiting for ``poll()``.
 
     Should the reader thread stop on something it cannot carry on from, ``connected`` turns
-    False, one line on stderr says why, and the guard becomes a no-op as if it had gone away."""
+    False, one log record says why, and the guard becomes a no-op as if it had gone away.
+
+    What the client has to say goes to the ``logging`` logger ``"gpudoc"`` (each kind of event
+    once at WARNING, or INFO for "no guard"; its repeats at DEBUG), which has only a NullHandler:
+    nothing reaches stderr unless the program configures logging. ``stderr``: a stream that gets
+    the same lines too ("gpudoc: ..."), each kind once."""
 
     def __init__(self, path: Optional[str] = None, *, name: Optional[str] = None,
                  gpus: Any = None, capabilities: Iterable[str] = DEFAULT_CAPABILITIES,
@@ -171,8 +181,8 @@ class Guard:
         path = path if path is not None else os.environ.get(protocol.SOCKET_ENV)
         self.path = path
         if not path:
-            self._say("no-socket", f"gpudoc: no guard ({protocol.SOCKET_ENV} is not set): "
-                                   "guard advice is off, training runs as usual")
+            self._say("no-socket", f"no guard ({protocol.SOCKET_ENV} is not set): "
+                                   "guard advice is off, training runs as usual", logging.INFO)
             return
         self._connect(path, connect_timeout_s)
 
@@ -284,7 +294,7 @@ class Guard:
             sock.connect(path)
             sock.setblocking(False)
         except OSError as error:
-            self._say("connect", f"gpudoc: cannot reach the guard at {shown}: "
+            self._say("connect", f"cannot reach the guard at {shown}: "
                                  f"{error.strerror or error}; guard advice is off, training runs as usual")
             return
         self._sock = sock
@@ -305,7 +315,7 @@ class Guard:
 
     def _gone(self, why: str) -> None:
         if self._sock is not None and not self._stop.is_set():
-            self._say("gone", f"gpudoc: the guard went away ({why}); training carries on without it")
+            self._say("gone", f"the guard went away ({why}); training carries on without it")
         self._drop_socket()
 
     # -- sending ------------------------------------------------------------------------------
@@ -320,7 +330,7 @@ class Guard:
             line = protocol.encode(body)
         except Exception as error:  # ProtocolError, TypeError, ValueError, RecursionError, ...
             self.dropped_sends += 1
-            self._say("encode", f"gpudoc: a {body.get('type')!r} line was not sent: "
+            self._say("encode", f"a {body.get('type')!r} line was not sent: "
                                 f"{type(error).__name__}: {str(error)[:200]}")
             return False
         limit = MAX_PENDING_BYTES // 2 if answer else MAX_PENDING_BYTES
@@ -329,7 +339,7 @@ class Guard:
                 return False
             if len(self._pending) + len(line) > limit:
                 self.dropped_sends += 1
-                self._say("full", "gpudoc: the guard reads slowly; lines are dropped (counted, "
+                self._say("full", "the guard reads slowly; lines are dropped (counted, "
                                   "sent in the next report)")
                 return False
             self._pending += line
@@ -368,7 +378,7 @@ class Guard:
             self._read_until_stopped()
         except Exception as error:  # a failure outside any one line: stop, and say so once
             if self._sock is not None and not self._stop.is_set():
-                self._say("reader", f"gpudoc: the guard's reader stopped ({type(error).__name__}: "
+                self._say("reader", f"the guard's reader stopped ({type(error).__name__}: "
                                     f"{str(error)[:200]}); training carries on without the guard")
             self._drop_socket()
 
@@ -413,7 +423,7 @@ class Guard:
             self._reject(line, error)
         except Exception as error:  # RecursionError, OverflowError, MemoryError, a bug: not fatal
             self.lines_rejected += 1
-            self._say("failed", f"gpudoc: a line from the guard could not be handled "
+            self._say("failed", f"a line from the guard could not be handled "
                                 f"({type(error).__name__}); skipped, counted in lines_rejected")
             try:
                 self._send(protocol.error_message(protocol.ERR_BAD_JSON, "the line could not be handled: "
@@ -425,10 +435,10 @@ class Guard:
         self.lines_rejected += 1
         if error.code == protocol.ERR_BAD_ADVICE:
             self.advice_rejected += 1
-            self._say("bad-advice", f"gpudoc: refused an advice from the guard ({error}): "
+            self._say("bad-advice", f"refused an advice from the guard ({error}): "
                                     f"{json.dumps(line[:120].decode('utf-8', 'replace'))}")
         else:
-            self._say("garbage", f"gpudoc: skipped a line from the guard that is not a message "
+            self._say("garbage", f"skipped a line from the guard that is not a message "
                                  f"({error}): {json.dumps(line[:120].decode('utf-8', 'replace'))}")
         if error.message_type == "error":  # an error is never answered with an error
             return
@@ -445,7 +455,7 @@ class Guard:
             if len(self.errors_received) == MAX_KEPT_ERRORS:
                 self.errors_dropped += 1
             self.errors_received.append(message)
-            self._say("error", "gpudoc: the guard answered with an error: "
+            self._say("error", "the guard answered with an error: "
                                + json.dumps({k: message.get(k) for k in ("code", "message", "ref")})[:500])
         elif kind == "bye":
             self._gone("it said bye: " + json.dumps(message.get("reason"))[:200])
@@ -490,7 +500,7 @@ class Guard:
                 self._drop_told = True
         if dropped is None:
             return
-        self._say("dropped", f"gpudoc: {MAX_QUEUED_ADVICE} advices wait for poll(); the least severe "
+        self._say("dropped", f"{MAX_QUEUED_ADVICE} advices wait for poll(); the least severe "
                              "are dropped (counted in advice_dropped, told to the guard)")
         if tell:
             body = protocol.error_message(protocol.ERR_ADVICE_DROPPED,
@@ -503,7 +513,7 @@ class Guard:
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():
-            self._say("signals", "gpudoc: signal handlers can only be installed from the main thread")
+            self._say("signals", "signal handlers can only be installed from the main thread")
             self.signals = False
             return
         for name, action in SIGNAL_ACTIONS.items():
@@ -522,15 +532,19 @@ class Guard:
 
     # -- messages to the person ---------------------------------------------------------------
 
-    def _say(self, key: str, text: str) -> None:
-        """One line on stderr, once per kind of event."""
+    def _say(self, key: str, text: str, level: int = logging.WARNING) -> None:
+        """A log record (logger ``gpudoc``) at ``level`` the first time for each kind of event,
+        at DEBUG after that; the first one also to the ``stderr`` stream when one was given."""
         if key in self._said:
+            log.debug("%s", text)
             return
         self._said.add(key)
-        stream = self._stderr if self._stderr is not None else sys.stderr
+        log.log(level, "%s", text)
+        if self._stderr is None:
+            return
         try:
-            stream.write(text + "\n")
-            stream.flush()
+            self._stderr.write("gpudoc: " + text + "\n")
+            self._stderr.flush()
         except (OSError, ValueError):
             pass
 
