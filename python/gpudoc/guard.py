@@ -259,7 +259,8 @@ class Guard:
         return {k: v for k, v in counts.items() if always or v}
 
     def close(self, reason: str = "done") -> None:
-        """Say bye and close; safe to call twice."""
+        """Say bye (``reason``: ``done``, ``error``, ``interrupted``; leaving a ``with`` block
+        chooses it by ``exit_reason``) and close; safe to call twice."""
         global _active
         if self._sock is not None:
             self._send({"type": "bye", "reason": reason, "dropped": self.dropped_sends,
@@ -275,8 +276,8 @@ class Guard:
     def __enter__(self) -> "Guard":
         return self
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
-        self.close("error" if exc_type is not None else "done")
+    def __exit__(self, exc_type: Any, exc: Any, _tb: Any) -> None:
+        self.close(exit_reason(exc_type, exc))
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -547,6 +548,22 @@ class Guard:
             self._stderr.flush()
         except (OSError, ValueError):
             pass
+
+
+def exit_reason(exc_type: Any, exc: Any) -> str:
+    """The bye's reason for a ``with Guard(...)`` block left with ``exc`` (or normally):
+    ``done`` also for ``sys.exit(0)``, ``sys.exit()`` and ``sys.exit(None)`` (the process exits 0),
+    ``interrupted`` for Ctrl-C (KeyboardInterrupt), ``error`` for anything else, a non-zero or
+    non-integer ``SystemExit`` included (the process exits non-zero)."""
+    if exc_type is None:
+        return "done"
+    if issubclass(exc_type, KeyboardInterrupt):
+        return "interrupted"
+    if issubclass(exc_type, SystemExit):
+        code = getattr(exc, "code", None)
+        if code is None or (isinstance(code, int) and code == 0):  # False is 0 too
+            return "done"
+    return "error"
 
 
 def _version() -> str:
