@@ -29,6 +29,8 @@ LAYERS = {
     "store": 3,
     "health": 4,
     "guard": 4,
+    # cost accounting: a trace's diagnosis or a profile, priced; baseline and view show it
+    "cost": 4,
     # the regression gate: judges runs and keeps them in the store
     "baseline": 5,
     # above baseline and health: the exporter shows the store's last verdicts; below view and cli

@@ -1,0 +1,51 @@
+// gpudoc::cost work — how much work a job reported doing, for the cost per step, sample and token.
+// A job reports it in its `::gpudoc` lines (README, "The ::gpudoc metrics protocol"; python:
+// gpudoc.report(step=..., samples=..., tokens=...)), which `record -- CMD` and `diagnose -- CMD`
+// also keep in the trace as `step` events:
+//   "step":    the steps done so far (a counter: the largest value is the job's steps);
+//   "samples": the samples processed since the previous line (gpudoc adds them up);
+//   "tokens":  the tokens processed since the previous line (gpudoc adds them up).
+// Lines with an "event" key are events, not reports. A value that is not a finite number >= 0 is
+// not counted (the caller notes it). Report the job's totals from one process (rank 0 of a
+// distributed job, with the samples and tokens of every rank), or each rank its own share.
+//
+//   cost::WorkCounter w;
+//   w.add(nlohmann::json::parse(R"({"step": 10, "samples": 256, "tokens": 524288})"));
+//   w.work().tokens;   // 524288
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpudoc::cost {
+
+struct Work {
+  std::optional<double> steps{};
+  std::optional<double> samples{};
+  std::optional<double> tokens{};
+  [[nodiscard]] bool empty() const { return !steps && !samples && !tokens; }
+  // Another run's work added (several runs of one workload: their steps add up too).
+  void add(const Work& other);
+};
+
+// Whether `key` is one of the work keys ("step", "samples", "tokens").
+[[nodiscard]] bool is_work_key(std::string_view key);
+
+class WorkCounter {
+ public:
+  // One report: an object's work keys. Returns the keys whose value was not counted (not a
+  // finite number >= 0), for the caller's notes.
+  std::vector<std::string> add(const nlohmann::json& report);
+  [[nodiscard]] const Work& work() const { return work_; }
+
+ private:
+  Work work_{};
+};
+
+[[nodiscard]] nlohmann::json to_json(const Work& w);
+
+}  // namespace gpudoc::cost
