@@ -6,7 +6,8 @@
   the effective batch kept with gradient accumulation; out-of-memory steps retried smaller.
 - ``checkpoint`` / ``load_checkpoint``: written whole or not at all, checked before it replaces
   the last one.
-- ``report(**figures)``: one ``::gpudoc {json}`` line on stdout, and the figures to the guard.
+- ``report(**figures)``: one ``::gpudoc {json}`` line on stdout, and the figures to the guard;
+  with ``rank`` (``gpudoc.rank``) when the job has one.
 
 The client logs through ``logging`` (logger ``"gpudoc"``) and adds only a NullHandler to it: it
 writes nothing to stderr unless the program configures logging (``logging.basicConfig()``).

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, Iterable, List, Optional, TextIO, Tuple
 
 from . import protocol
+from .rank import rank_from_env
 
 __all__ = ["Advice", "Guard"]
 
@@ -113,7 +114,9 @@ class Guard:
     indices and/or UUIDs; default ``$CUDA_VISIBLE_DEVICES``) and ``capabilities`` (the actions this
     job acts on) go into the hello. ``signals=True`` opts in to the guard's signals (SIGUSR1:
     checkpoint now, SIGTERM: stop): they arrive through ``poll()`` as advice with
-    ``source == "signal"`` (handlers are installed only from the main thread).
+    ``source == "signal"`` (handlers are installed only from the main thread). ``rank``: the
+    job's rank, sent in the hello and added to every report; default from the environment
+    (``gpudoc.rank``: RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, LOCAL_RANK), None when none is set.
 
     Thread safety: ``poll``, ``ack``, ``report`` and ``close`` may be called from any thread.
 
@@ -147,7 +150,7 @@ class Guard:
     def __init__(self, path: Optional[str] = None, *, name: Optional[str] = None,
                  gpus: Any = None, capabilities: Iterable[str] = DEFAULT_CAPABILITIES,
                  signals: bool = False, stderr: Optional[TextIO] = None,
-                 connect_timeout_s: float = 2.0) -> None:
+                 connect_timeout_s: float = 2.0, rank: Optional[int] = None) -> None:
         self._stderr = stderr
         self._lock = threading.Lock()
         # Queued advice by severity (0: resume, 1, 2, 3: critical), each oldest first, as
@@ -176,6 +179,8 @@ class Guard:
         self.signals = bool(signals)
         self.name = name if name is not None else os.path.basename(sys.argv[0] or "python")
         self.gpus = gpus if gpus is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
+        found = rank_from_env()
+        self.rank: Optional[int] = rank if rank is not None else (found[0] if found else None)
         if self.signals:
             self._install_signal_handlers()
         path = path if path is not None else os.environ.get(protocol.SOCKET_ENV)
@@ -213,6 +218,8 @@ class Guard:
                                 "gpus": [*indices, *uuids], "capabilities": self.capabilities,
                                 "signals": [SIGNAL_ACTIONS[s] for s in SIGNAL_ACTIONS] if self.signals else [],
                                 "client": "gpudoc-python " + _version()}
+        if self.rank is not None:
+            body["rank"] = self.rank
         return self._send(body)
 
     def poll(self) -> List[Advice]:
@@ -246,7 +253,10 @@ class Guard:
 
     def report(self, **figures: Any) -> bool:
         """Send figures (``step``, ``samples_per_s``, ``loss``, ...) to the guard; never blocks.
-        ``gpudoc.report`` also prints them as a ``::gpudoc`` line."""
+        ``gpudoc.report`` also prints them as a ``::gpudoc`` line. ``rank`` is added when the job
+        has one."""
+        if self.rank is not None and "rank" not in figures:
+            figures = {"rank": self.rank, **figures}
         body: Dict[str, Any] = {"type": "report", "figures": figures}
         if self.dropped_sends:
             body["dropped"] = self.dropped_sends

@@ -1,6 +1,9 @@
 """``report(**figures)``: the ``::gpudoc`` metrics protocol (README, "The ::gpudoc metrics
 protocol"): one line ``::gpudoc {json}`` on stdout, flushed, and the same figures to the guard
-when one is connected."""
+when one is connected.
+
+Each line carries ``rank`` when the launcher set one (``gpudoc.rank``: RANK, OMPI_COMM_WORLD_RANK,
+SLURM_PROCID, LOCAL_RANK), so that the lines of a distributed job's processes can be told apart."""
 from __future__ import annotations
 
 import json
@@ -9,6 +12,7 @@ import sys
 from typing import Any, Dict, Optional, TextIO
 
 from . import guard as _guard
+from .rank import rank as _rank
 
 PREFIX = "::gpudoc "
 
@@ -31,9 +35,18 @@ def format_line(figures: Dict[str, Any]) -> str:
     return PREFIX + json.dumps(_clean(figures), allow_nan=False, default=str) + "\n"
 
 
+def with_rank(figures: Dict[str, Any]) -> Dict[str, Any]:
+    """``figures`` with ``rank`` first when the environment names one and they have none."""
+    if "rank" in figures:
+        return figures
+    rank = _rank()
+    return figures if rank is None else {"rank": rank, **figures}
+
+
 def report(stream: Optional[TextIO] = None, **figures: Any) -> None:
     """Print ``figures`` as one ``::gpudoc`` line on stdout (one write, flushed) and send them to
     the guard when one is connected. A closed stdout never stops the training loop."""
+    figures = with_rank(figures)
     line = format_line(figures)
     out = stream if stream is not None else sys.stdout
     try:
