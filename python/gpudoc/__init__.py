@@ -7,7 +7,8 @@
 - ``checkpoint`` / ``load_checkpoint``: written whole or not at all, checked before it replaces
   the last one.
 - ``report(**figures)``: one ``::gpudoc {json}`` line on stdout, and the figures to the guard;
-  with ``rank`` (``gpudoc.rank``) when the job has one.
+  with ``rank`` (``gpudoc.rank``) when the job has one; a tensor on a GPU comes on a later line,
+  without a GPU sync (``gpudoc.deferred``; ``flush()`` writes what is left).
 
 The client logs through ``logging`` (logger ``"gpudoc"``) and adds only a NullHandler to it: it
 writes nothing to stderr unless the program configures logging (``logging.basicConfig()``).
@@ -17,11 +18,11 @@ import logging as _logging
 from .batch import BatchSizeController, Change, free_memory, is_oom_error
 from .checkpoint import CheckpointError, checkpoint, load_checkpoint
 from .guard import Advice, Guard
-from .metrics import report
+from .metrics import flush, report
 
 __version__ = "0.1.0"
 
 _logging.getLogger("gpudoc").addHandler(_logging.NullHandler())
 
 __all__ = ["Advice", "BatchSizeController", "Change", "CheckpointError", "Guard", "checkpoint",
-           "free_memory", "is_oom_error", "load_checkpoint", "report", "__version__"]
+           "flush", "free_memory", "is_oom_error", "load_checkpoint", "report", "__version__"]

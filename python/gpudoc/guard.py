@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, Iterable, List, Optional, TextIO, Tuple
 
-from . import protocol
+from . import deferred, protocol
 from .rank import rank_from_env
 
 __all__ = ["Advice", "Guard"]
@@ -152,6 +152,7 @@ class Guard:
                  signals: bool = False, stderr: Optional[TextIO] = None,
                  connect_timeout_s: float = 2.0, rank: Optional[int] = None) -> None:
         self._stderr = stderr
+        self._deferred = deferred.Deferred()
         self._lock = threading.Lock()
         # Queued advice by severity (0: resume, 1, 2, 3: critical), each oldest first, as
         # (arrival number, advice); signals have their own queue (a handler takes no lock).
@@ -254,9 +255,17 @@ class Guard:
     def report(self, **figures: Any) -> bool:
         """Send figures (``step``, ``samples_per_s``, ``loss``, ...) to the guard; never blocks.
         ``gpudoc.report`` also prints them as a ``::gpudoc`` line. ``rank`` is added when the job
-        has one."""
+        has one. A tensor on a GPU is sent later, in a report of its own with this one's ``step``,
+        ``epoch`` and ``rank``, once the GPU has computed it (``gpudoc.deferred``: reading it now
+        would make the host wait for the GPU); the reports that became ready go first."""
         if self.rank is not None and "rank" not in figures:
             figures = {"rank": self.rank, **figures}
+        late, now = self._deferred.take(figures)
+        for earlier in late:
+            self._send_report(earlier)
+        return self._send_report(now)
+
+    def _send_report(self, figures: Dict[str, Any]) -> bool:
         body: Dict[str, Any] = {"type": "report", "figures": figures}
         if self.dropped_sends:
             body["dropped"] = self.dropped_sends
@@ -273,6 +282,13 @@ class Guard:
         chooses it by ``exit_reason``) and close; safe to call twice."""
         global _active
         if self._sock is not None:
+            # The figures still waiting for the GPU: waited for after a normal end (the loop is
+            # over); after an error or Ctrl-C only those ready now (the GPU may be what failed).
+            if reason == "done":
+                from . import metrics  # metrics imports this module
+                metrics.flush()
+            for earlier in self._deferred.flush(wait=reason == "done"):
+                self._send_report(earlier)
             self._send({"type": "bye", "reason": reason, "dropped": self.dropped_sends,
                         **self._counts(always=True)})
             self._flush(final=True)
