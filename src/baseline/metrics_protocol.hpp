@@ -8,7 +8,8 @@
 // protocol"):
 //   * a line with an "event" key is an event (start, end, phase...), not figures: it is counted,
 //     its values are not samples;
-//   * the progress keys "step", "n", "t" and "epoch" are counters, not figures;
+//   * the progress keys "step", "n", "t" and "epoch" are counters, and "rank" (the process of a
+//     distributed job that printed the line) is a label: none of them is a figure;
 //   * a non-numeric value (string, bool, null, array, object) is ignored with a note, once per name;
 //   * a line that is not valid JSON, or not an object, is counted and named with its line number
 //     in a note; it never stops the run;

@@ -139,6 +139,17 @@ TEST(Metrics, EventsAndProgressCountersAreNotFigures) {
   EXPECT_EQ(c.figures().at("tflops").size(), 1u);
 }
 
+TEST(Metrics, TheRankLabelIsNotAFigure) {
+  MetricsCollector c;
+  // python/gpudoc's report() on rank 3 of a distributed job (RANK=3).
+  c.add_stdout_line(R"(::gpudoc {"step": 12, "loss": 1.93, "rank": 3})", 1);
+  c.add_stdout_line(R"(::gpudoc {"step": 12, "loss": 2.01, "rank": 0})", 2);
+  EXPECT_EQ(c.figures().count("rank"), 0u);
+  EXPECT_EQ(c.figures().at("loss"), (std::vector<double>{1.93, 2.01}));
+  EXPECT_EQ(c.metric_lines(), 2u);
+  EXPECT_TRUE(c.notes().empty());
+}
+
 TEST(Metrics, BadLinesAreCountedAndNamedNeverFatal) {
   MetricsCollector c;
   c.add_stdout_line(R"(::gpudoc {"step_ms": 41.2)", 7);  // truncated
