@@ -12,9 +12,7 @@ namespace gpudoc::baseline {
 namespace {
 // Not figures: the progress counters, and "rank" (which process of a distributed job printed the
 // line: python/gpudoc adds it, so that ranks can be told apart in one output).
-bool is_progress_key(std::string_view k) {
-  return k == "step" || k == "n" || k == "t" || k == "epoch" || k == "rank";
-}
+bool is_progress_key(std::string_view k) { return k == "step" || k == "n" || k == "t" || k == "epoch" || k == "rank"; }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
