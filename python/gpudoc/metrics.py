@@ -69,7 +69,11 @@ def _emit(figures: Dict[str, Any], stream: Optional[TextIO]) -> None:
 def report(stream: Optional[TextIO] = None, **figures: Any) -> None:
     """Print ``figures`` as one ``::gpudoc`` line on stdout (one write, flushed) and send them to
     the guard when one is connected. A closed stdout never stops the training loop. Tensors on a
-    GPU come on a later line (module docstring); earlier steps' lines that are ready come first."""
+    GPU come on a later line (module docstring); earlier steps' lines that are ready come first.
+
+    The work done gives gpudoc the cost per step, sample and token (docs/cost.md): ``step`` the
+    steps done so far, ``samples`` and ``tokens`` those processed since the previous report
+    (gpudoc adds them up): ``report(step=i, samples=batch, tokens=batch * seq)``."""
     global _atexit_registered
     late, now = _pending.take(with_rank(figures))
     if len(_pending) and not _atexit_registered:
