@@ -18,12 +18,19 @@ constexpr std::string_view kPrefix = "gpudoc_";
 
 enum class Type { kGauge, kCounter };
 
+// How a family's name is written.
+enum class Naming {
+  kGpudoc,    // gpudoc_ + the name (+ _total for a counter)
+  kStandard,  // the name as every Prometheus client library writes it (process_*; + _total for a counter)
+  kDcgm,      // dcgm-exporter's name taken as is, never given `_total`
+};
+
 // One metric family: its name as exposed before any `_total`, and its metadata.
 struct Family {
-  std::string_view name;  // without the gpudoc_ prefix when `prefixed`
+  std::string_view name;  // without the gpudoc_ prefix
   Type type;
   std::string_view help;
-  bool prefixed = true;  // false: a name taken as is (dcgm-exporter's), never given `_total`
+  Naming naming = Naming::kGpudoc;
 };
 
 // Cumulative metrics of the catalog: exposed as counters (the energy counter, the error counters).
@@ -105,14 +112,14 @@ class Writer {
   // HELP, TYPE (and UNIT in OpenMetrics) of a family; remembers the sample name for sample().
   void family(const Family& f) {
     sample_name_.clear();
-    if (f.prefixed) sample_name_ += kPrefix;
+    if (f.naming == Naming::kGpudoc) sample_name_ += kPrefix;
     sample_name_ += f.name;
     const std::size_t base_size = sample_name_.size();  // the family's name (OpenMetrics: without _total)
-    if (f.type == Type::kCounter && f.prefixed) sample_name_ += "_total";
+    if (f.type == Type::kCounter && f.naming != Naming::kDcgm) sample_name_ += "_total";
     const std::string_view meta = std::string_view(sample_name_).substr(0, om_ ? base_size : sample_name_.size());
     // dcgm-exporter's counters have no _total, which OpenMetrics requires of a counter's samples:
     // there they are `unknown` (the name, which dashboards query, matters more than the type).
-    const bool om_unknown = om_ && f.type == Type::kCounter && !f.prefixed;
+    const bool om_unknown = om_ && f.type == Type::kCounter && f.naming == Naming::kDcgm;
     out_ += "# HELP ";
     out_ += meta;
     out_ += ' ';
@@ -514,6 +521,25 @@ void render_self(Writer& w, const Snapshot& s) {
   }
 }
 
+// The process_* series of the Prometheus client libraries, with their names and help texts.
+void render_process(Writer& w, const ProcessSelf& p) {
+  const auto one = [&w](const std::optional<double>& v, const Family& f) {
+    if (!v) return;
+    w.family(f);
+    w.sample({}, *v);
+  };
+  one(p.cpu_seconds,
+      {"process_cpu_seconds", Type::kCounter, "Total user and system CPU time spent in seconds.", Naming::kStandard});
+  one(p.open_fds, {"process_open_fds", Type::kGauge, "Number of open file descriptors.", Naming::kStandard});
+  one(p.max_fds, {"process_max_fds", Type::kGauge, "Maximum number of open file descriptors.", Naming::kStandard});
+  one(p.virtual_memory_bytes,
+      {"process_virtual_memory_bytes", Type::kGauge, "Virtual memory size in bytes.", Naming::kStandard});
+  one(p.resident_memory_bytes,
+      {"process_resident_memory_bytes", Type::kGauge, "Resident memory size in bytes.", Naming::kStandard});
+  one(p.start_time_seconds, {"process_start_time_seconds", Type::kGauge,
+                             "Start time of the process since unix epoch in seconds.", Naming::kStandard});
+}
+
 // DCGM_FI_DEV_XID_ERRORS: the number of the newest XID on each GPU, 0 before the first (as
 // dcgm-exporter's gauge, "Value of the last XID error encountered").
 void render_dcgm_xid(Writer& w, const Snapshot& s, const std::vector<bool>& keep,
@@ -521,7 +547,7 @@ void render_dcgm_xid(Writer& w, const Snapshot& s, const std::vector<bool>& keep
   bool any = false;
   for (bool k : keep) any = any || k;
   if (!any) return;
-  w.family({"DCGM_FI_DEV_XID_ERRORS", Type::kGauge, "Value of the last XID error encountered.", false});
+  w.family({"DCGM_FI_DEV_XID_ERRORS", Type::kGauge, "Value of the last XID error encountered.", Naming::kDcgm});
   for (std::size_t i = 0; i < s.gpus.size(); ++i) {
     if (!keep[i]) continue;
     const XidSeries* last = nullptr;
@@ -536,7 +562,7 @@ void render_dcgm(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
   const auto labels = dcgm_labels(s);
   for (const auto& d : dcgm_mappings()) {
     if (!any_value(s, keep, d.metric)) continue;
-    w.family({d.dcgm_name, d.type == "counter" ? Type::kCounter : Type::kGauge, d.help, false});
+    w.family({d.dcgm_name, d.type == "counter" ? Type::kCounter : Type::kGauge, d.help, Naming::kDcgm});
     for (std::size_t i = 0; i < s.gpus.size(); ++i) {
       const auto& v = s.gpus[i].latest[gpu::index(d.metric)];
       if (!keep[i] || !v) continue;
@@ -667,6 +693,7 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
   render_baselines(w, snapshot);
   render_xids(w, snapshot, keep);
   render_self(w, snapshot);
+  render_process(w, snapshot.process);
   if (options.dcgm_compatible) render_dcgm(w, snapshot, keep);
   w.end();
 }

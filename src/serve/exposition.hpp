@@ -129,6 +129,18 @@ struct XidSeries {
   std::int64_t last_unix_ns = 0;  // when this XID last came
 };
 
+// The exporter's own process, as every Prometheus client library exposes it (process_cpu_seconds_total,
+// process_resident_memory_bytes, ...; serve/process_metrics.hpp reads them from /proc/self). Each
+// absent one is not exposed.
+struct ProcessSelf {
+  std::optional<double> cpu_seconds{};  // user + system
+  std::optional<double> resident_memory_bytes{};
+  std::optional<double> virtual_memory_bytes{};
+  std::optional<double> start_time_seconds{};  // since the Unix epoch
+  std::optional<double> open_fds{};
+  std::optional<double> max_fds{};  // the soft limit; absent when unlimited
+};
+
 struct Snapshot {
   std::vector<GpuSnapshot> gpus;  // in the order to expose them
   std::vector<FindingSeries> findings;
@@ -136,6 +148,7 @@ struct Snapshot {
   std::vector<BaselineSeries> baselines;
   std::vector<XidSeries> xids;
   SelfSnapshot self;
+  ProcessSelf process{};
   std::string hostname;  // dcgm-exporter's Hostname label (only with dcgm_compatible; empty: none)
   // The driver's version: gpudoc_gpu_info{driver_version}, dcgm-exporter's DCGM_FI_DRIVER_VERSION
   // label on its series (empty: none).

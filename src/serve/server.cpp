@@ -29,6 +29,7 @@
 
 #include "core/host.hpp"
 #include "serve/http.hpp"
+#include "serve/process_metrics.hpp"
 
 namespace gpudoc::serve {
 namespace {
@@ -259,6 +260,7 @@ struct Server::Impl {
   http::Answer metrics(const http::Request& req) {
     Snapshot snap = s.handlers_.metrics();
     snap.self.scrapes = ++s.scrapes_;
+    snap.process = read_process_self();
     if (const double last = last_render_seconds.load(); last >= 0) snap.self.last_render_seconds = last;
     const RenderOptions ro{.format = negotiate(req.header("Accept").value_or("")),
                            .dcgm_compatible = s.options_.dcgm_compatible};

@@ -53,6 +53,21 @@ TEST_F(Promtool, AcceptsTheSmallSnapshot) {
   EXPECT_EQ(r.output, "");
 }
 
+TEST_F(Promtool, AcceptsTheProcessSeries) {
+  Snapshot s = testing::small_snapshot();
+  s.process = {.cpu_seconds = 1.5,
+               .resident_memory_bytes = 4096,
+               .virtual_memory_bytes = 8192,
+               .start_time_seconds = 1.7e9,
+               .open_fds = 9,
+               .max_fds = 1024};
+  const std::string body = render(s, {});
+  ASSERT_NE(body.find("\nprocess_cpu_seconds_total 1.5\n"), std::string::npos);
+  const auto r = promtool_check(body);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+}
+
 TEST_F(Promtool, DcgmNamesRaiseOnlyDcgmExportersOwnLint) {
   // dcgm-exporter's names and labels are kept exactly (dashboards query them): its counters (energy,
   // ECC, remapped rows, PCIe replays, NVLink errors) have no _total, PCIE_REPLAY_COUNTER has its type
