@@ -45,3 +45,31 @@ else()
   add_library(gpudoc_sqlite3 INTERFACE)
   target_link_libraries(gpudoc_sqlite3 INTERFACE SQLite::SQLite3)
 endif()
+
+# gRPC and protobuf for gpudoc serve's kubelet pod-resources client (cmake/Grpc.cmake).
+include(cmake/Grpc.cmake)
+
+# gpudoc serve's web configuration (src/serve/web_config.cpp, tls.cpp, basic_auth.cpp): yaml-cpp for
+# the file, OpenSSL for TLS, libxcrypt's crypt_rn for bcrypt. The portable build links the static
+# archives the same packages ship, so its binary still needs only the C library (and carries
+# OpenSSL 3.0: rebuild it for OpenSSL's security updates; the .deb's gpudoc uses the system's).
+if(GPUDOC_PORTABLE)
+  set(OPENSSL_USE_STATIC_LIBS TRUE)
+endif()
+gpudoc_find_package(OpenSSL 3)
+gpudoc_find_pkg_config(GPUDOC_YAMLCPP yaml-cpp)
+gpudoc_find_pkg_config(GPUDOC_LIBCRYPT libcrypt)
+add_library(gpudoc_web_deps INTERFACE)
+if(GPUDOC_PORTABLE)
+  foreach(archive IN ITEMS "${GPUDOC_YAMLCPP_LIBDIR}/libyaml-cpp.a" "${GPUDOC_LIBCRYPT_LIBDIR}/libcrypt.a")
+    if(NOT EXISTS "${archive}")
+      message(FATAL_ERROR "gpudoc: the portable build links ${archive}, which its -dev package ships; it is missing")
+    endif()
+  endforeach()
+  target_include_directories(gpudoc_web_deps INTERFACE ${GPUDOC_YAMLCPP_INCLUDE_DIRS})
+  target_link_libraries(gpudoc_web_deps INTERFACE "${GPUDOC_YAMLCPP_LIBDIR}/libyaml-cpp.a"
+                        "${GPUDOC_LIBCRYPT_LIBDIR}/libcrypt.a" OpenSSL::SSL OpenSSL::Crypto)
+else()
+  target_link_libraries(gpudoc_web_deps INTERFACE PkgConfig::GPUDOC_YAMLCPP PkgConfig::GPUDOC_LIBCRYPT OpenSSL::SSL
+                        OpenSSL::Crypto)
+endif()

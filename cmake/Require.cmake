@@ -5,6 +5,8 @@
 #   gpudoc_find_package(NAME [ARGS...])         find_package(NAME ARGS...), required
 #   gpudoc_find_pkg_config(PREFIX MODULE)       pkg_check_modules(PREFIX IMPORTED_TARGET GLOBAL MODULE),
 #                                               required; the target is PkgConfig::PREFIX
+#   gpudoc_find_program(VAR NAME)               find_program(VAR NAME) of the list's row cmd:NAME,
+#                                               required (a generator the build runs)
 #
 # Each is an error at configure time when NAME (or MODULE) has no row in the list, and when a call
 # from src/ or cmake/ (the gpudoc binary) names a package the list gives to the tests only.
@@ -73,5 +75,13 @@ macro(gpudoc_find_pkg_config _gpudoc_prefix _gpudoc_module)
   pkg_check_modules(${_gpudoc_prefix} QUIET IMPORTED_TARGET GLOBAL ${_gpudoc_module})
   if(NOT ${_gpudoc_prefix}_FOUND)
     _gpudoc_missing("${_gpudoc_module} (pkg-config)" "${_gpudoc_package}")
+  endif()
+endmacro()
+
+macro(gpudoc_find_program _gpudoc_var _gpudoc_command)
+  _gpudoc_package_for("cmd:${_gpudoc_command}" _gpudoc_package)
+  find_program(${_gpudoc_var} ${_gpudoc_command})
+  if(NOT ${_gpudoc_var})
+    _gpudoc_missing("${_gpudoc_command}" "${_gpudoc_package}")
   endif()
 endmacro()
