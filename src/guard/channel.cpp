@@ -456,6 +456,8 @@ void ChannelServer::take_hello(Connection& c, json message, core::MonoTime when,
   hello.capabilities = strings_field(message, "capabilities");
   hello.signals = strings_field(message, "signals");
   hello.client = string_field(message, "client");
+  if (const auto rank = message.find("rank"); rank != message.end())
+    if (const auto r = integer(*rank); r && *r >= 0 && *r <= INT_MAX) hello.rank = static_cast<int>(*r);
   ChannelEvent e = event_for(c, Kind::kHello, when);
   if (hello.pid != hello.claimed_pid) {
     const std::string detail =
@@ -636,6 +638,7 @@ std::string describe(const ChannelEvent& e) {
         std::string gpus;
         for (const auto& g : e.hello->gpus) gpus += (gpus.empty() ? "" : ", ") + g;
         out += fmt::format(", GPUs [{}], client '{}'", shown(gpus), shown(e.hello->client));
+        if (e.hello->rank) out += fmt::format(", rank {}", *e.hello->rank);
       }
       if (!e.error.empty()) out += "; " + e.error;
       return out;

@@ -28,7 +28,8 @@
 //   still taken, answered with `pid_mismatch`, and the event's JobHello::pid is the kernel's pid,
 //   never the claimed one (which stays in claimed_pid). The guard opens its pidfd from pid.
 // - Required fields: hello `pid` (a positive integer); ack `id` (string or integer) and `status`
-//   (string); report `figures` (an object). A known field of the wrong type in a hello is ignored.
+//   (string); report `figures` (an object). A known field of the wrong type in a hello is ignored
+//   (a `rank` that is not an integer from 0 to INT_MAX too).
 // - `v` other than 1 (0 or negative too) is `unsupported_version`. A line that is empty or only
 //   white space is skipped without an answer (as the Python client does). JSON nested deeper
 //   than 32 levels is `bad_json` (messages nest three).
@@ -75,6 +76,7 @@ struct JobHello {
   std::vector<std::string> gpus;  // CUDA indices as decimal text ("0"), or UUIDs ("GPU-…", "MIG-…")
   std::vector<std::string> capabilities, signals;
   std::string client;
+  std::optional<int> rank{};  // the job's rank in a distributed run (0 .. INT_MAX), when it said one
 };
 
 struct ChannelEvent {

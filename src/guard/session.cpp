@@ -503,7 +503,8 @@ void Session::on_hello(const ChannelEvent& ev) {
         {"connected", true},
         {"gpus", uuids},
         {"capabilities", h.capabilities},
-        {"client", core::terminal_safe(h.client)}});
+        {"client", core::terminal_safe(h.client)},
+        {"rank", h.rank ? json(*h.rank) : json(nullptr)}});
   job_of_conn_[ev.conn] = j.id;
   jobs_.push_back(std::move(j));
 }

@@ -69,10 +69,12 @@ class PythonClientTest : public ::testing::Test {
     server_.emplace(std::move(s).value());
   }
 
-  core::Result<core::ChildProcess> start(const char* script) {
-    return core::ChildProcess::spawn({GPUDOC_PYTHON3, "-c", script},
-                                     {std::string(kSocketEnv) + "=" + server_->path(),
-                                      "PYTHONPATH=" GPUDOC_SOURCE_DIR "/python", "PYTHONDONTWRITEBYTECODE=1"});
+  core::Result<core::ChildProcess> start(const char* script, const std::string& rank = "") {
+    // A rank variable of the test's own environment would reach the job: the job's is set or empty.
+    return core::ChildProcess::spawn(
+        {GPUDOC_PYTHON3, "-c", script},
+        {std::string(kSocketEnv) + "=" + server_->path(), "PYTHONPATH=" GPUDOC_SOURCE_DIR "/python",
+         "PYTHONDONTWRITEBYTECODE=1", "RANK=" + rank, "OMPI_COMM_WORLD_RANK=", "SLURM_PROCID=", "LOCAL_RANK="});
   }
 
   // The child's exit code; kills it after 30 s.
@@ -135,6 +137,27 @@ TEST_F(PythonClientTest, HelloAdviceAckReportBye) {
   EXPECT_EQ(count_kind(events, Kind::kProtocolError), 0u) << first_of(events, Kind::kProtocolError)->error;
   EXPECT_EQ(server_->stats().bad_lines, 0u);
   EXPECT_EQ(server_->stats().dropped_out, 0u);
+}
+
+TEST_F(PythonClientTest, TheJobsRankFromItsEnvironmentReachesTheGuard) {
+  // RANK=3, as torchrun sets it: in the hello (JobHello::rank) and in the report's figures.
+  auto child = start(kAckingJob, "3");
+  ASSERT_TRUE(child) << child.error().message();
+  Events events = pump_until(*server_, Kind::kHello, 1, 20s);
+  const ChannelEvent* hello = first_of(events, Kind::kHello);
+  ASSERT_NE(hello, nullptr) << "exit " << finish(*child);
+  ASSERT_TRUE(hello->hello);
+  EXPECT_EQ(hello->hello->rank, 3);
+  const int conn = hello->conn;
+  ASSERT_TRUE(server_->send(
+      conn, {{"type", "welcome"}, {"guard_pid", ::getpid()}, {"job", "j1"}, {"gpus", {"GPU-abc"}}, {"horizon_s", 5}}));
+  ASSERT_TRUE(server_->send(
+      conn, {{"type", "advice"}, {"id", "j1-1"}, {"level", 1}, {"action", "shrink_batch"}, {"factor", 0.75}}));
+  events = pump_until(*server_, Kind::kClosed, 1, 20s);
+  EXPECT_EQ(finish(*child), 0);
+  const ChannelEvent* report = first_of(events, Kind::kReport);
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->message["figures"]["rank"], 3);
 }
 
 TEST_F(PythonClientTest, TheGuardsByeTurnsTheClientIntoANoOp) {

@@ -10,8 +10,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "channel_client.hpp"
@@ -140,6 +142,36 @@ TEST_F(ChannelTest, AHelloWithAnotherPidIsAnsweredAndItsPidNotTrusted) {
   EXPECT_EQ(hello->hello->claimed_pid, ::getpid() + 1000);
   EXPECT_EQ(code_of(*hello), "pid_mismatch");
   EXPECT_NE(hello->error.find(std::to_string(::getpid() + 1000)), std::string::npos) << hello->error;
+}
+
+TEST_F(ChannelTest, AHellosRankIsTakenWhenItIsAnIntegerFromZeroToIntMax) {
+  const std::vector<std::pair<json, std::optional<int>>> cases = {{3, 3},
+                                                                  {0, 0},
+                                                                  {2147483647, 2147483647},
+                                                                  {-1, std::nullopt},
+                                                                  {2147483648LL, std::nullopt},
+                                                                  {"3", std::nullopt},
+                                                                  {2.5, std::nullopt},
+                                                                  {true, std::nullopt},
+                                                                  {nullptr, std::nullopt}};
+  for (const auto& [rank, want] : cases) {
+    RawClient client(server_->path());
+    json hello = json::parse(hello_line(::getpid()));
+    hello["rank"] = rank;
+    client.write_line(hello.dump(), *server_);
+    const Events events = pump_until(*server_, Kind::kHello);
+    const ChannelEvent* e = first_of(events, Kind::kHello);
+    ASSERT_NE(e, nullptr) << rank.dump();
+    ASSERT_TRUE(e->hello);
+    EXPECT_EQ(e->hello->rank, want) << rank.dump();
+    EXPECT_EQ(describe(*e).find(", rank ") != std::string::npos, want.has_value()) << describe(*e);
+  }
+  RawClient without(server_->path());  // a single process says none
+  without.write_line(hello_line(::getpid()), *server_);
+  const Events events = pump_until(*server_, Kind::kHello);
+  ASSERT_NE(first_of(events, Kind::kHello), nullptr);
+  EXPECT_FALSE(first_of(events, Kind::kHello)->hello->rank);
+  EXPECT_EQ(server_->stats().bad_lines, 0u);  // a rank of the wrong type is ignored, not refused
 }
 
 TEST_F(ChannelTest, FolderIsPrivateSocketOwnerOnlyAndNamesUnpredictable) {

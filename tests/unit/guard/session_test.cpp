@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -162,6 +163,18 @@ TEST_F(GuardSession, AJobThatDiesEndsTheGuardWithItsExitCode) {
   EXPECT_EQ(r.result->exit_code, 3);
   ASSERT_EQ(r.of("job_left").size(), 1u);
   EXPECT_EQ(r.of("end").at(0)["reason"], "command_exited");
+}
+
+TEST_F(GuardSession, TheLogNamesAConnectedJobsRank) {
+  script({{0, 70}});
+  ::setenv("RANK", "5", 1);  // as torchrun sets it for the job; the client puts it in its hello
+  Outcome r = run(options({"python3", kJobs + "listening_job.py", "--exit-after", "1"}));
+  ::unsetenv("RANK");
+  ASSERT_TRUE(r.result);
+  const auto joined = r.of("job_joined");
+  const auto connected = std::find_if(joined.begin(), joined.end(), [](const json& e) { return e["connected"]; });
+  ASSERT_NE(connected, joined.end());
+  EXPECT_EQ(connected->value("rank", -1), 5) << connected->dump();
 }
 
 TEST_F(GuardSession, AJobThatDoesNotListenGetsOnlyTheSignalsItOptedInTo) {
