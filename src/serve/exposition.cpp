@@ -162,7 +162,14 @@ class Writer {
   std::string sample_name_;
 };
 
-// gpu="0",uuid="GPU-…",name="NVIDIA H200",pci_bus_id="…" for each GPU, rendered once a scrape.
+// The holders' labels of a GPU (serve/attribution.hpp: namespace, pod, container, hpc_job), each
+// after a comma.
+void append_attribution_labels(std::string& out, const GpuSnapshot& g) {
+  for (const auto& [name, value] : attribution_labels(g.attribution)) append_label(out, name, value);
+}
+
+// gpu="0",uuid="GPU-…",name="NVIDIA H200",pci_bus_id="…" and the holders' labels for each GPU,
+// rendered once a scrape.
 std::vector<std::string> gpu_labels(const Snapshot& s) {
   std::vector<std::string> out;
   out.reserve(s.gpus.size());
@@ -172,6 +179,7 @@ std::vector<std::string> gpu_labels(const Snapshot& s) {
     append_label(l, "uuid", g.uuid);
     append_label(l, "name", g.name);
     append_label(l, "pci_bus_id", g.pci_bus_id);
+    append_attribution_labels(l, g);
     out.push_back(std::move(l));
   }
   return out;
@@ -180,7 +188,8 @@ std::vector<std::string> gpu_labels(const Snapshot& s) {
 // The one job a GPU's processes all belong to, as labels: each of the container id, pod UID and
 // Slurm job id that every process on the GPU shares and that is not empty (a GPU shared by two
 // pods, or idle, has none). `dcgm`: dcgm-exporter's names where it has one (pod_uid; hpc_job for
-// the Slurm job, the label its --hpc-job-mapping-dir sets); gpudoc's otherwise.
+// the Slurm job, the label its --hpc-job-mapping-dir sets, left out when the mapping files name
+// the GPU's job: theirs is the label then); gpudoc's otherwise.
 std::string job_labels(const GpuSnapshot& g, bool dcgm) {
   std::string l;
   if (g.processes.empty()) return l;
@@ -190,10 +199,11 @@ std::string job_labels(const GpuSnapshot& g, bool dcgm) {
       if (p.*field != first) return {};
     return first;
   };
+  const bool mapped_job = dcgm && g.attribution.hpc_jobs.size() == 1;
   const std::pair<std::string_view, std::string_view> labels[] = {
       {"container_id", shared(&ProcessSnapshot::container_id)},
       {"pod_uid", shared(&ProcessSnapshot::pod_uid)},
-      {dcgm ? "hpc_job" : "slurm_job_id", shared(&ProcessSnapshot::slurm_job_id)},
+      {dcgm ? "hpc_job" : "slurm_job_id", mapped_job ? std::string_view{} : shared(&ProcessSnapshot::slurm_job_id)},
   };
   for (const auto& [name, value] : labels)
     if (!value.empty()) append_label(l, name, value, l.empty());
@@ -218,6 +228,7 @@ std::vector<std::string> dcgm_labels(const Snapshot& s) {
       l += ',';
       l += job;
     }
+    append_attribution_labels(l, g);
     out.push_back(std::move(l));
   }
   return out;
@@ -269,6 +280,39 @@ void render_gpu_info(Writer& w, const Snapshot& s, const std::vector<bool>& keep
     append_label(l, "gpu", fmt::format("{}", s.gpus[i].index), true);
     append_label(l, "uuid", s.gpus[i].uuid);
     w.sample(l, 1, jobs[i]);
+  }
+}
+
+// gpudoc_gpu_allocation_info{gpu,uuid,namespace,pod,container} 1 for each container the kubelet
+// gave (a share of) the GPU, and {gpu,uuid,hpc_job} 1 for each job of its mapping files: every
+// holder of a shared GPU, whose own series carry only what the holders agree on.
+void render_gpu_allocations(Writer& w, const Snapshot& s, const std::vector<bool>& keep) {
+  bool any = false;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i)
+    any = any || (keep[i] && (!s.gpus[i].attribution.pods.empty() || !s.gpus[i].attribution.hpc_jobs.empty()));
+  if (!any) return;
+  w.family({"gpu_allocation_info", Type::kGauge,
+            "each Kubernetes container (kubelet pod-resources) and HPC job (--hpc-job-mapping-dir) holding this GPU "
+            "or a share of it (always 1)"});
+  std::string gpu;
+  std::string holder;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    if (!keep[i]) continue;
+    gpu.clear();
+    append_label(gpu, "gpu", fmt::format("{}", s.gpus[i].index), true);
+    append_label(gpu, "uuid", s.gpus[i].uuid);
+    for (const auto& p : s.gpus[i].attribution.pods) {
+      holder.clear();
+      append_label(holder, "namespace", p.namespace_name, true);
+      append_label(holder, "pod", p.pod);
+      append_label(holder, "container", p.container);
+      w.sample(gpu, 1, holder);
+    }
+    for (const auto& job : s.gpus[i].attribution.hpc_jobs) {
+      holder.clear();
+      append_label(holder, "hpc_job", job, true);
+      w.sample(gpu, 1, holder);
+    }
   }
 }
 
@@ -686,6 +730,7 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
   const auto labels = gpu_labels(snapshot);
   render_gpu_metrics(w, snapshot, keep, labels);
   render_gpu_info(w, snapshot, keep, labels);
+  render_gpu_allocations(w, snapshot, keep);
   render_clock_event_reasons(w, snapshot, keep, labels);
   render_processes(w, snapshot, keep);
   render_findings(w, snapshot);

@@ -28,6 +28,7 @@
 
 #include "findings/finding.hpp"
 #include "gpu/metrics.hpp"
+#include "serve/attribution.hpp"
 
 namespace gpudoc::serve {
 
@@ -59,6 +60,9 @@ struct GpuSnapshot {
   std::string pci_bus_id;
   std::array<std::optional<double>, gpu::kMetricCount> latest{};  // by gpu::index(Metric)
   std::vector<ProcessSnapshot> processes;                         // a pid seen twice: the first counts
+  // The pods and HPC jobs holding the GPU (serve/attribution.hpp): attribution_labels on every
+  // series of the GPU, native and dcgm-exporter's, and gpudoc_gpu_allocation_info for each holder.
+  GpuAttribution attribution{};
 };
 
 // One finding on one GPU, as exported: gpudoc_finding{id,gpu} 1, gpudoc_finding_severity{id,gpu}

@@ -29,6 +29,7 @@ EXTRA = {
     "gpudoc_gpu_xid_errors_total",
     "gpudoc_gpu_info",
     "gpudoc_gpu_job_info",
+    "gpudoc_gpu_allocation_info",
     "gpudoc_clock_event_reason",
     "gpudoc_process_sm_utilization_percent",
     "gpudoc_process_memory_utilization_percent",
