@@ -2,17 +2,16 @@
 // to Prometheus (/metrics), to scripts (/api/v1/...) and to people (the dashboard at /). The engine
 // is serve::Service, the HTTP side serve::Server; this file parses, wires them and waits for a stop.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include <chrono>
-#include <cstdio>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/commit.hpp"
 #include "core/host.hpp"
-#include "core/text.hpp"
+#include "core/structured_log.hpp"
 #include "core/version.hpp"
+#include "serve/announce.hpp"
 #include "serve/config.hpp"
 #include "serve/process_labels.hpp"
 #include "serve/server.hpp"
@@ -48,28 +47,19 @@ core::Result<Settings> settings_of(ServeFlags f) {
   return s;
 }
 
-void announce(const Settings& s, int port, const telemetry::Live& live) {
-  const bool v6 = s.listen.host.find(':') != std::string::npos;
-  const std::string where =
-      v6 ? fmt::format("[{}]:{}", s.listen.host, port) : fmt::format("{}:{}", s.listen.host, port);
-  print_banner(live);
-  std::fprintf(stderr, "gpudoc: serving %d GPU%s on http://%s/ (metrics: /metrics, API: /api/v1/snapshot)\n",
-               live.gpu_count, live.gpu_count == 1 ? "" : "s", where.c_str());
-  if (!serve::is_loopback(s.listen.host))
-    std::fprintf(stderr,
-                 "gpudoc: warning: %s is reachable from other machines and gpudoc serve has no authentication: "
-                 "keep it behind a firewall that admits only your Prometheus servers\n",
-                 where.c_str());
-  std::fflush(stderr);
+int failed(core::LogSink& log, const core::Error& e) {
+  log.write(serve::error_record(e));
+  return core::exit_code(e.kind());
 }
 
 int run_serve(const ServeFlags& f, Context& ctx) {
   auto s = settings_of(f);
-  if (!s) return report_error(s.error(), false);
+  core::LogSink log(s ? s->log_format : serve::flag_log_format(f.settings));
+  if (!s) return failed(log, s.error());
   auto live = open_live(ctx, true);  // the banner once the address is bound
-  if (!live) return report_error(live.error(), false);
+  if (!live) return failed(log, live.error());
   auto header = telemetry::make_header(*live->backend, *live->clock, s->sampler, {});
-  if (!header) return report_error(header.error(), false);
+  if (!header) return failed(log, header.error());
   serve::ServiceOptions so;
   so.sampler = s->sampler;
   so.history = std::chrono::seconds(static_cast<long>(s->history_s));
@@ -83,19 +73,25 @@ int run_serve(const ServeFlags& f, Context& ctx) {
   so.revision = core::kGitCommit;
   so.backend = live->spec->text;
   serve::Service service(*live, *header, so);
-  serve::Server server({.host = s->listen.host, .port = s->listen.port, .dcgm_compatible = s->dcgm_compatible},
+  serve::Server server({.host = s->listen.host,
+                        .port = s->listen.port,
+                        .dcgm_compatible = s->dcgm_compatible,
+                        .web_config_file = s->web_config_file,
+                        .log = [&log](core::LogRecord r) { log.write(std::move(r)); }},
                        service.handlers([](std::string_view path) -> std::optional<serve::Asset> {
                          auto a = view::dashboard_asset(path);
                          if (!a) return std::nullopt;
                          return serve::Asset{a->body, a->content_type};
                        }));
-  if (auto st = service.start(); !st) return report_error(st.error(), false);
+  if (auto st = service.start(); !st) return failed(log, st.error());
   auto port = server.start();
   if (!port) {
     service.stop();
-    return report_error(port.error(), false);
+    return failed(log, port.error());
   }
-  announce(*s, *port, *live);
+  if (!live->banner.empty()) log.write(serve::backend_record(live->banner));
+  log.write(serve::listening_record(s->listen, *port, live->gpu_count, server.security()));
+  if (auto w = serve::exposure_record(s->listen, *port, server.security())) log.write(std::move(*w));
   const auto t0 = std::chrono::steady_clock::now();
   bool replay_end_said = false;
   const auto end = f.duration_s > 0
@@ -110,13 +106,12 @@ int run_serve(const ServeFlags& f, Context& ctx) {
     if (wait_for_stop(std::min<core::Nanos>(wait, std::chrono::hours(24)))) break;
     if (live->replay != nullptr && live->replay->finished() && !replay_end_said) {
       replay_end_said = true;
-      std::fprintf(stderr, "gpudoc: the replay of %s ended; serving on (its values are now stale, so absent)\n",
-                   core::terminal_safe(live->spec->file).c_str());
+      log.write(serve::replay_ended_record(live->spec->file));
     }
   }
   service.stop();  // wakes the event streams first, so the server's threads can end
   server.stop();
-  std::fprintf(stderr, "gpudoc: stopped after %llu scrapes\n", static_cast<unsigned long long>(server.scrapes()));
+  log.write(serve::stopped_record(server.scrapes()));
   return core::kExitOk;
 }
 
@@ -129,6 +124,8 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
   apply_help(*cmd, "serve");
   cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or PORT (loopback); default 127.0.0.1:9401");
   cmd->add_option("--config", f->settings.config, "a JSON file of settings (docs/serve.md); flags override it");
+  cmd->add_option("--web-config-file", f->settings.web_config_file, "TLS and basic auth: exporter-toolkit YAML");
+  cmd->add_option("--log-format", f->settings.log_format, "stderr as text (default), logfmt or json");
   cmd->add_flag("--dcgm-compatible", f->settings.dcgm_compatible,
                 "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");
   // The same ranges as the config file's keys (serve/config.hpp).

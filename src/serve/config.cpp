@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.hpp"
+#include "serve/web_state.hpp"
 #include "store/database.hpp"
 #include "telemetry/sampler.hpp"
 
@@ -112,10 +113,18 @@ core::Result<ConfigFile> parse_config(std::string_view text, std::string_view na
       (history ? c.history_s : window ? c.diagnose_window_s : c.diagnose_every_s) = *s;
     } else if (key == "periods") {
       if (auto s = read_periods(v, name, c); !s) return s.error();
+    } else if (key == "web_config_file") {
+      auto s = text_value(v, key, name);
+      if (!s) return s.error();
+      c.web_config_file = *s;
+    } else if (key == "log_format") {
+      auto f = v.is_string() ? core::parse_log_format(v.get<std::string>()) : core::parse_log_format("");
+      if (!f) return usage(fmt::format("{}: \"log_format\" must be \"text\", \"logfmt\" or \"json\"", name));
+      c.log_format = *f;
     } else {
       return usage(
           fmt::format("{}: unknown setting \"{}\" (known: listen, dcgm_compatible, diagnose_window_s, "
-                      "diagnose_every_s, history_s, store, periods)",
+                      "diagnose_every_s, history_s, store, periods, web_config_file, log_format)",
                       name, key));
     }
   }
@@ -153,7 +162,20 @@ core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile&
   s.diagnose_window_s = f.diagnose_window_s > 0 ? f.diagnose_window_s : file.diagnose_window_s.value_or(120);
   s.diagnose_every_s = f.diagnose_every_s > 0 ? f.diagnose_every_s : file.diagnose_every_s.value_or(10);
   s.history_s = f.history_s > 0 ? f.history_s : file.history_s.value_or(600);
+  s.web_config_file = !f.web_config_file.empty() ? f.web_config_file : file.web_config_file.value_or("");
+  if (!f.log_format.empty()) {
+    auto format = core::parse_log_format(f.log_format);
+    if (!format) return format.error();
+    s.log_format = *format;
+  } else {
+    s.log_format = file.log_format.value_or(core::LogFormat::kText);
+  }
   return s;
+}
+
+core::LogFormat flag_log_format(const SettingFlags& flags) {
+  auto format = core::parse_log_format(flags.log_format);
+  return format ? *format : core::LogFormat::kText;
 }
 
 core::Result<Settings> resolve(const SettingFlags& flags) {
@@ -171,6 +193,9 @@ core::Result<Settings> resolve(const SettingFlags& flags) {
     s->store = *path;
   }
   s->periods = period_overrides(file, flags.periods);
+  // Checked now, as the server will read it at start: a bad file is said before any GPU is opened.
+  if (!s->web_config_file.empty())
+    if (auto web = load_web_state(s->web_config_file, nullptr); !web) return web.error();
   return s;
 }
 

@@ -8,7 +8,8 @@
 // The file (every key optional, any other key an error):
 //   {"listen": "127.0.0.1:9401", "dcgm_compatible": false, "diagnose_window_s": 120,
 //    "diagnose_every_s": 10, "history_s": 600, "store": "/var/lib/gpudoc/gpudoc.db",
-//    "periods": {"fast": 100, "utilization": 1000}}
+//    "periods": {"fast": 100, "utilization": 1000}, "web_config_file": "/etc/gpudoc/web.yml",
+//    "log_format": "logfmt"}
 #pragma once
 
 #include <array>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/structured_log.hpp"
 #include "gpu/metrics.hpp"
 
 namespace gpudoc::serve {
@@ -43,10 +45,13 @@ struct ConfigFile {
   std::optional<double> history_s;
   std::optional<std::string> store;
   std::map<std::string, int> periods;  // group name -> ms, checked by the sampler flags' rules
+  std::optional<std::string> web_config_file{};
+  std::optional<core::LogFormat> log_format{};
 };
 
 // Errors: kUsage naming `name` and the key: not JSON, not an object, an unknown key, a value of the
-// wrong type or out of range (seconds: window 2..3600, every 1..3600, history 60..86400).
+// wrong type or out of range (seconds: window 2..3600, every 1..3600, history 60..86400; log_format:
+// text, logfmt or json).
 [[nodiscard]] core::Result<ConfigFile> parse_config(std::string_view text, std::string_view name);
 
 // parse_config of the file at `path` (at most 4 MiB). Errors: kUsage "--config: ..." when it cannot
@@ -65,6 +70,8 @@ struct SettingFlags {
   std::optional<std::string> store{};  // --store; nullopt: the file's, else store::default_store_path's
   bool no_store = false;               // --no-store
   std::vector<std::string> periods{};  // --period GROUP=MS
+  std::string web_config_file{};       // --web-config-file FILE; empty: the file's, else none
+  std::string log_format{};            // --log-format; empty: the file's, else text
 };
 struct Settings {
   ListenAddress listen{"127.0.0.1", kDefaultPort};
@@ -74,12 +81,19 @@ struct Settings {
   double history_s = 600;
   std::optional<std::string> store{};  // the store's path (resolve only); nullopt: no store
   std::vector<std::string> periods{};  // GROUP=MS over default_periods(): period_overrides (resolve only)
+  std::string web_config_file{};       // TLS and basic auth (serve/web_config.hpp); empty: none
+  core::LogFormat log_format = core::LogFormat::kText;
 };
-// Errors: parse_listen's for the address in effect.
+// Errors: parse_listen's for the address in effect, --log-format's.
 [[nodiscard]] core::Result<Settings> resolve_settings(const SettingFlags& flags, const ConfigFile& file);
-// The whole of it: the file at flags.config read (when given), resolve_settings, the store's path
-// and the period overrides. Errors: load_config's, resolve_settings', store::default_store_path's.
+// The whole of it: the file at flags.config read (when given), resolve_settings, the store's path,
+// the period overrides, and the web config checked as the server will read it (its certificate
+// and key loaded). Errors: load_config's, resolve_settings', store::default_store_path's, the web
+// config's (serve/web_state.hpp: kUsage naming the file, and the key or the certificate file).
 [[nodiscard]] core::Result<Settings> resolve(const SettingFlags& flags);
+// The log format the flags ask for, to say an error of resolve's in it: --log-format's when valid,
+// else text (the config file's is not known before it is read).
+[[nodiscard]] core::LogFormat flag_log_format(const SettingFlags& flags);
 
 // How often serve reads GPM: every second, not every 200 ms as the recorder does (--period gpm=200
 // restores that). GPM's metrics are differences of two counter snapshots, whose interval is ours to

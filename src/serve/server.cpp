@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -30,6 +31,8 @@
 #include "core/host.hpp"
 #include "serve/http.hpp"
 #include "serve/process_metrics.hpp"
+#include "serve/tls.hpp"
+#include "serve/web_state.hpp"
 
 namespace gpudoc::serve {
 namespace {
@@ -80,6 +83,25 @@ std::optional<double> seconds_param(const http::Request& req) {
   if (ec != std::errc() || end != v->data() + v->size() || !std::isfinite(x) || x < 1 || x > kMaxHistorySeconds)
     return std::nullopt;
   return x;
+}
+
+// gpudoc's own headers with a web config's in place of those of the same name (case aside), and
+// the web config's others after them.
+std::vector<std::pair<std::string, std::string>> merged_headers(
+    std::vector<std::pair<std::string, std::string>> own, const std::vector<std::pair<std::string, std::string>>& web) {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (const auto& [name, value] : web) {
+    const auto it = std::find_if(own.begin(), own.end(), [&](const auto& h) { return same(h.first, name); });
+    if (it != own.end())
+      it->second = value;
+    else
+      own.emplace_back(name, value);
+  }
+  return own;
 }
 
 // The peer's address without its port: what "one client" is when the server is full.
@@ -142,11 +164,12 @@ int bound_port(int fd) {
 }
 
 enum class Phase {
-  kReading,    // waiting for a request's head (at most kMaxHead bytes are kept)
-  kHandling,   // a handler thread makes the answer
-  kWriting,    // the answer goes out as fast as the client takes it
-  kStreaming,  // an event stream: answered, more to come
-  kLingering,  // refused: our end is shut, what the client still sends is read and dropped, briefly
+  kHandshaking,  // TLS: the handshake, bounded by the same deadline as the request's head
+  kReading,      // waiting for a request's head (at most kMaxHead bytes are kept)
+  kHandling,     // a handler thread makes the answer
+  kWriting,      // the answer goes out as fast as the client takes it
+  kStreaming,    // an event stream: answered, more to come
+  kLingering,    // refused: our end is shut, what the client still sends is read and dropped, briefly
 };
 
 struct Conn {
@@ -166,12 +189,15 @@ struct Conn {
   std::uint64_t stream_sequence = 0;
   std::size_t lingered = 0;
   std::uint32_t interest = 0;
+  std::unique_ptr<TlsConnection> tls{};  // null: plain HTTP
+  bool want_flip = false;                // TLS: the phase's read waits to write, or its write to read
 };
 
 struct Job {
   std::uint64_t conn;
   http::Request request;
   bool heavy;
+  std::shared_ptr<BasicAuth> verify_with{};  // not null: bcrypt first (the credentials are not known yet)
 };
 
 struct Done {
@@ -180,7 +206,14 @@ struct Done {
   bool head_request;
   bool keep_alive;
   std::uint64_t stream_sequence;
+  bool verified = false;  // held one of max_verifying
 };
+
+http::Answer unauthorized() {
+  http::Answer a = plain(401, "unauthorized\n");
+  a.headers.emplace_back("WWW-Authenticate", "Basic realm=\"gpudoc\", charset=\"UTF-8\"");
+  return a;
+}
 
 struct Broadcast {
   std::uint64_t sequence;  // 0: a keep-alive comment, for every stream
@@ -195,11 +228,13 @@ bool is_loopback(std::string_view host) {
 
 struct Server::Impl {
   Server& s;
-  std::vector<std::pair<std::string, std::string>> common_headers{{"X-Content-Type-Options", "nosniff"},
-                                                                  {"Cache-Control", "no-store"},
-                                                                  {"Content-Security-Policy", kContentSecurityPolicy},
-                                                                  {"Referrer-Policy", "no-referrer"},
-                                                                  {"X-Frame-Options", "DENY"}};
+  // gpudoc's own headers; a web config's http_server_config.headers replace those of their names
+  const std::vector<std::pair<std::string, std::string>> own_headers{
+      {"X-Content-Type-Options", "nosniff"},
+      {"Cache-Control", "no-store"},
+      {"Content-Security-Policy", kContentSecurityPolicy},
+      {"Referrer-Policy", "no-referrer"},
+      {"X-Frame-Options", "DENY"}};
   int listen_fd = -1;
   int epoll_fd = -1;
   int wake_fd = -1;
@@ -209,6 +244,10 @@ struct Server::Impl {
   std::vector<std::thread> workers;
 
   // loop thread only
+  std::vector<std::pair<std::string, std::string>> common_headers = own_headers;  // sent with every answer
+  std::unique_ptr<WebWatch> web;                                                  // null: no web config
+  std::shared_ptr<const WebState> web_state;                                      // the one in force
+  int verifying = 0;  // requests holding one of max_verifying
   std::unordered_map<std::uint64_t, std::unique_ptr<Conn>> conns;
   std::map<std::string, int> per_client;
   std::uint64_t next_id = 2;
@@ -324,7 +363,10 @@ struct Server::Impl {
       std::uint64_t sequence = 0;
       http::Answer a;
       try {
-        a = answer(job.request, sequence);
+        if (job.verify_with && !job.verify_with->verify(job.request.header("Authorization")))
+          a = unauthorized();
+        else
+          a = answer(job.request, sequence);
       } catch (const std::exception&) {
         a = plain(500, "the answer could not be made\n");
       }
@@ -333,7 +375,8 @@ struct Server::Impl {
                           .answer = std::move(a),
                           .head_request = job.request.method == "HEAD",
                           .keep_alive = job.request.keep_alive,
-                          .stream_sequence = sequence});
+                          .stream_sequence = sequence,
+                          .verified = job.verify_with != nullptr});
       wake();
     }
   }
@@ -371,6 +414,79 @@ struct Server::Impl {
 
   // ---- the loop ----
 
+  void say(core::LogRecord r) {
+    if (s.options_.log) s.options_.log(std::move(r));
+  }
+
+  // The web config in force (its files looked at again at most once a second); null without one.
+  const WebState* web_now() {
+    if (!web) return nullptr;
+    std::vector<core::LogRecord> said;
+    auto state = web->current(Clock::now(), said);
+    if (state != web_state) {
+      web_state = std::move(state);
+      common_headers = merged_headers(own_headers, web_state->headers);
+    }
+    for (auto& r : said) say(std::move(r));
+    return web_state.get();
+  }
+
+  // What the connection sent: > 0 bytes; 0: it ended; -1: nothing more now; -2: a failure (close).
+  ssize_t receive(Conn& c, char* buf, std::size_t n) {
+    if (!c.tls) {
+      while (true) {
+        const ssize_t r = ::recv(c.fd, buf, n, 0);
+        if (r >= 0) return r;
+        if (errno != EINTR) return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+      }
+    }
+    const TlsResult r = c.tls->read(buf, n);
+    c.want_flip = r.io == TlsIo::kWantWrite;  // (a key update's answer waits for room)
+    set_interest(c, EPOLLIN | EPOLLRDHUP | (c.want_flip ? std::uint32_t{EPOLLOUT} : 0u));
+    switch (r.io) {
+      case TlsIo::kDone: return static_cast<ssize_t>(r.bytes);
+      case TlsIo::kWantRead:
+      case TlsIo::kWantWrite: return -1;
+      case TlsIo::kClosed: return 0;
+      default: return -2;
+    }
+  }
+
+  // Sends from `data`: > 0 bytes taken; -1: none now (wait for the socket); -2: a failure (close).
+  ssize_t transmit(Conn& c, const char* data, std::size_t n) {
+    if (!c.tls) {
+      while (true) {
+        const ssize_t r = ::send(c.fd, data, n, MSG_NOSIGNAL);
+        if (r > 0) return r;
+        if (r == 0 || errno != EINTR) return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -1 : -2;
+      }
+    }
+    const TlsResult r = c.tls->write(data, n);
+    c.want_flip = r.io == TlsIo::kWantRead;
+    if (r.io == TlsIo::kDone) return static_cast<ssize_t>(r.bytes);
+    return r.io == TlsIo::kWantRead || r.io == TlsIo::kWantWrite ? -1 : -2;
+  }
+
+  // TLS: the handshake, as far as the socket lets it go now; then the request, when it came along.
+  void handshake(Conn& c) {
+    switch (c.tls->handshake()) {
+      case TlsIo::kDone:
+        c.phase = Phase::kReading;
+        set_interest(c, EPOLLIN | EPOLLRDHUP);
+        return readable(c);
+      case TlsIo::kWantRead: return set_interest(c, EPOLLIN | EPOLLRDHUP);
+      case TlsIo::kWantWrite: return set_interest(c, EPOLLOUT);
+      case TlsIo::kFailed:
+        if (core::log_level() <= core::LogLevel::kDebug)
+          say({.level = core::LogLevel::kDebug,
+               .msg = "TLS handshake failed",
+               .fields = {{"client", c.client}, {"err", c.tls->error()}},
+               .text = fmt::format("a TLS handshake from {} failed: {}", c.client, c.tls->error())});
+        return close_conn(c.id);
+      case TlsIo::kClosed: return close_conn(c.id);
+    }
+  }
+
   void set_interest(Conn& c, std::uint32_t events) {
     if (c.interest == events) return;
     epoll_event ev{};
@@ -389,6 +505,7 @@ struct Server::Impl {
     if (c.stream) s.streams_.fetch_sub(1);
     if (auto pc = per_client.find(c.client); pc != per_client.end() && --pc->second <= 0) per_client.erase(pc);
     (void)::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    if (c.tls) c.tls->close_notify();
     ::close(c.fd);
     conns.erase(it);
     s.connections_.store(static_cast<int>(conns.size()));
@@ -420,7 +537,7 @@ struct Server::Impl {
     if (biggest == per_client.end()) return false;
     Conn* oldest = nullptr;
     for (auto& [id, c] : conns)
-      if (c->client == biggest->first && c->phase == Phase::kReading &&
+      if (c->client == biggest->first && (c->phase == Phase::kReading || c->phase == Phase::kHandshaking) &&
           (oldest == nullptr || c->waiting_since < oldest->waiting_since))
         oldest = c.get();
     if (oldest == nullptr) return false;
@@ -429,6 +546,7 @@ struct Server::Impl {
   }
 
   void accept_all() {
+    const WebState* web_config = web_now();
     while (true) {
       sockaddr_storage peer{};
       socklen_t n = sizeof peer;
@@ -438,7 +556,9 @@ struct Server::Impl {
         return;  // EAGAIN: all taken; anything else: the next readiness tries again
       }
       const std::string client = peer_address(peer);
-      if (static_cast<int>(conns.size()) >= max_connections && !evict()) {
+      // a web config that has become invalid: refused, not served without it
+      if ((static_cast<int>(conns.size()) >= max_connections && !evict()) ||
+          (web_config != nullptr && !web_config->failure.empty())) {
         ::close(fd);
         continue;
       }
@@ -450,6 +570,14 @@ struct Server::Impl {
       c->client = client;
       c->waiting_since = Clock::now();
       set_deadline(*c, c->waiting_since + s.options_.request_timeout);
+      if (web_config != nullptr && web_config->tls) {
+        c->tls = std::make_unique<TlsConnection>(*web_config->tls, fd);
+        c->phase = Phase::kHandshaking;
+        if (!c->tls->ok()) {
+          ::close(fd);
+          continue;
+        }
+      }
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLRDHUP;
       ev.data.u64 = c->id;
@@ -467,18 +595,17 @@ struct Server::Impl {
   // Sends what it can of c.out; false when the connection was closed.
   bool flush(Conn& c) {
     while (c.sent < c.out.size()) {
-      const ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      const ssize_t n = transmit(c, c.out.data() + c.sent, c.out.size() - c.sent);
       if (n > 0) {
         c.sent += static_cast<std::size_t>(n);
         pending_bytes -= static_cast<std::size_t>(n);
         c.deadline = Clock::now() + s.options_.io_timeout;
         continue;
       }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        set_interest(c, EPOLLOUT);
+      if (n == -1) {
+        set_interest(c, c.want_flip ? std::uint32_t{EPOLLIN | EPOLLRDHUP} : std::uint32_t{EPOLLOUT});
         return true;
       }
-      if (n < 0 && errno == EINTR) continue;
       close_conn(c.id);
       return false;
     }
@@ -501,6 +628,7 @@ struct Server::Impl {
     if (c.close_after) {
       // Refused mid-request: shut our end and read what the client still sends for a moment, so
       // the answer is not lost to a reset.
+      if (c.tls) c.tls->close_notify();
       (void)::shutdown(c.fd, SHUT_WR);
       c.phase = Phase::kLingering;
       set_deadline(c, Clock::now() + kLinger);
@@ -511,7 +639,14 @@ struct Server::Impl {
     c.waiting_since = Clock::now();
     set_deadline(c, c.waiting_since + s.options_.request_timeout);
     set_interest(c, EPOLLIN | EPOLLRDHUP);
-    return take_request(c);  // a pipelined request may be here already
+    if (!take_request(c)) return false;  // a pipelined request may be here already
+    if (c.tls && c.phase == Phase::kReading && c.tls->pending()) {
+      // TLS: bytes already decrypted (or in OpenSSL's buffer) that no readiness will announce
+      const std::uint64_t id = c.id;
+      readable(c);
+      return conns.contains(id);
+    }
+    return true;
   }
 
   // Queues `bytes` on c and starts sending; the connection ends after them when `close`. False when
@@ -546,12 +681,36 @@ struct Server::Impl {
     http::Parsed p = http::parse_head(std::string_view(c.in).substr(0, *end));
     c.in.erase(0, *end);
     if (p.status != 0) return refuse(c, p);
+    const bool head = p.request.method == "HEAD";
+    const auto answer_now = [&](const http::Answer& a) {
+      return send_answer(c, http::format(a, head, p.request.keep_alive && !a.close, common_headers),
+                         !p.request.keep_alive || a.close);
+    };
+    std::shared_ptr<BasicAuth> verify_with;
+    if (const WebState* web_config = web_now(); web_config != nullptr) {
+      if (!web_config->failure.empty()) {
+        http::Answer a = busy("the server's web config file is invalid (its log says why); try again later\n");
+        a.close = true;
+        return answer_now(a);
+      }
+      if (web_config->auth) {
+        switch (web_config->auth->check_cached(p.request.header("Authorization"))) {
+          case BasicAuth::Verdict::kAllowed: break;
+          case BasicAuth::Verdict::kDenied: return answer_now(unauthorized());
+          case BasicAuth::Verdict::kUnknown:
+            // bcrypt on a handler thread; a flood of new passwords waits its turn or is turned away
+            if (verifying >= std::max(1, s.options_.max_verifying))
+              return answer_now(busy("too many logins being checked at once; try again later\n"));
+            ++verifying;
+            verify_with = web_config->auth;
+        }
+      }
+    }
     const bool heavy = p.request.path == "/api/v1/history" && s.handlers_.history;
     if (heavy) {
       if (heavy_in_flight >= s.options_.max_heavy) {
-        http::Answer a = busy("too many history requests at once; try again later\n");
-        return send_answer(c, http::format(a, p.request.method == "HEAD", p.request.keep_alive, common_headers),
-                           !p.request.keep_alive);
+        if (verify_with) --verifying;
+        return answer_now(busy("too many history requests at once; try again later\n"));
       }
       ++heavy_in_flight;
       c.heavy = true;
@@ -560,7 +719,9 @@ struct Server::Impl {
     set_interest(c, 0);  // nothing is read until it is answered (a half-closed client still gets its answer)
     {
       std::lock_guard lock(mu);
-      (heavy ? heavy_jobs : light_jobs).push_back(Job{.conn = c.id, .request = std::move(p.request), .heavy = heavy});
+      // bcrypt, like history, never on the first handler thread: /metrics waits for neither
+      (heavy || verify_with ? heavy_jobs : light_jobs)
+          .push_back(Job{.conn = c.id, .request = std::move(p.request), .heavy = heavy, .verify_with = verify_with});
     }
     work_cv.notify_all();
     return true;
@@ -571,11 +732,10 @@ struct Server::Impl {
     while (true) {
       std::size_t room = sizeof buf;
       if (c.phase == Phase::kReading) room = std::min(room, http::kMaxHead + 1 - std::min(c.in.size(), http::kMaxHead));
-      const ssize_t n = ::recv(c.fd, buf, room, 0);
+      const ssize_t n = receive(c, buf, room);
       if (n == 0) return close_conn(c.id);
       if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) close_conn(c.id);
+        if (n == -2) close_conn(c.id);
         return;
       }
       switch (c.phase) {
@@ -589,6 +749,7 @@ struct Server::Impl {
           c.lingered += static_cast<std::size_t>(n);
           if (c.lingered > kLingerBytes) return close_conn(c.id);
           break;
+        case Phase::kHandshaking:
         case Phase::kHandling:
         case Phase::kWriting:  // not polled for input until the answer is out
           return;
@@ -605,6 +766,7 @@ struct Server::Impl {
       news.swap(broadcasts);
     }
     for (Done& d : ready) {
+      if (d.verified) --verifying;
       const auto it = conns.find(d.conn);
       if (it == conns.end()) {
         if (d.answer.stream) s.streams_.fetch_sub(1);  // its client left while it was made
@@ -673,6 +835,12 @@ struct Server::Impl {
 
   void run() {
     core::name_this_thread("serve-http");
+    // OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a client gone mid-answer would raise
+    // SIGPIPE. Blocked on this thread only, it stays pending and the write fails with EPIPE.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    (void)::pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     std::array<epoll_event, 256> events{};
     while (!stopping) {
       const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), wait_ms());
@@ -695,8 +863,17 @@ struct Server::Impl {
           close_conn(id);
           continue;
         }
-        if ((ev & EPOLLOUT) != 0 && c.phase == Phase::kWriting) {
+        if (c.phase == Phase::kHandshaking) {
+          handshake(c);  // whatever the readiness: the handshake says what it waits for
+          continue;
+        }
+        const bool in = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) != 0;
+        const bool out = (ev & EPOLLOUT) != 0;
+        if (c.phase == Phase::kWriting && (out || (c.want_flip && in))) {
           if (!flush(c)) continue;
+        } else if (out && c.want_flip && c.phase != Phase::kHandling) {
+          readable(c);  // TLS: a read that waited to write
+          continue;
         }
         if ((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) != 0) {
           if (c.phase == Phase::kHandling || c.phase == Phase::kWriting) {
@@ -719,8 +896,29 @@ Server::Server(ServerOptions options, Handlers handlers)
 
 Server::~Server() { stop(); }
 
+core::Status Server::open_web_config() {
+  Impl& m = *impl_;
+  std::vector<std::string> warnings;
+  auto watch = WebWatch::open(options_.web_config_file, &warnings);
+  if (!watch) return watch.error();
+  m.web = std::move(*watch);
+  (void)m.web_now();
+  const WebState& w = *m.web_state;
+  security_ = {.tls = w.tls != nullptr,
+               .basic_auth = w.auth != nullptr,
+               .client_certificates = w.client_auth == ClientAuth::kRequireAndVerify};
+  for (const std::string& text : warnings)
+    m.say({.level = core::LogLevel::kWarn,
+           .msg = "web config",
+           .fields = {{"file", options_.web_config_file}, {"warning", text}},
+           .text = text});
+  return core::ok_status();
+}
+
 core::Result<int> Server::start() {
   Impl& m = *impl_;
+  if (!options_.web_config_file.empty())
+    if (auto st = open_web_config(); !st) return st.error();
   const int fd = listen_on(options_.host, options_.port);
   if (fd < 0)
     return core::Error(

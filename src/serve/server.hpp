@@ -30,6 +30,13 @@
 // (the client holding the most connections loses its oldest idle one); make the server hold more
 // than `max_pending_bytes` of unread answers (503). The listen queue is the kernel's largest
 // (SOMAXCONN), and the open-file limit is raised to its hard limit for the connections.
+//
+// With a web config (ServerOptions::web_config_file; serve/web_config.hpp): TLS, its handshake
+// done by the event loop without blocking and bounded by `request_timeout` like a request's head
+// (the two together); basic authentication on every route (401 with WWW-Authenticate), bcrypt run
+// on a handler thread that is not the one kept for /metrics, at most `max_verifying` at once (503
+// beyond), its verdict remembered (serve/basic_auth.hpp); the file re-read when it changes
+// (serve/web_state.hpp). docs/serve.md ("TLS and authentication").
 #pragma once
 
 #include <atomic>
@@ -42,6 +49,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "core/structured_log.hpp"
 #include "serve/config.hpp"
 #include "serve/exposition.hpp"
 #include "serve/liveness.hpp"
@@ -67,6 +75,20 @@ struct ServerOptions {
   std::chrono::milliseconds io_timeout{5000};
   std::size_t max_pending_bytes = std::size_t{64} << 20;  // unread answers, all connections together
   bool dcgm_compatible = false;
+  // TLS and basic authentication from this file (serve/web_config.hpp); empty: plain HTTP, no
+  // authentication.
+  std::string web_config_file{};
+  int max_verifying = 16;  // requests waiting for (or in) a bcrypt check at once; 503 beyond
+  // Where the server says what happens to it after start (the web config re-read or refused, its
+  // warnings; a TLS handshake that failed, at debug level); empty: nowhere. Called from its threads.
+  std::function<void(core::LogRecord)> log{};
+};
+
+// How a started server is secured (for the line that says where it listens).
+struct Security {
+  bool tls = false;
+  bool basic_auth = false;
+  bool client_certificates = false;  // client_auth_type RequireAndVerifyClientCert
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost".
@@ -98,22 +120,29 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and starts serving on a thread of its own; returns the port bound. Errors:
+  // Reads the web config when there is one, binds and starts serving on a thread of its own;
+  // returns the port bound. Errors: the web config's (kUsage, naming the file: serve/web_state.hpp);
   // kEnvironment naming host:port when it cannot be bound (in use, not an address of this host).
+  // The web config's warnings (hashes readable by everyone, an expired certificate) go to
+  // options.log.
   [[nodiscard]] core::Result<int> start();
   // Stops listening and joins; idempotent.
   void stop();
   [[nodiscard]] std::uint64_t scrapes() const { return scrapes_.load(); }
   [[nodiscard]] int streams() const { return streams_.load(); }
   [[nodiscard]] int connections() const { return connections_.load(); }
+  // As the web config read at start says (all false without one).
+  [[nodiscard]] Security security() const { return security_; }
 
  private:
   struct Impl;  // the loop, the handler threads, the event streams' notifier (server.cpp)
+  [[nodiscard]] core::Status open_web_config();
   ServerOptions options_;
   Handlers handlers_;
   std::atomic<std::uint64_t> scrapes_{0};
   std::atomic<int> streams_{0};
   std::atomic<int> connections_{0};
+  Security security_{};
   std::unique_ptr<Impl> impl_;
 };
 

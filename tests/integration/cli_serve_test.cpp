@@ -1,6 +1,8 @@
 // gpudoc serve from the command line: it serves fake GPUs on a free loopback port and stops at
-// --duration; bad --listen, --config and range flags are usage errors (2) naming what was wrong;
-// an address in use is an environment error (3); a non-loopback address is served with a warning.
+// --duration; bad --listen, --config, --web-config-file, --log-format and range flags are usage
+// errors (2) naming what was wrong; an address in use is an environment error (3); a non-loopback
+// address is served with a warning unless a web config authenticates clients; --log-format logfmt
+// and json say the same things as records.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -8,10 +10,14 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
 #include "support/temp_dir.hpp"
+#include "unit/serve/test_certificates.hpp"
 
 namespace {
 
@@ -76,6 +82,82 @@ TEST(CliServe, ConfigFileErrorsNameTheFileAndKey) {
   std::ofstream(dir.file("good.json")) << R"({"listen": "127.0.0.1:0", "diagnose_window_s": 30})";
   const CliRun ok = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --config " + dir.file("good.json"));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+TEST(CliServe, AMalformedWebConfigIsAUsageErrorNamingTheKeyOrFile) {
+  gpudoc::testing::TempDir dir("gpudoc-serve-web");
+  const auto pki = gpudoc::testing::make_pki(dir);
+  const std::string web = dir.file("web.yml");
+  std::ofstream(web) << "tls_server_config:\n  cert_file: " << pki.server_cert << "\n  key_fle: x\n";
+  const CliRun r = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --web-config-file " + web);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--web-config-file " + web + " line 3: unknown key \"key_fle\" in tls_server_config"),
+            std::string::npos)
+      << r.output;
+  std::ofstream(web) << "tls_server_config:\n  cert_file: " << dir.file("gone.crt")
+                     << "\n  key_file: " << pki.server_key << "\n";
+  const CliRun gone = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --web-config-file " + web);
+  EXPECT_EQ(gone.exit_code, 2) << gone.output;
+  EXPECT_NE(gone.output.find("cert_file: reading " + dir.file("gone.crt")), std::string::npos) << gone.output;
+  // the same file named by the config file
+  std::ofstream(dir.file("serve.json")) << R"({"web_config_file": ")" << web << R"("})";
+  const CliRun via = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --config " + dir.file("serve.json"));
+  EXPECT_EQ(via.exit_code, 2) << via.output;
+  EXPECT_NE(via.output.find(dir.file("gone.crt")), std::string::npos) << via.output;
+  const CliRun format = run_gpudoc("--backend fake:1 serve --no-store --duration 1 --log-format xml");
+  EXPECT_EQ(format.exit_code, 2) << format.output;
+  EXPECT_NE(format.output.find("--log-format xml: expected text, logfmt or json"), std::string::npos) << format.output;
+}
+
+TEST(CliServe, TlsAndBasicAuthAreSaidAndSilenceTheWarning) {
+  gpudoc::testing::TempDir dir("gpudoc-serve-web");
+  const auto pki = gpudoc::testing::make_pki(dir);
+  const std::string web = dir.file("web.yml");
+  std::ofstream(web) << "tls_server_config:\n  cert_file: " << pki.server_cert << "\n  key_file: " << pki.server_key
+                     << "\nbasic_auth_users:\n  prometheus: " << gpudoc::testing::bcrypt("s3cret") << "\n";
+  ::chmod(web.c_str(), 0600);
+  const CliRun r =
+      run_gpudoc("--backend fake:1 serve --no-store --duration 1 --listen 0.0.0.0:0 --web-config-file " + web);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("serving 1 GPU on https://0.0.0.0:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; TLS, basic authentication)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("no authentication"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;  // the file is not world-readable
+}
+
+TEST(CliServe, LogfmtAndJsonRecords) {
+  const CliRun json =
+      run_gpudoc("--backend fake:2 serve --no-store --duration 1 --listen 127.0.0.1:0 --log-format json");
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  std::istringstream lines(json.output);
+  std::vector<std::string> msgs;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not one JSON object a line: " << line;
+    ASSERT_TRUE(j.contains("time") && j.contains("level")) << line;
+    msgs.push_back(j["msg"].get<std::string>());
+    if (j["msg"] == "listening") {
+      EXPECT_EQ(j["gpus"], 2);
+      EXPECT_EQ(j["scheme"], "http");
+      EXPECT_EQ(j["tls"], false);
+    }
+  }
+  EXPECT_EQ(msgs, (std::vector<std::string>{"backend", "listening", "stopped"})) << json.output;
+  const CliRun logfmt =
+      run_gpudoc("--backend fake:1 serve --no-store --duration 1 --listen 0.0.0.0:0 --log-format logfmt");
+  EXPECT_EQ(logfmt.exit_code, 0) << logfmt.output;
+  EXPECT_NE(logfmt.output.find(" level=warn msg=\"listening beyond loopback without authentication\" address=0.0.0.0:"),
+            std::string::npos)
+      << logfmt.output;
+  EXPECT_NE(logfmt.output.find(" level=info msg=\"stopped\" scrapes=0\n"), std::string::npos) << logfmt.output;
+  // an error once the format is known is a record too
+  const CliRun bad = run_gpudoc("--backend fake:1 serve --no-store --listen 127.0.0.1:70000 --log-format json");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  const auto j = nlohmann::json::parse(bad.output.substr(0, bad.output.find('\n')), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << bad.output;
+  EXPECT_EQ(j["level"], "error");
+  EXPECT_EQ(j["kind"], "usage");
+  EXPECT_NE(j["msg"].get<std::string>().find("the port must be a number"), std::string::npos) << bad.output;
 }
 
 // A loopback port nobody listens on (bound, read, closed).

@@ -78,5 +78,53 @@ TEST(ServeConfig, FileErrorsNameTheFileAndTheKey) {
   }
 }
 
+TEST(ServeConfig, TheWebConfigAndTheLogFormatFromFlagsOrFile) {
+  auto c = parse_config(R"({"web_config_file": "/etc/gpudoc/web.yml", "log_format": "logfmt"})", "serve.json");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->web_config_file, "/etc/gpudoc/web.yml");
+  EXPECT_EQ(c->log_format, core::LogFormat::kLogfmt);
+  auto from_file = resolve_settings(SettingFlags{}, *c);
+  ASSERT_TRUE(from_file);
+  EXPECT_EQ(from_file->web_config_file, "/etc/gpudoc/web.yml");
+  EXPECT_EQ(from_file->log_format, core::LogFormat::kLogfmt);
+  SettingFlags f;
+  f.web_config_file = "/run/web.yml";
+  f.log_format = "json";
+  auto flags = resolve_settings(f, *c);  // flags win
+  ASSERT_TRUE(flags);
+  EXPECT_EQ(flags->web_config_file, "/run/web.yml");
+  EXPECT_EQ(flags->log_format, core::LogFormat::kJson);
+  auto none = resolve_settings(SettingFlags{}, ConfigFile{});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->web_config_file, "");
+  EXPECT_EQ(none->log_format, core::LogFormat::kText);
+  EXPECT_EQ(flag_log_format(f), core::LogFormat::kJson);
+  f.log_format = "yaml";
+  auto bad = resolve_settings(f, ConfigFile{});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "--log-format yaml: expected text, logfmt or json");
+  EXPECT_EQ(flag_log_format(f), core::LogFormat::kText);  // the error itself is said as text
+  for (const char* text : {R"({"log_format": "xml"})", R"({"log_format": 1})"}) {
+    auto r = parse_config(text, "serve.json");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().message(), "serve.json: \"log_format\" must be \"text\", \"logfmt\" or \"json\"");
+  }
+  auto empty = parse_config(R"({"web_config_file": ""})", "serve.json");
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message().find("\"web_config_file\" must be a non-empty string"), std::string::npos);
+}
+
+TEST(ServeConfig, AWebConfigIsCheckedBeforeAnythingStarts) {
+  // resolve reads it as the server will: a missing file is a usage error naming it
+  SettingFlags f;
+  f.web_config_file = "/nonexistent/web.yml";
+  f.no_store = true;
+  auto r = resolve(f);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_NE(r.error().message().find("--web-config-file: reading /nonexistent/web.yml"), std::string::npos)
+      << r.error().message();
+}
+
 }  // namespace
 }  // namespace gpudoc::serve
