@@ -56,6 +56,16 @@ EXTRA = {
     "gpudoc_build_info",
 }
 PROMETHEUS = {"up"}  # set by Prometheus for every target it scrapes
+# The exporter's own process, under the names every Prometheus client library gives them
+# (src/serve/process_metrics.hpp).
+STANDARD = {
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "process_virtual_memory_bytes",
+    "process_start_time_seconds",
+    "process_open_fds",
+    "process_max_fds",
+}
 
 # The labels of every per-GPU series.
 GPU_LABELS = ("gpu", "uuid", "name", "pci_bus_id")
@@ -74,7 +84,7 @@ def catalog_names(source_dir):
 
 def exposed(source_dir):
     """Every metric name a query on gpudoc's series may use."""
-    return {"gpudoc_" + n for n in catalog_names(source_dir)} | EXTRA | PROMETHEUS
+    return {"gpudoc_" + n for n in catalog_names(source_dir)} | EXTRA | PROMETHEUS | STANDARD
 
 
 # PromQL words that look like names but are not metrics.

@@ -3,8 +3,11 @@ backend: a real H200 sawtooth trace, served with --dcgm-compatible. Read back th
 HTTP API: the target is up, gpudoc's and dcgm-exporter's series are stored with their labels, the
 sliding diagnosis's sawtooth finding is a series, and the GpudocFinding alert of
 deploy/prometheus/gpudoc-alerts.yml fires (its `for:` shortened to 0s here, the expression as
-shipped). Every gpudoc_* name the scrape holds is one tests/deploy/exporter_metrics.py allows (the
-list the dashboard and rules tests check against).
+shipped). Every gpudoc_* and process_* name the scrape holds is one tests/deploy/exporter_metrics.py
+allows (the list the dashboard and rules tests check against). A second `gpudoc serve`, on a fake
+GPU, is scraped over TLS with basic authentication (a web config; a CA and certificate made by
+`openssl`, a bcrypt hash by Python's crypt): Prometheus's own TLS client and credentials against
+gpudoc's server.
 
     python3 prometheus_scrape_test.py SOURCE_DIR GPUDOC_BINARY
 """
@@ -20,7 +23,10 @@ import tempfile
 import time
 import unittest
 import urllib.parse
+import ssl
+import urllib.error
 import urllib.request
+import warnings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exporter_metrics  # noqa: E402
@@ -56,6 +62,42 @@ def wait_for(what, check, seconds):
     raise AssertionError(f"{what}: not within {seconds} s (last: {last!r})")
 
 
+def start_serve(args, env, scheme):
+    """gpudoc serve with `args`, and the port it says it serves on."""
+    serve = subprocess.Popen([GPUDOC, *args], env=env, stderr=subprocess.PIPE, text=True)
+    line = ""
+    while "serving" not in line:
+        line = serve.stderr.readline()
+        if not line:
+            raise AssertionError("gpudoc serve ended before it listened")
+    return serve, int(re.search(scheme + r"://127\.0\.0\.1:(\d+)/", line).group(1))
+
+
+def make_web_config(folder):
+    """A CA, a certificate for 127.0.0.1 signed by it, and a web config with TLS and one user."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise AssertionError("openssl not found: apt-get install openssl (scripts/setup.sh does)")
+    run = lambda *a: subprocess.run([openssl, *a], cwd=folder, check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+        "-subj", "/CN=gpudoc test CA", "-keyout", "ca.key", "-out", "ca.crt")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", "tls.key", "-out", "tls.csr")
+    pathlib.Path(folder, "san.ext").write_text("subjectAltName=IP:127.0.0.1\n", encoding="utf-8")
+    run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+        "-extfile", "san.ext", "-out", "tls.crt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import crypt  # Python 3.11's (Debian 12's): libxcrypt's bcrypt
+        hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
+    web = pathlib.Path(folder, "web.yml")
+    web.write_text("tls_server_config: {cert_file: tls.crt, key_file: tls.key}\n"
+                   f"basic_auth_users:\n  prometheus: '{hashed}'\n", encoding="utf-8")
+    for name in ("web.yml", "tls.key", "ca.key"):
+        os.chmod(pathlib.Path(folder, name), 0o600)
+    return str(web)
+
+
 class PrometheusScrapesServe(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -65,17 +107,15 @@ class PrometheusScrapesServe(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="gpudoc-prometheus-")
         cls.procs = []
         env = dict(os.environ, GPUDOC_BACKEND=f"replay:{TRACE}@1")
-        serve = subprocess.Popen(
-            [GPUDOC, "serve", "--listen", "127.0.0.1:0", "--dcgm-compatible", "--no-store",
-             "--diagnose-window", "10", "--diagnose-every", "1"],
-            env=env, stderr=subprocess.PIPE, text=True)
+        serve, cls.serve_port = start_serve(
+            ["serve", "--listen", "127.0.0.1:0", "--dcgm-compatible", "--no-store",
+             "--diagnose-window", "10", "--diagnose-every", "1"], env, "http")
         cls.procs.append(serve)
-        line = ""
-        while "serving" not in line:
-            line = serve.stderr.readline()
-            if not line:
-                raise AssertionError("gpudoc serve ended before it listened")
-        cls.serve_port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1))
+        web = make_web_config(cls.dir)
+        tls_serve, cls.tls_port = start_serve(
+            ["--backend", "fake:1", "serve", "--listen", "127.0.0.1:0", "--no-store", "--web-config-file", web],
+            {k: v for k, v in os.environ.items() if k != "GPUDOC_BACKEND"}, "https")
+        cls.procs.append(tls_serve)
         rules = (SOURCE / "deploy/prometheus/gpudoc-alerts.yml").read_text(encoding="utf-8")
         rules = re.sub(r"(\n\s+for:\s*)\S+", r"\g<1>0s", rules)
         pathlib.Path(cls.dir, "rules.yml").write_text(rules, encoding="utf-8")
@@ -84,7 +124,16 @@ class PrometheusScrapesServe(unittest.TestCase):
             "rule_files: [rules.yml]\n"
             "scrape_configs:\n"
             "  - job_name: gpudoc\n"
-            f"    static_configs: [{{targets: ['127.0.0.1:{cls.serve_port}']}}]\n", encoding="utf-8")
+            f"    static_configs: [{{targets: ['127.0.0.1:{cls.serve_port}']}}]\n"
+            # the TLS one: only its own series kept, so that the queries above see one gpudoc
+            "  - job_name: gpudoc-tls\n"
+            "    scheme: https\n"
+            f"    tls_config: {{ca_file: {cls.dir}/ca.crt}}\n"
+            "    basic_auth: {username: prometheus, password: s3cret}\n"
+            f"    static_configs: [{{targets: ['127.0.0.1:{cls.tls_port}']}}]\n"
+            "    metric_relabel_configs:\n"
+            "      - {source_labels: [__name__], regex: 'gpudoc_build_info|process_.*', action: keep}\n",
+            encoding="utf-8")
         cls.prom_port = free_port()
         cls.procs.append(subprocess.Popen(
             [cls.prometheus, f"--config.file={cls.dir}/prometheus.yml", f"--storage.tsdb.path={cls.dir}/data",
@@ -100,6 +149,8 @@ class PrometheusScrapesServe(unittest.TestCase):
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
+            if p.stderr:
+                p.stderr.close()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def query(self, q):
@@ -137,10 +188,26 @@ class PrometheusScrapesServe(unittest.TestCase):
 
     def test_3_every_exposed_name_is_known(self):
         text = get(f"http://127.0.0.1:{self.serve_port}/metrics")
-        names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line.startswith("gpudoc_")}
+        names = {line.split("{")[0].split(" ")[0] for line in text.splitlines()
+                 if line.startswith(("gpudoc_", "process_"))}
         self.assertIn("gpudoc_power_watts", names)
+        self.assertIn("process_cpu_seconds_total", names)
         unknown = names - exporter_metrics.exposed(SOURCE)
         self.assertEqual(unknown, set(), "series the deploy/ tests do not know: add them to exporter_metrics.EXTRA")
+
+    def test_4_scraped_over_tls_with_basic_auth(self):
+        up = wait_for('up{job="gpudoc-tls"} == 1', lambda: self.query('up{job="gpudoc-tls"} == 1'), 60)
+        self.assertEqual(len(up), 1)
+        start = wait_for("process_start_time_seconds",
+                         lambda: self.query('process_start_time_seconds{job="gpudoc-tls"}'), 30)
+        self.assertGreater(float(start[0]["value"][1]), time.time() - 3600)
+        self.assertTrue(self.query('gpudoc_build_info{job="gpudoc-tls"}'))
+        # without the password: 401, over TLS that the CA verifies
+        context = ssl.create_default_context(cafile=f"{self.dir}/ca.crt")
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"https://127.0.0.1:{self.tls_port}/metrics", timeout=10, context=context)
+        self.assertEqual(refused.exception.code, 401)
+        self.assertIn("Basic", refused.exception.headers["WWW-Authenticate"])
 
 
 if __name__ == "__main__":
