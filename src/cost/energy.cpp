@@ -60,9 +60,13 @@ std::vector<Span> gaps_between(std::vector<Span> covered, Micros start, Micros u
   return gaps;
 }
 
-std::string method_of(const EnergyTotal& e) {
+// Estimated time worth naming: a second, or a hundredth of the run (the last reading before a
+// command's exit leaves a few tens of milliseconds that are estimated in every run).
+bool worth_saying(Micros estimated, Micros run) { return estimated >= std::max(micros(1.0), run / 100); }
+
+std::string method_of(const EnergyTotal& e, Micros run) {
   std::string m = e.by_counter > 0 ? (e.by_power > 0 ? "counter+power" : "counter") : "power";
-  if (e.estimated > 0) m += "+estimate";
+  if (worth_saying(e.estimated, run)) m += "+estimate";
   return m;
 }
 
@@ -105,13 +109,14 @@ EnergyTotal run_energy(const EnergyInput& in) {
     }
     estimate_mj = (counter_mj + power_mj) / static_cast<double>(known) * static_cast<double>(unknown);
     out.estimated = unknown;
-    out.notes.push_back(fmt::format(
-        "{:.1f} s of the run had neither a counter nor a power reading: estimated at the mean power of the rest",
-        seconds(unknown)));
+    if (worth_saying(unknown, until - start))
+      out.notes.push_back(fmt::format(
+          "{:.1f} s of the run had neither a counter nor a power reading: estimated at the mean power of the rest",
+          seconds(unknown)));
   }
   out.counter_part = std::llround(counter_mj);
   out.total = std::llround(counter_mj + power_mj + estimate_mj);
-  out.method = until > start ? method_of(out) : "none";
+  out.method = until > start ? method_of(out, until - start) : "none";
   return out;
 }
 

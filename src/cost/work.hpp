@@ -1,7 +1,7 @@
 // gpudoc::cost work — how much work a job reported doing, for the cost per step, sample and token.
 // A job reports it in its `::gpudoc` lines (README, "The ::gpudoc metrics protocol"; python:
-// gpudoc.report(step=..., samples=..., tokens=...)), which `record -- CMD` and `diagnose -- CMD`
-// also keep in the trace as `step` events:
+// gpudoc.report(step=..., samples=..., tokens=...)), read by `baseline` from the workload's output,
+// and by `diagnose` from a trace's `step` events (docs/trace-format.md):
 //   "step":    the steps done so far (a counter: the largest value is the job's steps);
 //   "samples": the samples processed since the previous line (gpudoc adds them up);
 //   "tokens":  the tokens processed since the previous line (gpudoc adds them up).
