@@ -171,15 +171,32 @@ TEST(Metrics, BadLinesAreCountedAndNamedNeverFatal) {
 TEST(Metrics, NegativeAndAbsurdSamplesAreKeptWithANote) {
   MetricsCollector c;
   c.add_stdout_line(R"(::gpudoc {"step_ms": -3})", 1);
-  c.add_stdout_line(R"(::gpudoc {"step_ms": -4, "tokens": 1e308})", 2);  // each name noted once
-  c.add_stdout_line(R"(::gpudoc {"tokens": 5e307, "loss": 0.5})", 3);
+  c.add_stdout_line(R"(::gpudoc {"step_ms": -4, "params": 1e308})", 2);  // each name noted once
+  c.add_stdout_line(R"(::gpudoc {"params": 5e307, "loss": 0.5})", 3);
   EXPECT_EQ(c.figures().at("step_ms"), (std::vector<double>{-3, -4}));
-  EXPECT_EQ(c.figures().at("tokens").size(), 2u);
+  EXPECT_EQ(c.figures().at("params").size(), 2u);
   ASSERT_EQ(c.notes().size(), 2u);
   EXPECT_EQ(c.notes()[0].line, 1u);
   EXPECT_THAT(c.notes()[0].message, HasSubstr("\"step_ms\" = -3 is negative"));
   EXPECT_EQ(c.notes()[1].line, 2u);
-  EXPECT_THAT(c.notes()[1].message, HasSubstr("\"tokens\" = 1e+308 is beyond any measured figure"));
+  EXPECT_THAT(c.notes()[1].message, HasSubstr("\"params\" = 1e+308 is beyond any measured figure"));
+}
+
+TEST(Metrics, TheWorkKeysAreTheJobsWorkNotFigures) {
+  MetricsCollector c;
+  c.add_stdout_line(R"(::gpudoc {"step": 10, "samples": 256, "tokens": 524288, "step_ms": 40})", 1);
+  c.add_stdout_line(R"(::gpudoc {"step": 20, "samples": 256, "tokens": 524288, "rank": 1})", 2);
+  c.add_file_line(R"({"samples": -5})", 1, "metrics.jsonl");
+  c.add_stdout_line(R"(::gpudoc {"event": "end", "samples": 99})", 3);
+  EXPECT_EQ(c.figures().count("samples"), 0u);
+  EXPECT_EQ(c.figures().count("tokens"), 0u);
+  EXPECT_EQ(c.figures().at("step_ms").size(), 1u);
+  EXPECT_DOUBLE_EQ(*c.work().steps, 20);
+  EXPECT_DOUBLE_EQ(*c.work().samples, 512);
+  EXPECT_DOUBLE_EQ(*c.work().tokens, 1048576);
+  ASSERT_EQ(c.notes().size(), 1u);
+  EXPECT_EQ(c.notes()[0].source, "metrics.jsonl");
+  EXPECT_THAT(c.notes()[0].message, HasSubstr("\"samples\" is not a number >= 0"));
 }
 
 TEST(Metrics, NotesAreCappedButCounted) {
