@@ -8,6 +8,7 @@
 
 #include "baseline/gpu_figures.hpp"
 #include "baseline/probe_script.hpp"
+#include "baseline/run_cost.hpp"
 #include "bench/engine.hpp"
 #include "bench/registry.hpp"
 #include "bench/run.hpp"
@@ -269,6 +270,20 @@ nlohmann::json definitions_json(const std::string& scope) {
   return d;
 }
 
+// What the run cost (every run, a stopped one too: its GPUs were paid for), added to the others'.
+void add_run_cost(const WorkloadRun& run, int index, const std::string& trace, const std::vector<int>& gpus,
+                  Collected& out) {
+  auto c = run_cost(trace, gpus, run.metrics.work());
+  if (!c) {
+    out.notes.push_back(fmt::format("run {}: its cost is not accounted: {}", index + 1, c.error().message()));
+    return;
+  }
+  if (out.cost)
+    out.cost->add_run(std::move(*c));
+  else
+    out.cost = std::move(*c);
+}
+
 // The figures one workload run adds (its own, wall_s, the GPU's) and its line in details.
 void add_workload_run(const WorkloadRun& run, int index, const std::string& trace, FigureAccumulator& figs,
                       Collected& out) {
@@ -311,6 +326,7 @@ void add_workload_run(const WorkloadRun& run, int index, const std::string& trac
   out.details["gpu_figures_scope"] = g.scope;
   out.details["figure_definitions"] = definitions_json(g.scope);
   if (!g.absent_reason.empty()) out.notes.push_back("GPU figures absent: " + g.absent_reason);
+  add_run_cost(run, index, trace, g.gpus, out);
 }
 
 // The backend when it sees a GPU; else null and why.

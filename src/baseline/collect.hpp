@@ -32,6 +32,7 @@
 #include "baseline/workload_run.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "cost/job.hpp"
 #include "gpu/backend.hpp"
 
 namespace gpudoc::baseline {
@@ -80,6 +81,9 @@ struct Collected {
   std::optional<int> stopped_by;                      // the stop signal that ended the collection early
   std::string trace_path;                             // the last workload run's trace (GPU present), else empty
   nlohmann::json details = nlohmann::json::object();  // metrics-protocol counts, absent figures
+  // What the workload's runs cost (every run, stopped ones too: their GPUs were paid for); unpriced,
+  // the view prices it. Absent without a workload run that has a trace.
+  std::optional<cost::JobCost> cost{};
 };
 
 // Figures built sample by sample, in first-seen order; each add is O(1) on average (a workload

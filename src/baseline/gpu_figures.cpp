@@ -103,6 +103,7 @@ GpuFigures gpu_figures_from_trace(const std::string& path, const std::set<pid_t>
     }
     if (any) g.memory_peak_bytes = rise;
   }
+  for (std::size_t i : used) g.gpus.push_back(static_cast<int>(i));
   double util_sum = 0, util_n = 0, energy = 0;
   bool energy_any = false;
   for (std::size_t i : used) {

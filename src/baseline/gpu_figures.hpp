@@ -32,6 +32,7 @@ struct GpuFigures {
   std::optional<double> active_s;                  // the steady work's first to last sample
   std::string scope;                               // "process tree" or "whole GPU"
   std::string absent_reason;                       // why nothing could be read
+  std::vector<int> gpus{};                         // the trace positions of the scope's GPUs
 };
 
 struct BusySpan {

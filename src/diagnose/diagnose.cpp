@@ -415,7 +415,9 @@ telemetry::ReadOptions read_options() {
        {Metric::kGpuUtilizationPercent, Metric::kMemoryUtilizationPercent, Metric::kGpmSmActivityPercent,
         Metric::kGpmTensorActivityPercent, Metric::kGpmDramActivityPercent, Metric::kGpmNvlinkTxBytesPerSecond,
         Metric::kGpmPcieRxBytesPerSecond, Metric::kGpmPcieTxBytesPerSecond, Metric::kPowerWatts, Metric::kSmClockMhz,
-        Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes, Metric::kPowerLimitWatts})
+        Metric::kClockEventReasonsMask, Metric::kMemoryUsedBytes, Metric::kPowerLimitWatts,
+        // the Cost block (src/cost): the energy counter beside the power readings
+        Metric::kEnergyJoules})
     o.metrics.set(gpu::index(m));
   o.processes = true;
   return o;

@@ -283,6 +283,43 @@ TEST(Collect, AStopBeforeTheStartRunsNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("ran")));
 }
 
+// What the workload's runs cost: each run's trace accounted on the GPUs (fake ones here), the
+// runs added up, the work its ::gpudoc lines reported counted; the split closes exactly.
+TEST(Collect, EachWorkloadRunsCostIsAccountedAndTheRunsAddUp) {
+  testing::TempDir dir("gpudoc-collect");
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  CollectSpec spec;
+  spec.command = {"sh", "-c", "echo '::gpudoc {\"step\": 5, \"samples\": 64, \"tokens\": 8192}'; sleep 0.5"};
+  spec.repeat = 2;
+  CollectEnv env;
+  env.backend = &fake;
+  env.clock = &clock;
+  env.work_dir = dir.str();
+  env.echo_to_stderr = true;
+  auto got = collect(spec, {}, env);
+  ASSERT_TRUE(got) << got.error().message();
+  ASSERT_TRUE(got->cost) << ::testing::PrintToString(got->notes);
+  const cost::JobCost& c = *got->cost;
+  EXPECT_EQ(c.runs, 2);
+  ASSERT_EQ(c.gpus.size(), 4u);  // 2 GPUs x 2 runs (no process of the fake GPUs is the workload's)
+  EXPECT_EQ(c.gpus[2].run, 2);
+  EXPECT_DOUBLE_EQ(*c.work.steps, 10);
+  EXPECT_DOUBLE_EQ(*c.work.samples, 128);
+  EXPECT_DOUBLE_EQ(*c.work.tokens, 16384);
+  for (const auto& g : c.gpus) {
+    cost::Micros t = g.account.useful.time + g.account.unexplained.time;
+    for (const auto& claim : g.account.claims) t += claim.got.time;
+    EXPECT_EQ(t, g.account.gpu_time);
+    EXPECT_GE(cost::seconds(g.account.gpu_time), 0.5);
+    EXPECT_LT(cost::seconds(g.account.gpu_time), 10.0);  // hang guard: normally ~0.6 s
+    EXPECT_TRUE(g.account.energy.has_value());
+  }
+  const cost::Summary s = cost::summarize(c, {});
+  ASSERT_EQ(s.per_unit.size(), 3u);
+  EXPECT_NEAR(s.per_unit[1].gpu_s, cost::seconds(s.total.time) / 128, 1e-12);
+}
+
 // 100k distinct names took 33 s: each sample scanned every figure so far (and compare every
 // baseline figure). Now each is a hash lookup. Here: every name is kept, compared and confirmed
 // once; the speed is tests/perf/baseline_figures.cpp's benchmark (its complexity fit over 10k to
