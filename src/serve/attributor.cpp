@@ -87,9 +87,8 @@ HpcJobRead read_hpc_job_dir(const std::string& dir) {
 Attributor::Attributor(std::vector<gpu::DeviceInfo> gpus, AttributionOptions options, Sources sources)
     : gpus_(std::move(gpus)), options_(std::move(options)), sources_(std::move(sources)) {
   if (!sources_.list_pods && options_.pod_resources_socket)
-    sources_.list_pods = [socket = *options_.pod_resources_socket, timeout = options_.call_timeout] {
-      return list_pod_resources(socket, timeout);
-    };
+    sources_.list_pods = [kubelet = std::make_shared<PodResourcesClient>(
+                              *options_.pod_resources_socket, options_.call_timeout)] { return kubelet->list(); };
   if (!sources_.read_jobs && options_.hpc_job_mapping_dir)
     sources_.read_jobs = [dir = *options_.hpc_job_mapping_dir] { return read_hpc_job_dir(dir); };
   if (!sources_.warn) sources_.warn = [](const std::string& message) { core::log_warn("{}", message); };

@@ -113,6 +113,30 @@ TEST(PodResources, AKubeletGoneRefusingOrFailingIsAnError) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);  // hang guard
 }
 
+TEST(PodResources, AClientKeepsItsConnectionAndFindsARestartedKubeletAtOnce) {
+  testing::TempDir dir("gpudoc-kubelet");
+  const std::string socket = dir.file("kubelet.sock");
+  PodResourcesClient client(socket, 10s);
+  auto kubelet = std::make_unique<testing::FakeKubelet>(socket);
+  kubelet->set(some_pods());
+  for (int i = 0; i < 3; ++i) {
+    auto list = client.list();
+    ASSERT_TRUE(list) << list.error().message();
+    EXPECT_TRUE(same(*list, some_pods()));
+  }
+  EXPECT_EQ(kubelet->calls(), 3);
+  // The kubelet restarts: the old socket goes, a new one comes at the same path.
+  kubelet.reset();
+  EXPECT_FALSE(client.list());
+  kubelet = std::make_unique<testing::FakeKubelet>(socket);
+  kubelet->set({});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto again = client.list();
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_TRUE(again->empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);  // hang guard: not gRPC's reconnection backoff
+}
+
 TEST(PodResources, AKubeletThatNeverAnswersTimesOut) {
   testing::TempDir dir("gpudoc-kubelet");
   const int fd = silent_socket(dir.file("kubelet.sock"), true);  // accepts in the kernel, says nothing
