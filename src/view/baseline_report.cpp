@@ -9,6 +9,7 @@
 #include "core/process.hpp"
 #include "core/text.hpp"
 #include "core/utf8.hpp"
+#include "view/cost_view.hpp"
 
 namespace gpudoc::view {
 
@@ -231,7 +232,8 @@ BaselineHistory history_page(const store::BaselineInfo& info, const std::vector<
   return h;
 }
 
-std::string render_recorded(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg) {
+std::string render_recorded(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg,
+                            const cost::PriceBook& prices) {
   const auto& nb = r.baseline;
   std::string out;
   if (r.interrupted())
@@ -243,10 +245,12 @@ std::string render_recorded(const baseline::Recorded& r, const std::string& stor
   else
     out = fmt::format("{} baseline '{}' ({}) in {}, run {}\n", r.existed ? "re-recorded" : "recorded", nb.name,
                       nb.kinds, store_path, r.run_id);
-  return out + render_figures(r.got.figures, cfg, baseline::workload_runs(r.got.details));
+  out += render_figures(r.got.figures, cfg, baseline::workload_runs(r.got.details));
+  return r.got.cost ? out + render_cost(*r.got.cost, prices) : out;
 }
 
-nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg) {
+nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& store_path, const baseline::Config& cfg,
+                             const cost::PriceBook& prices) {
   return {{"baseline", r.baseline.name},
           {"store", store_path},
           {"run_id", r.run_id},
@@ -257,7 +261,8 @@ nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& sto
           {"machine", baseline::to_json(r.baseline.run.machine)},
           {"figures", figures_json(r.got.figures, cfg, baseline::workload_runs(r.got.details))},
           {"notes", r.got.notes},
-          {"details", r.got.details}};
+          {"details", r.got.details},
+          {"cost", r.got.cost ? cost::to_json(*r.got.cost, prices) : nlohmann::json(nullptr)}};
 }
 
 std::string stopped_before_measuring_text(int sig) {
@@ -272,7 +277,9 @@ nlohmann::json stopped_before_measuring_json(const std::string& name, int sig) {
           {"interrupted", baseline::interruption_json(sig)}};
 }
 
-std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o) {
+namespace {
+
+std::string check_text(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o) {
   std::string out = fmt::format("baseline '{}' (recorded {}), check run {}\n", plan.info.name,
                                 core::utc_seconds_text(plan.golden.time_unix_ns), o.run_id);
   if (!o.machine_differences.empty())
@@ -311,7 +318,29 @@ std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckO
   return out;
 }
 
-nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o) {
+// What the check's workload runs cost: the first collection's and the confirmation's.
+std::optional<cost::JobCost> check_cost(const baseline::CheckOutcome& o) {
+  std::optional<cost::JobCost> c = o.got.cost;
+  if (o.rerun && o.rerun->cost) {
+    if (c)
+      c->add_run(*o.rerun->cost);
+    else
+      c = o.rerun->cost;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o,
+                         const cost::PriceBook& prices) {
+  const std::string out = check_text(plan, o);
+  const auto c = check_cost(o);
+  return c ? out + render_cost(*c, prices) : out;
+}
+
+nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o,
+                          const cost::PriceBook& prices) {
   return {
       {"baseline", plan.info.name},
       {"store", plan.store.path()},
@@ -328,7 +357,8 @@ nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::Check
       {"notes", o.got.notes},
       {"gpu_snapshot", o.snapshot},
       {"findings", o.findings},
-      {"trace", o.trace_kept ? nlohmann::json(o.got.trace_path) : nlohmann::json(nullptr)}};
+      {"trace", o.trace_kept ? nlohmann::json(o.got.trace_path) : nlohmann::json(nullptr)},
+      {"cost", check_cost(o) ? cost::to_json(*check_cost(o), prices) : nlohmann::json(nullptr)}};
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include "baseline/compare.hpp"
 #include "baseline/config.hpp"
 #include "baseline/gate.hpp"
+#include "cost/prices.hpp"
 #include "store/baseline_runs.hpp"
 #include "view/baseline_html.hpp"
 
@@ -49,20 +50,24 @@ namespace gpudoc::view {
                                            const std::string& store_path);
 
 // What `baseline record` stored (the figures, or where an interrupted run went); `store_path`
-// names the store.
+// names the store. With a workload run on GPUs, what it cost at `prices` (view/cost_view.hpp: the
+// Cost block; "cost" in the JSON, cost::to_json).
 [[nodiscard]] std::string render_recorded(const baseline::Recorded& r, const std::string& store_path,
-                                          const baseline::Config& cfg);
+                                          const baseline::Config& cfg, const cost::PriceBook& prices = {});
 [[nodiscard]] nlohmann::json recorded_json(const baseline::Recorded& r, const std::string& store_path,
-                                           const baseline::Config& cfg);
+                                           const baseline::Config& cfg, const cost::PriceBook& prices = {});
 
 // A record or check of baseline `name` stopped by signal `sig` before anything was measured: the
 // line for stderr, and the --json document.
 [[nodiscard]] std::string stopped_before_measuring_text(int sig);
 [[nodiscard]] nlohmann::json stopped_before_measuring_json(const std::string& name, int sig);
 
-// A stored check: the comparison table and its verdict; on a failure, the GPU state and findings.
-[[nodiscard]] std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o);
-[[nodiscard]] nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o);
+// A stored check: the comparison table and its verdict; on a failure, the GPU state and findings;
+// what the check's workload runs cost at `prices`, as render_recorded.
+[[nodiscard]] std::string render_check(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o,
+                                       const cost::PriceBook& prices = {});
+[[nodiscard]] nlohmann::json check_json(const baseline::CheckPlan& plan, const baseline::CheckOutcome& o,
+                                        const cost::PriceBook& prices = {});
 
 // name | kinds | recorded | golden | GPUs | runs | last check.
 [[nodiscard]] std::string render_baseline_list(const baseline::BaselineList& list);

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/version.hpp"
+#include "cost/job.hpp"
+#include "view/cost_view.hpp"
 #include "view/dashboard_assets.hpp"
 #include "view/diagnose_render.hpp"
 
@@ -260,6 +262,7 @@ std::string render_diagnose_html(std::span<const HtmlReport> reports, const Html
           "id=\"plots-{}-{}\"></div></div>\n",
           html_escape(gpu_label(t, g.gpu)), html_escape(g.name), html_escape(means_line(g)), ti, g.gpu);
     }
+    if (o.prices != nullptr) page += cost_html(cost::cost_of_trace(t, d, {}), *o.prices);
     page += "<h3>Findings, most severe first</h3>\n";
     if (d.findings.empty()) page += "<p>No findings: nothing in this trace matched a known pattern.</p>\n";
     page += render_findings(t, d, ti);

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "core/result.hpp"
+#include "cost/prices.hpp"
 #include "diagnose/diagnose.hpp"
 #include "telemetry/trace.hpp"
 #include "view/html_page.hpp"
@@ -34,6 +35,8 @@ struct HtmlOptions {
   std::string title{};        // page title ("run.jsonl")
   std::string banner{};       // shown prominently, e.g. "REPLAY of recorded traces, not this machine"
   std::size_t buckets = 600;  // per curve: at most 2 × buckets points
+  // When set, each trace's section says what its run cost at these prices (view/cost_view.hpp).
+  const cost::PriceBook* prices = nullptr;
 };
 
 // Errors: kEnvironment when this build has no web assets (the message says how to install them).

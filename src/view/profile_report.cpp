@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "cost/job.hpp"
+#include "view/cost_view.hpp"
 #include "view/html_page.hpp"
 #include "view/web_assets.hpp"
 
@@ -124,9 +126,7 @@ std::string sampling_text(const profile::Sampling& sm) {
   return s;
 }
 
-}  // namespace
-
-std::string profile_text(const profile::Profile& p, const std::vector<std::string>& command) {
+std::string summary_text(const profile::Profile& p, const std::vector<std::string>& command) {
   std::string s = fmt::format("gpudoc profile: {}\n", join(command));
   s += fmt::format("Device {}: {} kernels ({} of kernel time), {} API calls, {} graph launches\n", p.device,
                    p.kernel_count, ms(p.kernel_ns), p.api_calls, p.graph_launches);
@@ -181,7 +181,17 @@ std::string profile_text(const profile::Profile& p, const std::vector<std::strin
   return s;
 }
 
-nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector<std::string>& command) {
+}  // namespace
+
+std::string profile_text(const profile::Profile& p, const std::vector<std::string>& command, const ProfileCost& cost) {
+  std::string s = summary_text(p, command);
+  if (cost.prices != nullptr && p.span_ns > 0)
+    s += "\n" + render_cost(cost::cost_of_profile(p, cost.host), *cost.prices);
+  return s;
+}
+
+nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector<std::string>& command,
+                                    const ProfileCost& cost) {
   nlohmann::ordered_json j;
   j["command"] = command;
   j["device"] = p.device;
@@ -241,16 +251,20 @@ nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector
     j["sampling"]["run_overhead"] =
         sm.measured() ? nlohmann::ordered_json(sm.run_overhead()) : nlohmann::ordered_json();
   }
+  if (cost.prices != nullptr)
+    j["cost"] = nlohmann::ordered_json(cost::to_json(cost::cost_of_profile(p, cost.host), *cost.prices));
   return j;
 }
 
-core::Result<std::string> profile_html(const profile::Profile& p, const std::vector<std::string>& command) {
+core::Result<std::string> profile_html(const profile::Profile& p, const std::vector<std::string>& command,
+                                       const ProfileCost& cost) {
   auto assets = web_assets();
   if (!assets) return core::Error(core::ErrorKind::kEnvironment, std::string(kWebAssetsMissing));
   std::string page = html_page_start("gpudoc profile: " + join(command), *assets, report_file("profile.css"));
   page += "<p class=\"verdict\">CUDA Graphs: " + html_escape(verdict_line(p.advice)) + "</p>\n";
   page += "<h2>Steps</h2>\n<div id=\"steps\"></div>\n<h2>Kernel durations</h2>\n<div id=\"hist\"></div>\n";
-  page += "<h2>Summary</h2>\n<pre>" + html_escape(profile_text(p, command)) + "</pre>\n";
+  page += "<h2>Summary</h2>\n<pre>" + html_escape(summary_text(p, command)) + "</pre>\n";
+  if (cost.prices != nullptr && p.span_ns > 0) page += cost_html(cost::cost_of_profile(p, cost.host), *cost.prices);
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : p.steps) {
     nlohmann::json row = nlohmann::json::array({s.busy_ns});

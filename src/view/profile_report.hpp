@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "cost/prices.hpp"
 #include "profile/analysis.hpp"
 
 namespace gpudoc::view {
@@ -26,9 +27,17 @@ namespace gpudoc::view {
 // How to do it, for a recommendation: torch.cuda.graphs / torch.compile / stream capture.
 [[nodiscard]] std::string graph_recipe(const profile::GraphAdvice& a);
 
-[[nodiscard]] std::string profile_text(const profile::Profile& p, const std::vector<std::string>& command);
-[[nodiscard]] nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector<std::string>& command);
-[[nodiscard]] core::Result<std::string> profile_html(const profile::Profile& p,
-                                                     const std::vector<std::string>& command);
+// With `prices`, each also says what the analysed steps cost (cost::cost_of_profile on `host`,
+// the machine that ran them: the Cost block, "cost" in the JSON, a section of the page).
+struct ProfileCost {
+  const cost::PriceBook* prices = nullptr;
+  std::string host{};
+};
+[[nodiscard]] std::string profile_text(const profile::Profile& p, const std::vector<std::string>& command,
+                                       const ProfileCost& cost = {});
+[[nodiscard]] nlohmann::ordered_json profile_json(const profile::Profile& p, const std::vector<std::string>& command,
+                                                  const ProfileCost& cost = {});
+[[nodiscard]] core::Result<std::string> profile_html(const profile::Profile& p, const std::vector<std::string>& command,
+                                                     const ProfileCost& cost = {});
 
 }  // namespace gpudoc::view
