@@ -245,12 +245,14 @@ void Sampler::gpu_thread(GpuState* g) {
 void Sampler::read_buffered_once_more(GpuState& g, const Emit& emit) {
   // The driver's buffers (utilization samples, per-process samples) hold what it sampled since the
   // last read, up to a period ago: read them once more so the record ends when the sampling does.
+  // The energy counter too (read every 30 s): so a recording's energy is the counter's own
+  // difference from its start to its end (docs/methodology.md, "Cost accounting").
   // On this GPU's own thread, like every other call to it, so a hung driver stalls nobody (stop()
   // gives up on it after the hang timeout).
   if (g.lost || g.unresponsive.load() || g.abandoned.load()) return;
   const MonoTime now = clock_.now();
   bool any = false;
-  for (MetricGroup grp : {MetricGroup::kUtilization, MetricGroup::kProcesses}) {
+  for (MetricGroup grp : {MetricGroup::kUtilization, MetricGroup::kProcesses, MetricGroup::kEnergy}) {
     const std::size_t i = gpu::index(grp);
     if (config_.periods[i].count() <= 0 || g.next_due[i] <= now) continue;
     g.next_due[i] = now;

@@ -123,6 +123,23 @@ TEST(Sampler, StopDrainsTheBuffersOnceMore) {
   EXPECT_LE(early, 2u * 1u);
 }
 
+// The energy counter is read every 30 s; a recording's energy is its last reading less its first,
+// so it is read once more at stop: the counter then spans the whole recording.
+TEST(Sampler, StopReadsTheEnergyCounterOnceMore) {
+  core::SystemClock clock;
+  gpu::FakeBackend fake(clock, 2);
+  SamplerConfig c = only(MetricGroup::kEnergy, 30000ms);
+  Sampler s(fake, clock, c);
+  ASSERT_TRUE(s.start().ok());
+  std::this_thread::sleep_for(300ms);
+  s.stop();
+  std::size_t readings = 0;
+  for (auto& r : s.drain(0ms))
+    for (const auto& m : r.samples) readings += m.metric == Metric::kEnergyJoules ? 1 : 0;
+  for (int g = 0; g < 2; ++g) EXPECT_EQ(fake.read_count(g, MetricGroup::kEnergy), 2u) << "GPU " << g;  // start, stop
+  EXPECT_EQ(readings, 4u);
+}
+
 TEST(Sampler, NotSupportedGroupIsNotPolledAgain) {
   core::ManualClock clock;
   gpu::FakeBackend fake(clock, 1);
