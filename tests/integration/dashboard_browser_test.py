@@ -12,10 +12,12 @@ itself rendered, records no script error and no CSP violation (in the page and i
 log); every GPU of the snapshot has its plots; the findings table lists the snapshot's findings;
 data-updates grows by >= 2 between two observations (it updates live); the data plotted after the
 first render is the server's history sample for sample, including samples that reached the server
-late (utilization, drained from NVML's buffer). With the mock also: the
-hostile strings show as text and never run; the server stopping shows "reconnecting" and then
-"stale"; when it comes back (now saying the sampler is down) the page is live again, updating, with
-the sampler-down banner.
+late (utilization, drained from NVML's buffer). The connection badge says what is true: a
+replay is "replay", never a green "live". With the mock also: the hostile strings show as text and
+never run; the server stopping shows "reconnecting" and then "stale"; when it comes back (now
+saying the sampler is down) the page updates again with the sampler-down banner and a "stale"
+badge; then, steered through the mock's /test/control: a replay with the sampler up is "replay", a
+real backend "live" (green), and a stream that stays open but stops sending snapshots "stale".
 
 Exit 0 pass, 1 fail, 77 skipped (no chromium and GPUDOC_ALLOW_NO_BROWSER=1).
   dashboard_browser_test.py --dumper build/.../dump_dashboard_assets --trace tests/data/X.jsonl
@@ -39,6 +41,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 SKIP = 77
 failures = []
+GREEN = "rgb(46, 125, 50)"  # --ok: the live badge's colour, and only its
 
 
 def check(ok, what):
@@ -174,6 +177,9 @@ STATE_JS = r"""JSON.stringify({
   rendered: document.body.dataset.rendered || null,
   updates: Number(document.body.dataset.updates || 0),
   connection: document.body.dataset.connection || null,
+  stream: document.body.dataset.stream || null,
+  badge: document.getElementById("conn").textContent,
+  badgeColor: getComputedStyle(document.getElementById("conn")).backgroundColor,
   errors: document.documentElement.dataset.errors || null,
   pwned: document.body.dataset.pwned || null,
   gpus: Array.from(document.querySelectorAll("article.gpu")).map(function (s) {
@@ -295,13 +301,22 @@ def check_first_render(page, base, expected, mock):
     return s
 
 
-def check_live(page, label):
+def expected_badge(backend):
+    return "replay" if backend.startswith("replay:") else "fake" if backend.startswith("fake") else "live"
+
+
+def check_live(page, label, backend):
     first = state(page)["updates"]
     page.wait_for("Number(document.body.dataset.updates) >= %d" % (first + 2), 15)
     time.sleep(0.3)
     s = state(page)
+    want = expected_badge(backend)
     check(s["updates"] - first >= 2, "%s: updates grew from %d to %d" % (label, first, s["updates"]))
-    check(s["connection"] == "live", "%s: the connection shows live (%r)" % (label, s["connection"]))
+    check(s["stream"] == "open", "%s: the event stream is open (%r)" % (label, s["stream"]))
+    check(s["connection"] == want and s["badge"] == want,
+          "%s: the badge says %r for backend %r (%r)" % (label, want, backend, s["badge"]))
+    check((s["badgeColor"] == GREEN) == (want == "live"),
+          "%s: the badge is green only when live (%s)" % (label, s["badgeColor"]))
     return s
 
 
@@ -320,19 +335,55 @@ def check_mock_content(s):
 
 def check_reconnect(page, args, assets, mock):
     mock.stop()
-    conn = page.wait_for("document.body.dataset.connection !== 'live' && document.body.dataset.connection", 10)
-    check(conn == "reconnecting", "server gone: the page shows reconnecting (%r)" % conn)
+    conn = page.wait_for("document.body.dataset.stream !== 'open' && document.body.dataset.connection", 10)
+    check(conn == "reconnecting", "server gone: the badge shows reconnecting (%r)" % conn)
     stale = page.wait_for("!document.getElementById('banner-stale').hidden", 10)
     check(stale, "server gone: the stale banner shows")
     before = state(page)["updates"]
     mock = Mock(args, assets, port=mock.port, extra=["--sampler-down"])
-    back = page.wait_for("document.body.dataset.connection === 'live' && Number(document.body.dataset.updates) >= %d"
+    back = page.wait_for("document.body.dataset.stream === 'open' && Number(document.body.dataset.updates) >= %d"
                          % (before + 2), 20)
-    check(back, "server back: live again and updating")
+    check(back, "server back: the stream is open again and updating")
     down = page.wait_for("!document.getElementById('banner-sampler').hidden", 5)
     check(down, "the sampler-down banner shows when the server says so")
-    check(not state(page)["staleBanner"], "the stale banner is gone once updates flow")
+    s = state(page)
+    check(not s["staleBanner"], "the stale banner is gone once updates flow")
+    check(s["badge"] == "stale" and s["badgeColor"] != GREEN,
+          "the sampler down: the badge says stale, not green (%r, %s)" % (s["badge"], s["badgeColor"]))
     return mock
+
+
+def control(mock, **what):
+    body = json.dumps(what).encode()
+    req = urllib.request.Request(mock.url + "test/control", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def badge_becomes(page, want, timeout):
+    page.wait_for("document.body.dataset.connection === %s" % json.dumps(want), timeout)
+    return state(page)
+
+
+def check_badge_states(page, mock):
+    """What the badge says, steered through the mock: replay, a real backend, a stalled stream."""
+    control(mock, sampler_up=True)
+    s = badge_becomes(page, "replay", 5)
+    check(s["badge"] == "replay" and s["badgeColor"] != GREEN and s["replayBanner"],
+          "a replay with the sampler up: the badge says replay, not green, beside the REPLAY banner (%r, %s)"
+          % (s["badge"], s["badgeColor"]))
+    control(mock, backend="nvml")
+    s = badge_becomes(page, "live", 5)
+    check(s["badge"] == "live" and s["badgeColor"] == GREEN and s["replayBanner"] is None,
+          "a real backend: the badge says live, green, and no replay banner (%r, %s)" % (s["badge"], s["badgeColor"]))
+    control(mock, stall=True)  # the stream stays open; no snapshot comes
+    s = badge_becomes(page, "stale", 10)
+    check(s["badge"] == "stale" and s["badgeColor"] != GREEN and s["stream"] == "open" and s["staleBanner"],
+          "a stream open but stalled: the badge says stale, not green, with the stale banner (%r, %s, stream %r)"
+          % (s["badge"], s["badgeColor"], s["stream"]))
+    control(mock, stall=False)
+    s = badge_becomes(page, "live", 5)
+    check(s["badge"] == "live" and not s["staleBanner"], "snapshots again: live (%r)" % s["badge"])
 
 
 def check_browser_log(page, base):
@@ -386,7 +437,7 @@ def main():
         s = check_first_render(page, base, expected, mock is not None)
         if mock:
             check_mock_content(s)
-        check_live(page, "first observation")
+        check_live(page, "first observation", expected["backend"])
         if args.screenshot:
             shot = page.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
             with open(args.screenshot, "wb") as f:
@@ -395,6 +446,7 @@ def main():
         check_waveforms(page, base, args.late_s)
         if mock:
             mock = check_reconnect(page, args, assets, mock)
+            check_badge_states(page, mock)
         s = state(page)
         check(s["errors"] is None, "still no script error at the end: %r" % s["errors"])
     except Exception as e:  # a broken run is a failure with its reason, never a pass

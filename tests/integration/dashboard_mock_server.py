@@ -12,6 +12,9 @@ trace, played in a loop at wall-clock speed so that the values advance:
   GET /api/v1/history?seconds=S   every sample of the last S (<= 900) seconds
   GET /api/v1/events              `event: snapshot` every --interval seconds, `: keep-alive` between
   GET /, /assets/NAME             the dashboard
+  POST /test/control              for the test: a JSON object that sets what the server says from
+                                  now on: "backend" (a name), "sampler_up" (bool), "stall" (true:
+                                  the event stream stays open but sends only keep-alives)
 
 Every answer carries the security headers the real server sends (the CSP included). Standard
 library only. Prints "listening on http://127.0.0.1:PORT/" once ready.
@@ -107,6 +110,8 @@ class State:
         self.clock = Clock(trace.duration)
         self.interval = interval
         self.sampler_up = sampler_up
+        self.backend = "replay:" + os.path.basename(trace.path)
+        self.stall = False
 
     def history(self, seconds):
         now = time.time()
@@ -139,7 +144,7 @@ class State:
         ns = int(now * 1e9)
         return {
             "schema": 1, "time_unix_ns": ns, "host": self.trace.header.get("host", ""),
-            "backend": "replay:" + os.path.basename(self.trace.path), "sampler_up": self.sampler_up, "gpus": gpus,
+            "backend": self.backend, "sampler_up": self.sampler_up, "gpus": gpus,
             "findings": [{
                 "id": "pulse", "severity": "warning", "gpus": [0, 1], "gpu_time_lost_seconds": 8.4,
                 "window_start_unix_ns": ns - 30 * 10**9, "window_end_unix_ns": ns - 2 * 10**9,
@@ -175,6 +180,16 @@ class Handler(BaseHTTPRequestHandler):
     def send_json(self, code, obj):
         self.send(code, json.dumps(obj, separators=(",", ":")), "application/json")
 
+    def do_POST(self):
+        if urllib.parse.urlsplit(self.path).path != "/test/control":
+            return self.send(404, "not found\n", "text/plain; charset=utf-8")
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        state = self.server.state
+        state.backend = body.get("backend", state.backend)
+        state.sampler_up = body.get("sampler_up", state.sampler_up)
+        state.stall = body.get("stall", state.stall)
+        return self.send_json(200, {"backend": state.backend, "sampler_up": state.sampler_up, "stall": state.stall})
+
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         state = self.server.state
@@ -206,9 +221,10 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         try:
             while not self.server.stopping.is_set():
-                line = json.dumps(state.snapshot(), separators=(",", ":"))
-                self.wfile.write(("event: snapshot\ndata: " + line + "\n\n").encode("utf-8"))
-                self.wfile.flush()
+                if not state.stall:
+                    line = json.dumps(state.snapshot(), separators=(",", ":"))
+                    self.wfile.write(("event: snapshot\ndata: " + line + "\n\n").encode("utf-8"))
+                    self.wfile.flush()
                 if self.server.stopping.wait(state.interval / 2):
                     break
                 self.wfile.write(b": keep-alive\n\n")

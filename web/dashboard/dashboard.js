@@ -5,7 +5,8 @@
 // Every snapshot is applied to the page; each one also fetches the history points that arrived
 // since the last one, so the plots keep the sensors' full rate. Every string from the API goes in
 // with textContent, never as markup. The page marks itself for the headless-browser test:
-// <body data-rendered="ok"> after the first render, data-updates = snapshots applied, data-plots.
+// <body data-rendered="ok"> after the first render, data-updates = snapshots applied, data-plots,
+// data-connection (what the badge says), data-stream (the event stream's state).
 // A module (strict, its own scope, run after the deferred plot library), loaded by index.html.
 
 var KEEP_S = 900;          // the longest span offered, and what the API serves at most
@@ -50,6 +51,7 @@ var updates = 0;
 var historyBusy = false;
 var historyCount = 0;
 var rendered = false;
+var stream = "connecting";   // the event stream: connecting, open, reconnecting, disconnected
 
 function $(id) { return document.getElementById(id); }
 function el(tag, cls, text) {
@@ -445,13 +447,43 @@ function markRendered() {
 }
 
 // ---- connection ----
-function setConn(state) {
-  var c = $("conn");
+// The badge says what is true of the values on the page, not only that the stream is open:
+//   live          snapshots arrive from this machine's GPUs (the only green state)
+//   replay, fake  snapshots arrive, from a replayed trace or made-up GPUs: not this machine now
+//   stale         the stream is open but no snapshot came for STALE_AFTER_MS, or the sampler is down
+//   connecting, reconnecting, disconnected: the event stream's own state
+var BADGE_TITLE = {
+  live: "Updating from this machine's GPUs.",
+  replay: "Updating from a replayed trace, not from this machine's GPUs now.",
+  fake: "Updating from made-up GPUs, not from this machine.",
+  stale: "Not updating: no new snapshot, or the sampler is down.",
+  connecting: "Connecting to the server.",
+  reconnecting: "The connection to the server was lost; reconnecting.",
+  disconnected: "The server refused the connection; trying again."
+};
+function badgeState() {
+  if (stream !== "open") return stream;
+  if (!lastSnapshotAt) return "connecting";
+  if (Date.now() - lastSnapshotAt >= STALE_AFTER_MS || lastSnapshot.sampler_up === false) return "stale";
+  var backend = str(lastSnapshot.backend);
+  if (backend.indexOf("replay:") === 0) return "replay";
+  if (backend.indexOf("fake") === 0) return "fake";
+  return "live";
+}
+function showConn() {
+  var state = badgeState(), c = $("conn");
   c.textContent = state;
   c.className = "pill conn-" + state;
+  c.title = BADGE_TITLE[state] || "";
   document.body.dataset.connection = state;
+  document.body.dataset.stream = stream;
+}
+function setStream(state) {
+  stream = state;
+  showConn();
 }
 function checkStale() {
+  showConn();
   var b = $("banner-stale");
   if (!lastSnapshotAt) return;
   var age = (Date.now() - lastSnapshotAt) / 1000;
@@ -461,13 +493,13 @@ function checkStale() {
 }
 var source = null;
 function connect() {
-  setConn(source ? "reconnecting" : "connecting");
+  setStream(source ? "reconnecting" : "connecting");
   source = new EventSource("api/v1/events");
-  source.onopen = function () { setConn("live"); };
+  source.onopen = function () { setStream("open"); };
   source.addEventListener("snapshot", function (e) {
     var s;
     try { s = JSON.parse(e.data); } catch (err) { window.gpudocRecordError("bad snapshot event: " + err.message); return; }
-    setConn("live");
+    stream = "open";
     applySnapshot(s);
     fetchHistory().then(markRendered);
   });
@@ -475,10 +507,10 @@ function connect() {
     // EventSource reconnects by itself while readyState is CONNECTING; CLOSED means it gave up
     // (an HTTP error or a wrong content type): start again after a pause.
     if (source.readyState === EventSource.CLOSED) {
-      setConn("disconnected");
+      setStream("disconnected");
       setTimeout(connect, 5000);
     } else {
-      setConn("reconnecting");
+      setStream("reconnecting");
     }
   };
 }
