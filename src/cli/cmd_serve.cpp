@@ -7,12 +7,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/commit.hpp"
-#include "core/host.hpp"
 #include "core/structured_log.hpp"
-#include "core/version.hpp"
 #include "serve/announce.hpp"
 #include "serve/config.hpp"
+#include "serve/pod_resources.hpp"
 #include "serve/process_labels.hpp"
 #include "serve/server.hpp"
 #include "serve/service.hpp"
@@ -60,17 +58,9 @@ int run_serve(const ServeFlags& f, Context& ctx) {
   if (!live) return failed(log, live.error());
   auto header = telemetry::make_header(*live->backend, *live->clock, s->sampler, {});
   if (!header) return failed(log, header.error());
-  serve::ServiceOptions so;
-  so.sampler = s->sampler;
-  so.history = std::chrono::seconds(static_cast<long>(s->history_s));
-  so.diagnose_window = std::chrono::seconds(static_cast<long>(s->diagnose_window_s));
-  so.diagnose_every = std::chrono::seconds(static_cast<long>(s->diagnose_every_s));
-  so.store = s->store;
+  serve::ServiceOptions so = serve::service_options(*s, s->sampler);
   auto labeler = std::make_shared<serve::CgroupLabeler>();
   if (live->real()) so.label_process = [labeler](serve::ProcessSnapshot& p) { (*labeler)(p); };
-  so.hostname = core::host_name();
-  so.version = core::kVersion;
-  so.revision = core::kGitCommit;
   so.backend = live->spec->text;
   serve::Service service(*live, *header, so);
   serve::Server server({.host = s->listen.host,
@@ -135,6 +125,11 @@ void register_serve(CLI::App& app, Action& action, Context& ctx) {
              "seconds between two diagnoses (default 10)");
   add_number(*cmd, "--history", f->settings.history_s, {.min = 60, .max = 86400, .unit = "seconds"},
              "seconds of waveforms kept for the dashboard (default 600)");
+  cmd->add_flag("--kubernetes-pod-resources{" + std::string(serve::kDefaultPodResourcesSocket) + "}",
+                f->settings.kubernetes_pod_resources, "label GPU series with the kubelet's pod (=SOCKET: its socket)");
+  cmd->add_option("--hpc-job-mapping-dir", f->settings.hpc_job_mapping_dir, "label GPU series with DIR/<gpu>'s job");
+  add_number(*cmd, "--attribution-every", f->settings.attribution_every_s, {.min = 1, .max = 3600, .unit = "seconds"},
+             "seconds between two reads of the kubelet and of the folder (default 10)");
   cmd->add_option("--store", f->settings.store,
                   "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");
   cmd->add_flag("--no-store", f->settings.no_store, "read no store: no health or baseline series");

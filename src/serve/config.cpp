@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.hpp"
+#include "serve/pod_resources.hpp"
 #include "serve/web_state.hpp"
 #include "store/database.hpp"
 #include "telemetry/sampler.hpp"
@@ -52,6 +53,34 @@ core::Status read_periods(const nlohmann::json& v, std::string_view name, Config
     c.periods[group] = static_cast<int>(ms.get<long long>());
   }
   return core::ok_status();
+}
+
+// The keys of who holds each GPU: whether `key` is one (false: unknown here), read into `c`.
+core::Result<bool> read_attribution_key(const std::string& key, const nlohmann::json& v, std::string_view name,
+                                        ConfigFile& c) {
+  if (key == "kubernetes_pod_resources") {
+    if (v.is_boolean()) {
+      c.kubernetes_pod_resources = v.get<bool>() ? std::string(kDefaultPodResourcesSocket) : std::string();
+      return true;
+    }
+    if (!v.is_string() || v.get<std::string>().empty())
+      return usage(fmt::format("{}: \"kubernetes_pod_resources\" must be true, false or the kubelet's socket", name));
+    c.kubernetes_pod_resources = v.get<std::string>();
+    return true;
+  }
+  if (key == "hpc_job_mapping_dir") {
+    auto s = text_value(v, key, name);
+    if (!s) return s.error();
+    c.hpc_job_mapping_dir = *s;
+    return true;
+  }
+  if (key == "attribution_every_s") {
+    auto s = seconds(v, key, 1, 3600, name);
+    if (!s) return s.error();
+    c.attribution_every_s = *s;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -121,10 +150,13 @@ core::Result<ConfigFile> parse_config(std::string_view text, std::string_view na
       auto f = v.is_string() ? core::parse_log_format(v.get<std::string>()) : core::parse_log_format("");
       if (!f) return usage(fmt::format("{}: \"log_format\" must be \"text\", \"logfmt\" or \"json\"", name));
       c.log_format = *f;
-    } else {
+    } else if (auto attribution = read_attribution_key(key, v, name, c); !attribution) {
+      return attribution.error();
+    } else if (!*attribution) {
       return usage(
           fmt::format("{}: unknown setting \"{}\" (known: listen, dcgm_compatible, diagnose_window_s, "
-                      "diagnose_every_s, history_s, store, periods, web_config_file, log_format)",
+                      "diagnose_every_s, history_s, store, periods, web_config_file, log_format, "
+                      "kubernetes_pod_resources, hpc_job_mapping_dir, attribution_every_s)",
                       name, key));
     }
   }
@@ -162,6 +194,14 @@ core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile&
   s.diagnose_window_s = f.diagnose_window_s > 0 ? f.diagnose_window_s : file.diagnose_window_s.value_or(120);
   s.diagnose_every_s = f.diagnose_every_s > 0 ? f.diagnose_every_s : file.diagnose_every_s.value_or(10);
   s.history_s = f.history_s > 0 ? f.history_s : file.history_s.value_or(600);
+  const std::string socket =
+      !f.kubernetes_pod_resources.empty() ? f.kubernetes_pod_resources : file.kubernetes_pod_resources.value_or("");
+  if (!socket.empty()) s.attribution.pod_resources_socket = socket;
+  const std::string dir =
+      !f.hpc_job_mapping_dir.empty() ? f.hpc_job_mapping_dir : file.hpc_job_mapping_dir.value_or("");
+  if (!dir.empty()) s.attribution.hpc_job_mapping_dir = dir;
+  const double every = f.attribution_every_s > 0 ? f.attribution_every_s : file.attribution_every_s.value_or(10);
+  s.attribution.every = std::chrono::milliseconds(static_cast<std::int64_t>(every * 1000));
   s.web_config_file = !f.web_config_file.empty() ? f.web_config_file : file.web_config_file.value_or("");
   if (!f.log_format.empty()) {
     auto format = core::parse_log_format(f.log_format);

@@ -9,7 +9,8 @@
 //   {"listen": "127.0.0.1:9401", "dcgm_compatible": false, "diagnose_window_s": 120,
 //    "diagnose_every_s": 10, "history_s": 600, "store": "/var/lib/gpudoc/gpudoc.db",
 //    "periods": {"fast": 100, "utilization": 1000}, "web_config_file": "/etc/gpudoc/web.yml",
-//    "log_format": "logfmt"}
+//    "log_format": "logfmt", "kubernetes_pod_resources": true, "hpc_job_mapping_dir": "/run/gpu-jobs",
+//    "attribution_every_s": 10}
 #pragma once
 
 #include <array>
@@ -23,6 +24,7 @@
 #include "core/result.hpp"
 #include "core/structured_log.hpp"
 #include "gpu/metrics.hpp"
+#include "serve/attributor.hpp"
 
 namespace gpudoc::serve {
 
@@ -47,11 +49,14 @@ struct ConfigFile {
   std::map<std::string, int> periods;  // group name -> ms, checked by the sampler flags' rules
   std::optional<std::string> web_config_file{};
   std::optional<core::LogFormat> log_format{};
+  std::optional<std::string> kubernetes_pod_resources{};  // true: the default socket; false: "" (off)
+  std::optional<std::string> hpc_job_mapping_dir{};
+  std::optional<double> attribution_every_s{};
 };
 
 // Errors: kUsage naming `name` and the key: not JSON, not an object, an unknown key, a value of the
-// wrong type or out of range (seconds: window 2..3600, every 1..3600, history 60..86400; log_format:
-// text, logfmt or json).
+// wrong type or out of range (seconds: window 2..3600, every 1..3600, history 60..86400,
+// attribution_every_s 1..3600; log_format: text, logfmt or json).
 [[nodiscard]] core::Result<ConfigFile> parse_config(std::string_view text, std::string_view name);
 
 // parse_config of the file at `path` (at most 4 MiB). Errors: kUsage "--config: ..." when it cannot
@@ -63,15 +68,18 @@ struct ConfigFile {
 struct SettingFlags {
   std::string listen;
   bool dcgm_compatible = false;
-  double diagnose_window_s = 0;        // 0: the file's, else 120
-  double diagnose_every_s = 0;         // 0: the file's, else 10
-  double history_s = 0;                // 0: the file's, else 600
-  std::string config{};                // --config FILE; empty: none
-  std::optional<std::string> store{};  // --store; nullopt: the file's, else store::default_store_path's
-  bool no_store = false;               // --no-store
-  std::vector<std::string> periods{};  // --period GROUP=MS
-  std::string web_config_file{};       // --web-config-file FILE; empty: the file's, else none
-  std::string log_format{};            // --log-format; empty: the file's, else text
+  double diagnose_window_s = 0;            // 0: the file's, else 120
+  double diagnose_every_s = 0;             // 0: the file's, else 10
+  double history_s = 0;                    // 0: the file's, else 600
+  std::string config{};                    // --config FILE; empty: none
+  std::optional<std::string> store{};      // --store; nullopt: the file's, else store::default_store_path's
+  bool no_store = false;                   // --no-store
+  std::vector<std::string> periods{};      // --period GROUP=MS
+  std::string web_config_file{};           // --web-config-file FILE; empty: the file's, else none
+  std::string log_format{};                // --log-format; empty: the file's, else text
+  std::string kubernetes_pod_resources{};  // --kubernetes-pod-resources[=SOCKET]; empty: the file's, else off
+  std::string hpc_job_mapping_dir{};       // --hpc-job-mapping-dir DIR; empty: the file's, else none
+  double attribution_every_s = 0;          // --attribution-every; 0: the file's, else 10
 };
 struct Settings {
   ListenAddress listen{"127.0.0.1", kDefaultPort};
@@ -83,6 +91,7 @@ struct Settings {
   std::vector<std::string> periods{};  // GROUP=MS over default_periods(): period_overrides (resolve only)
   std::string web_config_file{};       // TLS and basic auth (serve/web_config.hpp); empty: none
   core::LogFormat log_format = core::LogFormat::kText;
+  AttributionOptions attribution{};  // the kubelet's socket, the mapping folder, how often they are read
 };
 // Errors: parse_listen's for the address in effect, --log-format's.
 [[nodiscard]] core::Result<Settings> resolve_settings(const SettingFlags& flags, const ConfigFile& file);

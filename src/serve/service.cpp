@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/commit.hpp"
 #include "core/host.hpp"
+#include "core/version.hpp"
 #include "diagnose/diagnose.hpp"
 
 namespace gpudoc::serve {
@@ -73,6 +75,20 @@ nlohmann::json gpu_json(const GpuSnapshot& g) {
 
 }  // namespace
 
+ServiceOptions service_options(const Settings& settings, telemetry::SamplerConfig sampler) {
+  ServiceOptions so;
+  so.sampler = std::move(sampler);
+  so.history = std::chrono::seconds(static_cast<long>(settings.history_s));
+  so.diagnose_window = std::chrono::seconds(static_cast<long>(settings.diagnose_window_s));
+  so.diagnose_every = std::chrono::seconds(static_cast<long>(settings.diagnose_every_s));
+  so.store = settings.store;
+  so.attribution = settings.attribution;
+  so.hostname = core::host_name();
+  so.version = core::kVersion;
+  so.revision = core::kGitCommit;
+  return so;
+}
+
 Service::Service(const telemetry::Live& live, const telemetry::TraceHeader& header, ServiceOptions options)
     : live_(live),
       header_(header),
@@ -82,6 +98,7 @@ Service::Service(const telemetry::Live& live, const telemetry::TraceHeader& head
       sampler_(*live.backend, *live.clock, options_.sampler) {
   for (const auto& d : header.gpus) gpu_indices_.push_back(d.index);
   if (options_.label_process) latest_.set_labeler(options_.label_process);
+  if (options_.attribution.enabled()) attributor_ = std::make_unique<Attributor>(header.gpus, options_.attribution);
 }
 
 Service::~Service() { stop(); }
@@ -91,6 +108,7 @@ std::int64_t Service::now_unix_ns() const { return live_.clock->unix_now_ns(); }
 core::Status Service::start() {
   if (auto s = sampler_.start(); !s) return s;
   liveness_.start(std::chrono::steady_clock::now());
+  if (attributor_) attributor_->start();
   running_ = true;
   sampling_thread_ = std::thread([this] { sampling_loop(); });
   analysis_thread_ = std::thread([this] { analysis_loop(); });
@@ -107,6 +125,7 @@ void Service::stop() {
   sampler_.stop();  // first: it wakes the sampling loop out of its drain at once
   if (sampling_thread_.joinable()) sampling_thread_.join();
   if (analysis_thread_.joinable()) analysis_thread_.join();
+  if (attributor_) attributor_->stop();
   {
     std::lock_guard lock(update_mu_);
     ++sequence_;
@@ -208,6 +227,11 @@ Snapshot Service::metrics_snapshot() const {
     s.self.last_diagnosis_seconds = last_diagnosis_seconds_;
   }
   s.xids = history_.xids();
+  if (attributor_) {
+    const Attribution holders = attributor_->current();
+    for (auto& g : s.gpus)
+      if (const auto it = holders.find(g.index); it != holders.end()) g.attribution = it->second;
+  }
   const auto stats = sampler_.stats();
   s.self.sampler_running = liveness().ok;  // what /healthz says: running, and its loop ticks
   s.self.dropped_records = stats.dropped_records;

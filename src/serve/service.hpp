@@ -34,6 +34,8 @@
 
 #include "core/result.hpp"
 #include "findings/finding.hpp"
+#include "serve/attributor.hpp"
+#include "serve/config.hpp"
 #include "serve/exposition.hpp"
 #include "serve/history.hpp"
 #include "serve/latest.hpp"
@@ -56,11 +58,19 @@ struct ServiceOptions {
   // Labels each process with its container and pod from /proc/PID/cgroup (real GPUs only: a
   // replay's pids are another machine's).
   std::function<void(ProcessSnapshot&)> label_process;
+  // The pods and HPC jobs holding each GPU, read again every attribution.every (serve/attributor.hpp);
+  // neither source by default.
+  AttributionOptions attribution{};
   std::string hostname;  // dcgm-exporter's Hostname label
   std::string version;   // gpudoc_build_info{version}
   std::string revision;  // gpudoc_build_info{revision}: the commit built
   std::string backend;   // "nvml", "replay:run.jsonl@1", "fake:8" (the JSON API says which)
 };
+
+// What `settings` ask of the engine (history, diagnosis, store, attribution) with `sampler`, this
+// host's name and this build's version and commit; the backend and the process labeler are the
+// caller's to add.
+[[nodiscard]] ServiceOptions service_options(const Settings& settings, telemetry::SamplerConfig sampler);
 
 class Service {
  public:
@@ -108,6 +118,7 @@ class Service {
   History history_;
   telemetry::Sampler sampler_;
   std::vector<int> gpu_indices_;  // the header's GPU indices, by position
+  std::unique_ptr<Attributor> attributor_;  // when options_.attribution.enabled()
 
   std::atomic<bool> running_{false};
   Liveness liveness_{std::chrono::seconds(1)};  // the sampling loop's tick

@@ -114,6 +114,52 @@ TEST(ServeConfig, TheWebConfigAndTheLogFormatFromFlagsOrFile) {
   EXPECT_NE(empty.error().message().find("\"web_config_file\" must be a non-empty string"), std::string::npos);
 }
 
+TEST(ServeConfig, WhoHoldsEachGpuFromFlagsOrFile) {
+  auto c = parse_config(
+      R"({"kubernetes_pod_resources": true, "hpc_job_mapping_dir": "/run/gpu-jobs", "attribution_every_s": 30})",
+      "serve.json");
+  ASSERT_TRUE(c) << c.error().message();
+  auto from_file = resolve_settings(SettingFlags{}, *c);
+  ASSERT_TRUE(from_file);
+  EXPECT_EQ(from_file->attribution.pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  EXPECT_EQ(from_file->attribution.hpc_job_mapping_dir, "/run/gpu-jobs");
+  EXPECT_EQ(from_file->attribution.every, std::chrono::seconds(30));
+  SettingFlags f;  // flags win
+  f.kubernetes_pod_resources = "/run/kubelet.sock";
+  f.hpc_job_mapping_dir = "/srv/jobs";
+  f.attribution_every_s = 2.5;
+  auto flags = resolve_settings(f, *c);
+  ASSERT_TRUE(flags);
+  EXPECT_EQ(flags->attribution.pod_resources_socket, "/run/kubelet.sock");
+  EXPECT_EQ(flags->attribution.hpc_job_mapping_dir, "/srv/jobs");
+  EXPECT_EQ(flags->attribution.every, std::chrono::milliseconds(2500));
+  // Neither asked for: nothing read, every 10 s when something is.
+  auto none = resolve_settings(SettingFlags{}, ConfigFile{});
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->attribution.enabled());
+  EXPECT_EQ(none->attribution.every, std::chrono::seconds(10));
+  auto path = parse_config(R"({"kubernetes_pod_resources": "/k.sock"})", "serve.json");
+  ASSERT_TRUE(path);
+  EXPECT_EQ(resolve_settings(SettingFlags{}, *path)->attribution.pod_resources_socket, "/k.sock");
+  auto off = parse_config(R"({"kubernetes_pod_resources": false})", "serve.json");
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(resolve_settings(SettingFlags{}, *off)->attribution.pod_resources_socket);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"kubernetes_pod_resources": 1})",
+       "\"kubernetes_pod_resources\" must be true, false or the kubelet's socket"},
+      {R"({"kubernetes_pod_resources": ""})",
+       "\"kubernetes_pod_resources\" must be true, false or the kubelet's socket"},
+      {R"({"hpc_job_mapping_dir": ""})", "\"hpc_job_mapping_dir\" must be a non-empty string"},
+      {R"({"attribution_every_s": 0})", "\"attribution_every_s\" must be a number of seconds from 1 to 3600"},
+      {R"({"attribution_every": 5})", "unknown setting \"attribution_every\""},
+  };
+  for (const auto& [text, says] : bad) {
+    auto r = parse_config(text, "serve.json");
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(ServeConfig, AWebConfigIsCheckedBeforeAnythingStarts) {
   // resolve reads it as the server will: a missing file is a usage error naming it
   SettingFlags f;
