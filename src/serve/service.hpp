@@ -117,7 +117,7 @@ class Service {
   Latest latest_;
   History history_;
   telemetry::Sampler sampler_;
-  std::vector<int> gpu_indices_;  // the header's GPU indices, by position
+  std::vector<int> gpu_indices_;            // the header's GPU indices, by position
   std::unique_ptr<Attributor> attributor_;  // when options_.attribution.enabled()
 
   std::atomic<bool> running_{false};
