@@ -12,7 +12,10 @@ itself rendered, records no script error and no CSP violation (in the page and i
 log); every GPU of the snapshot has its plots; the findings table lists the snapshot's findings;
 data-updates grows by >= 2 between two observations (it updates live); the data plotted after the
 first render is the server's history sample for sample, including samples that reached the server
-late (utilization, drained from NVML's buffer). The connection badge says what is true: a
+late (utilization, drained from NVML's buffer). Times:
+with the browser in Asia/Kolkata, every <time> on the page and every time-axis label is 24-hour
+local time with its zone (UTC+5:30); a real click on the UTC toggle turns all of them, the axes
+included, to UTC, and a reload keeps it (localStorage). The connection badge says what is true: a
 replay is "replay", never a green "live". With the mock also: the hostile strings show as text and
 never run; the server stopping shows "reconnecting" and then "stale"; when it comes back (now
 saying the sampler is down) the page updates again with the sampler-down banner and a "stale"
@@ -25,9 +28,11 @@ Exit 0 pass, 1 fail, 77 skipped (no chromium and GPUDOC_ALLOW_NO_BROWSER=1).
 
 import argparse
 import base64
+import datetime
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +46,11 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 SKIP = 77
 failures = []
+# The browser's time zone for the test: no daylight saving, and a half-hour offset, so that local
+# time and UTC differ in both hours and minutes.
+ZONE = "Asia/Kolkata"
+ZONE_OFFSET = datetime.timedelta(hours=5, minutes=30)
+ZONE_NAME = "UTC+5:30"
 GREEN = "rgb(46, 125, 50)"  # --ok: the live badge's colour, and only its
 
 
@@ -146,6 +156,15 @@ class Page:
         self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Network", "Page"):
             self.call(domain + ".enable")
+        self.call("Emulation.setTimezoneOverride", {"timezoneId": ZONE})
+
+    def click(self, selector):
+        """A real mouse click (pressed and released) at the middle of the element."""
+        box = json.loads(self.eval("JSON.stringify(document.querySelector(%s).getBoundingClientRect())"
+                                   % json.dumps(selector)))
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
     def call(self, method, params=None, timeout=30):
         return self.b.call(method, params, self.session, timeout)
@@ -386,6 +405,73 @@ def check_badge_states(page, mock):
     check(s["badge"] == "live" and not s["staleBanner"], "snapshots again: live (%r)" % s["badge"])
 
 
+# Every time the page shows, as one observation: each <time> (its datetime and its text), each plot's
+# time axis as last drawn, the legends' time labels, the stored choice and the page's whole text.
+TIMES_JS = r"""JSON.stringify({
+  zone: document.body.dataset.timezone, stored: localStorage.getItem("gpudoc.timezone"),
+  pressed: document.querySelector(".tz [aria-pressed=true]").id,
+  times: Array.from(document.querySelectorAll("time")).map(function (t) {
+    return { dt: t.dateTime, date: t.dataset.date === "1", text: t.textContent };
+  }),
+  axes: Array.from(document.querySelectorAll("article.gpu")).map(function (a) {
+    return window.gpudocDashboard.axes(Number(a.dataset.gpu));
+  }),
+  legends: Array.from(document.querySelectorAll(".u-legend .u-series:first-child .u-label")).map(function (e) {
+    return e.textContent;
+  }),
+  text: document.body.innerText
+})"""
+
+
+def shown_time(value, with_date, utc):
+    """What the page must show for a time (an ISO string or unix seconds): 24-hour, its zone named."""
+    if isinstance(value, str):
+        t = datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ")
+    else:
+        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=value)
+    if not utc:
+        t += ZONE_OFFSET
+    return t.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S") + " " + ("UTC" if utc else ZONE_NAME)
+
+
+def check_times(page, label, utc):
+    """Every time on the page, the axes and legends included, in the zone chosen, 24-hour."""
+    zone = "UTC" if utc else ZONE_NAME
+    page.wait_for("(function () { var a = Array.from(document.querySelectorAll('article.gpu')).map(function (x) {"
+                  " return window.gpudocDashboard.axes(Number(x.dataset.gpu)); });"
+                  " return a.length && a.every(function (p) { var v = Object.values(p);"
+                  " return v.length && v.every(function (t) { return t.zone === %s; }); }); })()" % json.dumps(zone), 10)
+    got = json.loads(page.eval(TIMES_JS))
+    mode = "utc" if utc else "local"
+    check(got["zone"] == mode and got["pressed"] == "tz-" + mode,
+          "%s: the page is in %s time, its toggle pressed (%r, %r)" % (label, mode, got["zone"], got["pressed"]))
+    wrong = [(t["dt"], t["text"]) for t in got["times"] if t["text"] != shown_time(t["dt"], t["date"], utc)]
+    check(got["times"] and not wrong, "%s: all %d times on the page are 24-hour %s, the zone named (wrong: %r)"
+          % (label, len(got["times"]), zone, wrong[:3]))
+    ticks = [(k, t) for p in got["axes"] for k, t in p.items()]
+    bad = [k for k, t in ticks if t["zone"] != zone or
+           t["labels"] != [shown_time(v, False, utc)[:8] if v is not None else "" for v in t["splits"]]]
+    check(ticks and not bad, "%s: the time axes of all %d plots are labelled in %s, 24-hour (wrong: %r; e.g. %r)"
+          % (label, len(ticks), zone, bad[:3], ticks[0][1]["labels"][:3] if ticks else None))
+    check(got["legends"] and all(x == "time (%s)" % zone for x in got["legends"]),
+          "%s: each plot's legend names the zone: %r" % (label, sorted(set(got["legends"]))))
+    check(not re.search(r"\b[AP]M\b", got["text"]), "%s: no AM/PM anywhere on the page" % label)
+    return got
+
+
+def check_time_zone_toggle(page, base):
+    check_times(page, "local (nothing stored)", utc=False)
+    page.click("#tz-utc")
+    got = check_times(page, "after clicking UTC", utc=True)
+    check(got["stored"] == "utc", "the choice is kept in localStorage (%r)" % got["stored"])
+    page.call("Page.reload")
+    page.wait_for("document.body.dataset.rendered === 'ok' && document.querySelectorAll('.uplot').length > 0", 30)
+    check_times(page, "after a reload", utc=True)
+    page.click("#tz-local")
+    got = check_times(page, "after clicking local", utc=False)
+    check(got["stored"] == "local", "local kept in localStorage (%r)" % got["stored"])
+
+
 def check_browser_log(page, base):
     origin = base.rstrip("/")
     urls = [e["request"]["url"] for e in page.events("Network.requestWillBeSent")]
@@ -444,6 +530,7 @@ def main():
                 f.write(base64.b64decode(shot["data"]))
         check_browser_log(page, base)
         check_waveforms(page, base, args.late_s)
+        check_time_zone_toggle(page, base)
         if mock:
             mock = check_reconnect(page, args, assets, mock)
             check_badge_states(page, mock)

@@ -6,7 +6,9 @@
 // since the last one, so the plots keep the sensors' full rate. Every string from the API goes in
 // with textContent, never as markup. The page marks itself for the headless-browser test:
 // <body data-rendered="ok"> after the first render, data-updates = snapshots applied, data-plots,
-// data-connection (what the badge says), data-stream (the event stream's state).
+// data-connection (what the badge says), data-stream (the event stream's state), data-timezone.
+// Times are 24-hour, in local time or UTC as the header's toggle says (kept in localStorage), each
+// with its zone named; every time on the page is a <time datetime="ISO"> the toggle re-renders.
 // A module (strict, its own scope, run after the deferred plot library), loaded by index.html.
 
 var KEEP_S = 900;          // the longest span offered, and what the API serves at most
@@ -17,6 +19,7 @@ var SLOWDOWN = { sw_power_cap: 1, hw_slowdown: 1, sw_thermal_slowdown: 1, hw_the
                  hw_power_brake_slowdown: 1 };
 var SEVERITY_RANK = { critical: 0, warning: 1, info: 2 };
 var GIB = 1024 * 1024 * 1024;
+var ZONE_KEY = "gpudoc.timezone"; // localStorage: "utc" or "local"
 
 // One plot per row: {key, title, unit, fixed, series: [metric, label, colour, scale factor, dashed]},
 // from the "dashboard" layout of plot_catalog.json (the one catalog of curves, which the HTML report
@@ -51,6 +54,7 @@ var updates = 0;
 var historyBusy = false;
 var historyCount = 0;
 var rendered = false;
+var zoneMode = storedZone(); // "local" or "utc"
 var stream = "connecting";   // the event stream: connecting, open, reconnecting, disconnected
 
 function $(id) { return document.getElementById(id); }
@@ -63,13 +67,61 @@ function el(tag, cls, text) {
 function str(v) { return v === undefined || v === null ? "" : String(v); }
 function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
 function num(v, digits) { return typeof v === "number" && isFinite(v) ? v.toFixed(digits) : "—"; }
-function clock(unixNs) {
-  if (typeof unixNs !== "number") return "—";
-  return new Date(unixNs / 1e6).toLocaleTimeString();
+// ---- times: 24-hour, local or UTC, the zone named ----
+function storedZone() {
+  try { return window.localStorage.getItem(ZONE_KEY) === "utc" ? "utc" : "local"; } catch (e) { return "local"; }
 }
-function dateTime(unixNs) {
-  if (typeof unixNs !== "number") return "—";
-  return new Date(unixNs / 1e6).toLocaleString();
+function pad2(n) { return (n < 10 ? "0" : "") + n; }
+// The zone of a time: "UTC", or the local offset on that date ("UTC+5:30", "UTC-4", "UTC+0").
+function zoneName(ms) {
+  if (zoneMode === "utc") return "UTC";
+  var off = -new Date(ms).getTimezoneOffset();
+  var a = Math.abs(off);
+  return "UTC" + (off < 0 ? "-" : "+") + Math.floor(a / 60) + (a % 60 ? ":" + pad2(a % 60) : "");
+}
+function fields(ms) {
+  var d = new Date(ms), u = zoneMode === "utc";
+  return { y: u ? d.getUTCFullYear() : d.getFullYear(), mo: (u ? d.getUTCMonth() : d.getMonth()) + 1,
+           d: u ? d.getUTCDate() : d.getDate(), h: u ? d.getUTCHours() : d.getHours(),
+           mi: u ? d.getUTCMinutes() : d.getMinutes(), s: u ? d.getUTCSeconds() : d.getSeconds() };
+}
+function hms(ms) { var f = fields(ms); return pad2(f.h) + ":" + pad2(f.mi) + ":" + pad2(f.s); }
+function ymdHms(ms) { var f = fields(ms); return f.y + "-" + pad2(f.mo) + "-" + pad2(f.d) + " " + hms(ms); }
+function fillTime(t) {
+  var ms = Date.parse(t.dateTime);
+  t.textContent = (t.dataset.date ? ymdHms(ms) : hms(ms)) + " " + zoneName(ms);
+}
+// A <time> for a unix time in ns (the clock; withDate: the date too), or "—" for none.
+function timeNode(unixNs, withDate) {
+  if (typeof unixNs !== "number" || !isFinite(unixNs)) return document.createTextNode("—");
+  var t = document.createElement("time");
+  t.dateTime = new Date(Math.round(unixNs / 1e6)).toISOString();
+  if (withDate) t.dataset.date = "1";
+  fillTime(t);
+  return t;
+}
+// A node of text and times: parts are strings or nodes.
+function mixed(tag, cls, parts) {
+  var e = el(tag, cls);
+  parts.forEach(function (p) { e.appendChild(typeof p === "string" ? document.createTextNode(p) : p); });
+  return e;
+}
+function setMixed(node, parts) {
+  clear(node);
+  parts.forEach(function (p) { node.appendChild(typeof p === "string" ? document.createTextNode(p) : p); });
+}
+function setZone(mode) {
+  zoneMode = mode === "utc" ? "utc" : "local";
+  try { window.localStorage.setItem(ZONE_KEY, zoneMode); } catch (e) { /* private mode: this page only */ }
+  showZone();
+  Array.prototype.forEach.call(document.querySelectorAll("time"), fillTime);
+  Object.keys(gpus).forEach(function (k) { dropPlots(gpus[k]); });  // their axes are made with the zone
+  redraw();
+}
+function showZone() {
+  $("tz-local").setAttribute("aria-pressed", String(zoneMode === "local"));
+  $("tz-utc").setAttribute("aria-pressed", String(zoneMode === "utc"));
+  document.body.dataset.timezone = zoneMode;
 }
 function seconds(s) {
   if (typeof s !== "number" || !isFinite(s)) return "—";
@@ -163,7 +215,9 @@ function plotData(g, spec, shown) {
 function plotWidth(host) { return Math.max(300, (host.clientWidth || 600) - 4); }
 function makePlot(g, spec, shown, host) {
   var digits = spec.unit === "GiB" ? 2 : 0;
-  var series = [{ label: "time" }];
+  var zone = zoneName(nowS() * 1000);
+  var series = [{ label: "time (" + zone + ")",
+                  value: function (u, v) { return v == null ? "—" : ymdHms(v * 1000) + " " + zoneName(v * 1000); } }];
   shown.forEach(function (s) {
     series.push({ label: s[1], stroke: s[2], width: 1.25, spanGaps: true, dash: s[4] ? [6, 4] : undefined,
                   value: function (u, v) { return v == null ? "—" : v.toFixed(digits) + " " + spec.unit; } });
@@ -179,12 +233,25 @@ function makePlot(g, spec, shown, host) {
       } }
     },
     series: series,
-    axes: [{}, { size: 55 }],
+    axes: [{ values: function (u, splits) {  // the zone is named in the legend below: "time (UTC)"
+               var labels = splits.map(function (v) { return v == null ? "" : hms(v * 1000); });
+               u.gpudocTicks = { zone: zone, splits: splits.slice(), labels: labels };  // for the browser test
+               return labels;
+             } },
+           { size: 55 }],
     cursor: { drag: { x: false, y: false } },
     legend: { live: true },
     plugins: [windowsPlugin(g)]
   };
   return new uPlot(opts, plotData(g, spec, shown), host);
+}
+function dropPlots(g) {
+  Object.keys(g.plots).forEach(function (key) {
+    var p = g.plots[key];
+    p.u.destroy();
+    p.host.parentNode.removeChild(p.host);
+    delete g.plots[key];
+  });
 }
 function refreshPlots(g) {
   PLOTS.forEach(function (spec) {
@@ -310,7 +377,7 @@ function renderFindings(findings) {
                   (function () { var td = document.createElement("td"); td.appendChild(el("code", null, str(f.id))); return td; })(),
                   cell(Array.isArray(f.gpus) ? f.gpus.map(str).join(", ") : ""),
                   cell(seconds(f.gpu_time_lost_seconds), "num"),
-                  cell(clock(f.window_start_unix_ns) + " – " + clock(f.window_end_unix_ns)),
+                  mixed("td", "when", [timeNode(f.window_start_unix_ns), " – ", timeNode(f.window_end_unix_ns)]),
                   cell(str(f.summary)), cell(str(f.next_step))]);
     tr.className = "finding sev-" + cssToken(f.severity);
     tr.dataset.id = str(f.id);
@@ -344,8 +411,8 @@ function renderHealth(h) {
   status.className = "pill " + statusClass(h.status);
   var checks = Array.isArray(h.checks) ? h.checks : [];
   var bad = checks.filter(function (c) { return c.status === "fail" || c.status === "warn"; });
-  $("health-when").textContent = "Checked " + dateTime(h.time_unix_ns) + ": " + checks.length + " checks, " +
-                                 (bad.length ? bad.length + " not passing (below)" : "all passing or skipped") + ".";
+  setMixed($("health-when"), ["Checked ", timeNode(h.time_unix_ns, true), ": " + checks.length + " checks, " +
+                              (bad.length ? bad.length + " not passing (below)" : "all passing or skipped") + "."]);
   bad.forEach(function (c) {
     body.appendChild(row([cell(str(c.check)), badgeCell(str(c.status), statusClass(c.status)), cell(str(c.detail))]));
   });
@@ -356,7 +423,8 @@ function renderBaselines(list) {
   clear(body);
   list.forEach(function (b) {
     body.appendChild(row([cell(str(b.name)), (function () { var td = document.createElement("td"); td.appendChild(el("code", null, str(b.key))); return td; })(),
-                          cell(str(b.verdict), "verdict-" + cssToken(b.verdict)), cell(dateTime(b.time_unix_ns))]));
+                          cell(str(b.verdict), "verdict-" + cssToken(b.verdict)),
+                          mixed("td", "when", [timeNode(b.time_unix_ns, true)])]));
   });
   $("baselines-table").hidden = list.length === 0;
   $("baselines-none").hidden = list.length !== 0;
@@ -370,7 +438,7 @@ function renderHeader(s) {
   $("banner-replay").textContent = replay ? "REPLAY, not live: " + backend.slice(7)
                                           : fake ? "FAKE GPUs, not this machine" : "";
   $("banner-sampler").hidden = s.sampler_up !== false;
-  $("updated").textContent = "updated " + clock(s.time_unix_ns);
+  setMixed($("updated"), ["updated ", timeNode(s.time_unix_ns)]);
 }
 
 // ---- applying a snapshot ----
@@ -488,8 +556,8 @@ function checkStale() {
   if (!lastSnapshotAt) return;
   var age = (Date.now() - lastSnapshotAt) / 1000;
   b.hidden = age * 1000 < STALE_AFTER_MS;
-  b.textContent = "Stale: no update for " + age.toFixed(0) + " s; the values and plots below are from " +
-                  clock(lastSnapshot && lastSnapshot.time_unix_ns) + ".";
+  setMixed(b, ["Stale: no update for " + age.toFixed(0) + " s; the values and plots below are from ",
+               timeNode(lastSnapshot && lastSnapshot.time_unix_ns), "."]);
 }
 var source = null;
 function connect() {
@@ -518,7 +586,16 @@ function connect() {
 // Read-only, for a person at the console and for the browser test: one GPU's plotted data, a copy
 // ({t: [unix s], series: {metric: [value or null]}}), or null for a GPU not shown.
 window.gpudocDashboard = Object.freeze({
-  data: function (gpu) { return gpus[gpu] ? JSON.parse(JSON.stringify(gpus[gpu].store)) : null; }
+  data: function (gpu) { return gpus[gpu] ? JSON.parse(JSON.stringify(gpus[gpu].store)) : null; },
+  // The time axis of each of a GPU's plots as last drawn: {plot: {zone, splits: [unix s], labels}}.
+  axes: function (gpu) {
+    var out = {};
+    if (gpus[gpu]) Object.keys(gpus[gpu].plots).forEach(function (k) {
+      var t = gpus[gpu].plots[k].u.gpudocTicks;
+      if (t) out[k] = JSON.parse(JSON.stringify(t));
+    });
+    return out;
+  }
 });
 
 function start() {
@@ -530,6 +607,9 @@ function start() {
     window.gpudocRecordError(msg);
     return;
   }
+  showZone();
+  $("tz-local").addEventListener("click", function () { setZone("local"); });
+  $("tz-utc").addEventListener("click", function () { setZone("utc"); });
   $("span").addEventListener("change", function () {
     spanS = Number($("span").value) || 600;
     redraw();
