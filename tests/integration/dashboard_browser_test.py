@@ -12,7 +12,9 @@ itself rendered, records no script error and no CSP violation (in the page and i
 log); every GPU of the snapshot has its plots; the findings table lists the snapshot's findings;
 data-updates grows by >= 2 between two observations (it updates live); the data plotted after the
 first render is the server's history sample for sample, including samples that reached the server
-late (utilization, drained from NVML's buffer). Times:
+late (utilization, drained from NVML's buffer). The findings' labels on the plots never overlap
+(the mock stages three findings over one window, two of them on the second GPU; a plot made in the
+page draws 2, 3 and 20 labels over one window and labels of windows that overlap in part). Times:
 with the browser in Asia/Kolkata, every <time> on the page and every time-axis label is 24-hour
 local time with its zone (UTC+5:30); a real click on the UTC toggle turns all of them, the axes
 included, to UTC, and a reload keeps it (localStorage). The connection badge says what is true: a
@@ -169,8 +171,9 @@ class Page:
     def call(self, method, params=None, timeout=30):
         return self.b.call(method, params, self.session, timeout)
 
-    def eval(self, expression):
-        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    def eval(self, expression, await_promise=False):
+        r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                           "awaitPromise": await_promise})
         if "exceptionDetails" in r:
             raise RuntimeError("evaluating %s: %s" % (expression, r["exceptionDetails"]))
         return r["result"].get("value")
@@ -405,6 +408,120 @@ def check_badge_states(page, mock):
     check(s["badge"] == "live" and not s["staleBanner"], "snapshots again: live (%r)" % s["badge"])
 
 
+# Every finding label of every plot, with its box and the box of the plot area it lies over.
+LABELS_JS = r"""JSON.stringify(Array.from(document.querySelectorAll("article.gpu")).map(function (a) {
+  return { gpu: Number(a.dataset.gpu), plots: Array.from(a.querySelectorAll(".plot")).map(function (p) {
+    var over = p.querySelector(".u-over").getBoundingClientRect();
+    var box = p.querySelector(".gpudoc-finding-labels");
+    return { plot: p.dataset.plot, hidden: box ? Number(box.dataset.hidden) : null,
+             over: [over.left, over.top, over.right, over.bottom],
+             labels: Array.from(p.querySelectorAll(".gpudoc-finding-label")).map(function (e) {
+               var r = e.getBoundingClientRect();
+               return { id: e.dataset.finding, text: e.textContent, title: e.title, box: [r.left, r.top, r.right, r.bottom],
+                        cut: e.scrollWidth > e.clientWidth, ellipsis: getComputedStyle(e).textOverflow === "ellipsis" };
+             }) };
+  }) };
+}))"""
+
+
+def intersect(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def label_problems(labels, over):
+    """What is wrong with one plot's labels: two that intersect, one outside the plot area, one
+    that does not hold its id (whole in its title, cut with an ellipsis if need be)."""
+    problems = ["%s and %s intersect" % (a["id"], b["id"])
+                for i, a in enumerate(labels) for b in labels[i + 1:] if intersect(a["box"], b["box"])]
+    problems += ["%s outside the plot" % l["id"] for l in labels
+                 if not (over[0] - 0.5 <= l["box"][0] and l["box"][2] <= over[2] + 0.5 and
+                         over[1] - 0.5 <= l["box"][1] and l["box"][3] <= over[3] + 0.5)]
+    problems += ["%s: text %r, title %r" % (l["id"], l["text"], l["title"]) for l in labels
+                 if l["text"] != l["id"] or not l["title"].startswith(l["id"]) or not l["ellipsis"]]
+    return problems
+
+
+def check_label_boxes(where, labels, over):
+    problems = label_problems(labels, over)
+    check(not problems, "%s: %d labels, none intersecting, all over the plot, each with its id (%r)"
+          % (where, len(labels), problems[:3]))
+
+
+def check_finding_labels(page, base, mock):
+    """The labels of the findings the server lists, on every plot of their GPUs."""
+    findings = json.loads(get(base + "api/v1/snapshot")[2])["findings"]
+    want = {}
+    for f in findings:
+        for g in f.get("gpus", []):
+            want.setdefault(g, set()).add(f["id"])
+    page.wait_for("document.querySelectorAll('.gpudoc-finding-label').length >= %d" % sum(map(len, want.values())), 10)
+    for g in json.loads(page.eval(LABELS_JS)):
+        problems, counts = [], []
+        for p in g["plots"]:
+            problems += ["plot %s: %s" % (p["plot"], x) for x in label_problems(p["labels"], p["over"])]
+            ids = sorted(l["id"] for l in p["labels"])
+            counts.append(len(ids))
+            if mock and (ids != sorted(want.get(g["gpu"], ())) or p["hidden"] != 0):
+                problems.append("plot %s: labels %r, %r hidden" % (p["plot"], ids, p["hidden"]))
+        check(g["plots"] and not problems,
+              "GPU %d: the labels of its findings (%s per plot%s) on %d plots: none intersecting, all over their "
+              "plot, each with its id (%r)" % (g["gpu"], "/".join(map(str, sorted(set(counts)))),
+                                             ", all over one window" if mock else "", len(g["plots"]), problems[:3]))
+    if mock:
+        cut = [l for g in json.loads(page.eval(LABELS_JS)) for p in g["plots"] for l in p["labels"] if l["cut"]]
+        check(any(l["id"] == "memory_growth" for l in cut),
+              "a label wider than its window is cut with an ellipsis, its title whole: %r" % [l["title"] for l in cut][:3])
+
+
+# A plot made in the page with the shared shading plugin (findings_shading.js) over windows given
+# by the test: the layout alone, the same code the dashboard and the diagnose report draw with.
+LAYOUT_JS = r"""(function (windows) {
+  var host = document.createElement("div");
+  host.style.width = "600px";
+  document.body.appendChild(host);
+  var t = [], v = [];
+  for (var i = 0; i <= 100; i++) { t.push(1000 + i); v.push(i & 7); }
+  var u = new uPlot({ width: 600, height: 180, scales: { x: { time: false } }, series: [{}, { stroke: "red" }],
+                      plugins: [gpudocShading.plugin(function () { return windows; })] }, [t, v], host);
+  return new Promise(function (resolve) { requestAnimationFrame(function () {  // uPlot draws after a microtask
+    var over = u.over.getBoundingClientRect(), box = u.over.querySelector(".gpudoc-finding-labels");
+    var out = { hidden: box ? Number(box.dataset.hidden) : null, over: [over.left, over.top, over.right, over.bottom],
+                labels: Array.from(u.over.querySelectorAll(".gpudoc-finding-label")).map(function (e) {
+                  var r = e.getBoundingClientRect();
+                  return { id: e.dataset.finding, text: e.textContent, title: e.title, box: [r.left, r.top, r.right, r.bottom],
+                           cut: e.scrollWidth > e.clientWidth, ellipsis: getComputedStyle(e).textOverflow === "ellipsis" };
+                }) };
+    u.destroy();
+    host.remove();
+    resolve(JSON.stringify(out));
+  }); });
+})(WINDOWS)"""
+
+
+def check_label_layout(page):
+    def windows(n, start, end, name="finding_with_a_long_name_"):
+        return [{"id": name + str(k), "severity": ("critical", "warning", "info")[k % 3], "start": start, "end": end}
+                for k in range(n)]
+
+    cases = [("2 findings over one window", windows(2, 1040, 1070), 2),
+             ("3 findings over one window", windows(3, 1040, 1070), 3),
+             ("3 findings over one narrow window", windows(3, 1050, 1051), 3),
+             ("windows overlapping in part", [dict(w, start=1020 + 6 * k, end=1050 + 6 * k)
+                                               for k, w in enumerate(windows(6, 0, 0))], 6),
+             ("20 findings over one window: more than the lanes", windows(20, 1040, 1070), None)]
+    for name, wins, shown in cases:
+        got = json.loads(page.eval(LAYOUT_JS.replace("WINDOWS", json.dumps(wins)), await_promise=True))
+        check_label_boxes(name, got["labels"], got["over"])
+        n = len(got["labels"])
+        if shown is not None:
+            check(n == shown and got["hidden"] == 0, "%s: %d labels shown, none hidden (%d, %r)" % (name, shown, n, got["hidden"]))
+        else:
+            check(n > 3 and n + (got["hidden"] or 0) == len(wins),
+                  "%s: %d shown, the other %r counted in data-hidden" % (name, n, got["hidden"]))
+        if name.startswith("3 findings over one narrow"):
+            check(all(l["cut"] for l in got["labels"]), "%s: the ids cut with an ellipsis" % name)
+
+
 # Every time the page shows, as one observation: each <time> (its datetime and its text), each plot's
 # time axis as last drawn, the legends' time labels, the stored choice and the page's whole text.
 TIMES_JS = r"""JSON.stringify({
@@ -530,6 +647,8 @@ def main():
                 f.write(base64.b64decode(shot["data"]))
         check_browser_log(page, base)
         check_waveforms(page, base, args.late_s)
+        check_finding_labels(page, base, mock is not None)
+        check_label_layout(page)
         check_time_zone_toggle(page, base)
         if mock:
             mock = check_reconnect(page, args, assets, mock)

@@ -6,9 +6,10 @@ dump_dashboard_assets, with its manifest) and the JSON API of docs/serve.md from
 trace, played in a loop at wall-clock speed so that the values advance:
 
   GET /api/v1/snapshot            the newest value of each metric (absent when older than its
-                                  freshness limit), clock-event reasons, processes, one finding,
-                                  one health result, baseline verdicts; utilization samples arrive
-                                  late, every DRAIN_S seconds, as the real sampler drains NVML's buffer
+                                  freshness limit), clock-event reasons, processes, three findings
+                                  over one window (on GPU 0; two of them on GPU 1), one health
+                                  result, baseline verdicts; utilization samples arrive late, every
+                                  DRAIN_S seconds, as the real sampler drains NVML's buffer
   GET /api/v1/history?seconds=S   every sample of the last S (<= 900) seconds
   GET /api/v1/events              `event: snapshot` every --interval seconds, `: keep-alive` between
   GET /, /assets/NAME             the dashboard
@@ -145,11 +146,18 @@ class State:
         return {
             "schema": 1, "time_unix_ns": ns, "host": self.trace.header.get("host", ""),
             "backend": self.backend, "sampler_up": self.sampler_up, "gpus": gpus,
+            # Three findings over one window: their labels on the plots must not overlap.
             "findings": [{
                 "id": "pulse", "severity": "warning", "gpus": [0, 1], "gpu_time_lost_seconds": 8.4,
                 "window_start_unix_ns": ns - 30 * 10**9, "window_end_unix_ns": ns - 2 * 10**9,
                 "summary": "GPU 0 waits in the all-reduce for GPU 1, which computes longer (42 % of the time)",
-                "next_step": "Profile every rank (nsys profile -t cuda,nvtx,osrt -o rank%q{RANK}), NCCL_DEBUG=INFO"}],
+                "next_step": "Profile every rank (nsys profile -t cuda,nvtx,osrt -o rank%q{RANK}), NCCL_DEBUG=INFO"}, {
+                "id": "throttled", "severity": "info", "gpus": [0, 1], "gpu_time_lost_seconds": 1.2,
+                "window_start_unix_ns": ns - 30 * 10**9, "window_end_unix_ns": ns - 2 * 10**9,
+                "summary": "SM clock below its maximum under load: power cap", "next_step": "gpudoc health"}, {
+                "id": "memory_growth", "severity": "info", "gpus": [0], "gpu_time_lost_seconds": 0.0,
+                "window_start_unix_ns": ns - 30 * 10**9, "window_end_unix_ns": ns - 2 * 10**9,
+                "summary": "GPU memory used grows 40 MiB/s", "next_step": "Look for tensors kept across steps"}],
             "health": {"time_unix_ns": ns - 3600 * 10**9, "status": "fail", "checks": [
                 {"check": "clocks", "status": "pass", "detail": "SM clock at 1980 MHz under load"},
                 {"check": "xid", "status": "fail", "detail": "XID 79 (GPU has fallen off the bus) " + HOSTILE},
