@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,33 @@ std::vector<std::string> child_environment(const std::vector<std::string>& extra
   out.insert(out.end(), extra.begin(), extra.end());
   return out;
 }
+
+// The calling thread's CPU mask set to `cpus` while it lives, then put back (SpawnOptions::cpu_affinity).
+class ThreadAffinity {
+ public:
+  ThreadAffinity() = default;
+  ThreadAffinity(const ThreadAffinity&) = delete;
+  ThreadAffinity& operator=(const ThreadAffinity&) = delete;
+  ~ThreadAffinity() {
+    if (set_) (void)::sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  Status pin(const std::vector<int>& cpus) {
+    if (cpus.empty()) return {};
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    for (int c : cpus)
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &mask);
+    if (::sched_getaffinity(0, sizeof saved_, &saved_) != 0 || ::sched_setaffinity(0, sizeof mask, &mask) != 0)
+      return Error(ErrorKind::kEnvironment,
+                   fmt::format("cannot bind the command to CPUs {}: {}", fmt::join(cpus, ","), std::strerror(errno)));
+    set_ = true;
+    return {};
+  }
+
+ private:
+  cpu_set_t saved_{};
+  bool set_ = false;
+};
 
 }  // namespace
 
@@ -79,7 +107,17 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv, c
     posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, STDOUT_FILENO);
   else if (options.stdout_to_stderr)
     posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  int rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
+  if (options.stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, options.stderr_fd, STDERR_FILENO);
+  int rc = 0;
+  {
+    ThreadAffinity affinity;
+    if (auto pinned = affinity.pin(options.cpu_affinity); !pinned) {
+      posix_spawn_file_actions_destroy(&actions);
+      posix_spawnattr_destroy(&attr);
+      return pinned.error();
+    }
+    rc = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Error(ErrorKind::kBadInput, fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));

@@ -8,7 +8,8 @@
 //   core::GroupStopper stop;                    // process group, stopped as a whole by the stop
 //   stop.finish(*w, [] { return false; });      // policy (below): SIGTERM, later SIGKILL
 //
-// Errors: kBadInput when the command is not found or not executable (with its name).
+// Errors: kBadInput when the command is not found or not executable (with its name); kEnvironment
+// when SpawnOptions::cpu_affinity names CPUs this process may not use.
 // Thread-safety: one ChildProcess is used from one thread at a time.
 #pragma once
 
@@ -41,6 +42,14 @@ struct SpawnOptions {
   // The child's stdin is /dev/null (a child outside the terminal's foreground group that read
   // the terminal would be stopped by SIGTTIN for ever).
   bool stdin_from_null = false;
+  // When >= 0: the child's stderr is this descriptor (a log gpudoc reads back). gpudoc keeps its
+  // own copy.
+  int stderr_fd = -1;
+  // When not empty: the only CPUs the child may run on (its affinity mask, as `taskset -c` sets it,
+  // inherited by every thread and process it starts). The mask is set on the spawning thread for
+  // the spawn alone (posix_spawn's child starts with its parent thread's mask), so no thread of the
+  // child ever runs elsewhere, and put back before spawn() returns.
+  std::vector<int> cpu_affinity{};
 };
 
 class ChildProcess {

@@ -3,6 +3,7 @@
 #include "core/process.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "core/process_tree.hpp"
+#include "core/temp_dir.hpp"
 #include "support/temp_dir.hpp"
 
 namespace gpudoc::core {
@@ -123,6 +125,48 @@ TEST(ChildProcess, StdoutToADescriptor) {
   ::close(fds[0]);
   c->wait();
   EXPECT_EQ(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0), "piped\n");
+}
+
+TEST(ChildProcess, StderrToADescriptor) {
+  testing::TempDir dir("gpudoc-proc-err");
+  auto fd = create_new_file(dir.file("err"));
+  ASSERT_TRUE(fd);
+  SpawnOptions o;
+  o.stderr_fd = fd->get();
+  auto c = ChildProcess::spawn({"sh", "-c", "echo to-err >&2"}, o);
+  ASSERT_TRUE(c);
+  c->wait();
+  EXPECT_EQ(slurp(dir.file("err")), "to-err\n");
+}
+
+// The child may run only on the CPUs asked for, as `taskset -c` sets it, and gpudoc's own thread
+// gets its mask back.
+TEST(ChildProcess, CpuAffinityBindsTheChildOnly) {
+  cpu_set_t before;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof before, &before), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c)
+    if (CPU_ISSET(c, &before)) first = c;
+  ASSERT_GE(first, 0);
+  testing::TempDir dir("gpudoc-proc-cpus");
+  SpawnOptions o;
+  o.cpu_affinity = {first};
+  auto c = ChildProcess::spawn({"sh", "-c", "grep Cpus_allowed_list /proc/self/status > " + dir.file("cpus")}, o);
+  ASSERT_TRUE(c);
+  c->wait();
+  EXPECT_EQ(slurp(dir.file("cpus")), "Cpus_allowed_list:\t" + std::to_string(first) + "\n");
+  cpu_set_t after;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
+}
+
+TEST(ChildProcess, CpuAffinityOutsideTheAllowedCpusIsAnEnvironmentError) {
+  SpawnOptions o;
+  o.cpu_affinity = {CPU_SETSIZE - 1};  // no machine here has 1024 CPUs
+  auto c = ChildProcess::spawn({"true"}, o);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind(), ErrorKind::kEnvironment);
+  EXPECT_NE(c.error().message().find("cannot bind the command to CPUs 1023"), std::string::npos);
 }
 
 TEST(ChildProcess, StdinFromNullReadsNothing) {
