@@ -32,7 +32,8 @@ using SteadyClock = std::chrono::steady_clock;
 // closed: `| head -1`) stops the echo, never the reading.
 class StdoutTap {
  public:
-  StdoutTap(WorkloadRun& run, int echo_fd) : run_(run), echo_(echo_fd) {}
+  StdoutTap(WorkloadRun& run, int echo_fd, std::function<bool(const MetricsCollector&)> enough = {})
+      : run_(run), echo_(echo_fd), enough_(std::move(enough)) {}
   StdoutTap(const StdoutTap&) = delete;
   StdoutTap& operator=(const StdoutTap&) = delete;
   ~StdoutTap() {
@@ -51,6 +52,7 @@ class StdoutTap {
     return {};
   }
   [[nodiscard]] int write_end() const { return write_; }
+  [[nodiscard]] const std::atomic<bool>& work_done() const { return work_done_; }
   void close_write_end() {
     if (write_ >= 0) ::close(write_);
     write_ = -1;
@@ -120,7 +122,9 @@ class StdoutTap {
   void handle(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     run_.metrics.add_stdout_line(line, line_no_);
-    if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix || run_.events.size() >= 1000) return;
+    if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
+    if (enough_ && !work_done_.load() && enough_(run_.metrics)) work_done_ = true;
+    if (run_.events.size() >= 1000) return;
     const std::string body = core::to_valid_utf8(line.substr(kMetricsPrefix.size()));
     auto j = nlohmann::json::parse(body, nullptr, false);
     if (j.is_object() && j.contains("event")) run_.events.push_back(std::move(j));
@@ -149,6 +153,8 @@ class StdoutTap {
   bool oversized_ = false;
   std::string oversized_head_;
   std::size_t oversized_bytes_ = 0;
+  std::function<bool(const MetricsCollector&)> enough_;
+  std::atomic<bool> work_done_{false};
   std::atomic<bool> stop_{false};
   std::atomic<bool> eof_{false};
   std::thread reader_;
@@ -227,7 +233,8 @@ class GpuRecording {
 // Waits for the command to exit while it watches its process tree, the timeout and the stop
 // signal. Returns when the command exited (and, when gpudoc stopped it, its whole group is gone
 // or cannot be stopped). Returns the time of the exit as first seen (every 5 ms).
-SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptions& o, WorkloadRun& run) {
+SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptions& o, WorkloadRun& run,
+                                  const std::atomic<bool>& work_done) {
   const auto start = SteadyClock::now();
   std::optional<SteadyClock::time_point> deadline, exit_seen;
   if (o.timeout_s > 0)
@@ -247,9 +254,11 @@ SteadyClock::time_point supervise(core::ChildProcess& child, const WorkloadOptio
       last_scan = now;
     }
     if (o.stop != nullptr && !run.stopped_by && o.stop->signal.load() != 0) run.stopped_by = o.stop->signal.load();
-    if (deadline && now >= *deadline && !run.stopped_by) run.timed_out = true;
+    if (!exited && work_done.load() && !run.stopped_by && !run.timed_out) run.work_done = true;
+    if (deadline && now >= *deadline && !run.stopped_by && !run.work_done) run.timed_out = true;
     // SIGTERM, SIGKILL after the grace period; at once when asked twice
-    if (run.stopped_by || run.timed_out) stopper.step(child, run.stopped_by && o.stop->count.load() >= 2, current);
+    if (run.stopped_by || run.timed_out || run.work_done)
+      stopper.step(child, run.stopped_by && o.stop->count.load() >= 2, current);
     // Stopped by gpudoc: the group goes with the command (bounded: an unkillable process is left).
     if (exited &&
         (!stopper.started() || stopper.done(child) || now - *exit_seen > o.stop_grace + std::chrono::seconds(2)))
@@ -269,7 +278,10 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
     if (!made) return made.error().with_context("making the $GPUDOC_METRICS file");
     spawn.extra_env.push_back("GPUDOC_METRICS=" + o.metrics_path);
   }
-  StdoutTap tap(run, o.echo_to_stderr ? STDERR_FILENO : STDOUT_FILENO);
+  spawn.extra_env.insert(spawn.extra_env.end(), o.extra_env.begin(), o.extra_env.end());
+  spawn.cpu_affinity = o.cpu_affinity;
+  spawn.stderr_fd = o.stderr_fd;
+  StdoutTap tap(run, o.echo_fd >= 0 ? o.echo_fd : (o.echo_to_stderr ? STDERR_FILENO : STDOUT_FILENO), o.enough);
   if (auto st = tap.open(); !st) return st.error();
   GpuRecording recording(o.backend, o.clock, o.trace_path);
   if (auto st = recording.start(); !st) return st.error();
@@ -280,7 +292,7 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
   tap.close_write_end();  // the command holds the only write end now: its exit ends the pipe
   if (!child) return child.error();
   run.pid = child->pid();
-  const auto t1 = supervise(*child, o, run);
+  const auto t1 = supervise(*child, o, run, tap.work_done());
   run.wall_s = std::chrono::duration<double>(t1 - t0).count();
   run.exit_code = child->exit_code_for_shell();
   auto recorded = recording.stop();

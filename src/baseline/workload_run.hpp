@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -55,12 +56,22 @@ struct WorkloadOptions {
   bool echo_to_stderr = false;  // pass the command's stdout to gpudoc's stderr (gpudoc prints JSON)
   const StopSignal* stop = nullptr;
   std::chrono::milliseconds stop_grace = kDefaultStopGrace;  // SIGTERM ... SIGKILL
+  std::vector<std::string> extra_env{};  // "NAME=VALUE" for the command (core::SpawnOptions::extra_env)
+  std::vector<int> cpu_affinity{};       // the command's CPUs (core::SpawnOptions::cpu_affinity); empty: as gpudoc's
+  int echo_fd = -1;                      // >= 0: the command's stdout is passed on here (wins over echo_to_stderr)
+  int stderr_fd = -1;                    // >= 0: the command's stderr goes here
+  // Called on the reader thread after each `::gpudoc` line of the command's stdout was read into
+  // WorkloadRun::metrics. Returning true says the run has done the work it was run for: the
+  // command's group is then stopped as on a timeout, and WorkloadRun::work_done says so (not a
+  // failure). `gpudoc tune` runs each trial for a fixed number of steps this way.
+  std::function<bool(const MetricsCollector&)> enough{};
 };
 
 struct WorkloadRun {
   int exit_code = 0;  // as a shell reports it (128 + N for signal N)
   bool timed_out = false;
   std::optional<int> stopped_by;  // the stop signal gpudoc received while it ran
+  bool work_done = false;         // WorkloadOptions::enough said so and gpudoc stopped the command
   double wall_s = 0;              // from the spawn to the exit, seconds
   MetricsCollector metrics;
   std::vector<nlohmann::json> events;  // ::gpudoc lines with an "event" key (the first 1000)

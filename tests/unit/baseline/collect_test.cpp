@@ -22,6 +22,7 @@
 #include "core/clock.hpp"
 #include "core/file.hpp"
 #include "core/process_tree.hpp"
+#include "core/temp_dir.hpp"
 #include "gpu/fake/fake_backend.hpp"
 #include "support/temp_dir.hpp"
 
@@ -75,6 +76,49 @@ TEST_F(WorkloadRunTest, FiguresFromStdoutAndTheMetricsFile) {
   EXPECT_EQ(run->metrics.figures().at("loss"), std::vector<double>{0.5});
   EXPECT_FALSE(run->stopped_by);
   EXPECT_TRUE(run->tree.count(run->pid) == 1);
+}
+
+// `enough`: after the work asked for, gpudoc stops the command's group; that is not a failure
+// (work_done) nor a timeout, and the samples up to then are there. A hang guard only: the command
+// would print for 60 s.
+TEST_F(WorkloadRunTest, EnoughWorkStopsTheCommand) {
+  WorkloadOptions o = options();
+  o.stop_grace = std::chrono::milliseconds(500);
+  o.timeout_s = 60;
+  o.enough = [](const MetricsCollector& m) {
+    const auto it = m.figures().find("step_ms");
+    return it != m.figures().end() && it->second.size() >= 5;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = run_workload({"sh", "-c",
+                           "i=0; while [ $i -lt 600 ]; do echo '::gpudoc {\"step_ms\": 2}'; i=$((i+1)); "
+                           "sleep 0.1; done"},
+                          o);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_TRUE(run->work_done);
+  EXPECT_FALSE(run->timed_out);
+  EXPECT_GE(run->metrics.figures().at("step_ms").size(), 5u);
+  EXPECT_LT(seconds_since(t0), 30.0);
+}
+
+// The command's environment, CPUs, stdout and stderr as the options say.
+TEST_F(WorkloadRunTest, EnvironmentAndOutputsGoWhereAsked) {
+  auto log = core::create_new_file(tmp_.file("log"));
+  ASSERT_TRUE(log);
+  WorkloadOptions o = options();
+  o.extra_env = {"GPUDOC_TEST_TUNED=yes"};
+  o.echo_fd = log->get();
+  o.stderr_fd = log->get();
+  auto run = run_workload({"sh", "-c", "echo '::gpudoc {\"v\": 1}'; echo \"env=$GPUDOC_TEST_TUNED\" >&2"}, o);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(run->exit_code, 0);
+  EXPECT_FALSE(run->work_done);
+  const std::string text = wait_for_file(tmp_.file("log"));
+  auto all = core::read_file(tmp_.file("log"));
+  ASSERT_TRUE(all);
+  EXPECT_THAT(*all, HasSubstr("::gpudoc {\"v\": 1}"));
+  EXPECT_THAT(*all, HasSubstr("env=yes"));
+  EXPECT_FALSE(text.empty());
 }
 
 // The workload leads its own process group: the terminal's Ctrl-C reaches gpudoc alone.
