@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <random>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -99,6 +100,54 @@ std::optional<double> mann_whitney_greater_p(const std::vector<double>& a, const
   if (var <= 0) return 1.0;  // every value equal: no evidence either way
   const double z = (u - mean - 0.5) / std::sqrt(var);
   return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+namespace {
+
+// One two-stage resample of `groups` (change_interval), pooled into `out`.
+void resample_groups(const std::vector<std::vector<double>>& groups, std::mt19937_64& rng, std::vector<double>& out) {
+  out.clear();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& drawn = groups[rng() % groups.size()];
+    for (std::size_t i = 0; i < drawn.size(); ++i) out.push_back(drawn[rng() % drawn.size()]);
+  }
+}
+
+bool any_sample(const std::vector<std::vector<double>>& groups) {
+  return std::any_of(groups.begin(), groups.end(), [](const auto& g) { return !g.empty(); });
+}
+
+}  // namespace
+
+std::optional<ChangeInterval> change_interval(const std::vector<std::vector<double>>& a,
+                                              const std::vector<std::vector<double>>& b, double level,
+                                              std::size_t resamples, std::uint64_t rng_seed) {
+  if (!any_sample(a) || !any_sample(b) || resamples == 0) return std::nullopt;
+  auto non_empty = [](const std::vector<std::vector<double>>& groups) {
+    std::vector<std::vector<double>> out;
+    for (const auto& g : groups)
+      if (!g.empty()) out.push_back(g);
+    return out;
+  };
+  const auto ga = non_empty(a), gb = non_empty(b);
+  std::mt19937_64 rng(rng_seed);
+  std::vector<double> changes, pa, pb;
+  changes.reserve(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    resample_groups(ga, rng, pa);
+    resample_groups(gb, rng, pb);
+    const double ma = median(pa), mb = median(pb);
+    if (ma == 0) return std::nullopt;
+    changes.push_back((mb - ma) / std::fabs(ma) * 100.0);
+  }
+  std::sort(changes.begin(), changes.end());
+  const double tail = (1.0 - std::clamp(level, 0.0, 1.0)) / 2.0;
+  auto at = [&](double q) {
+    const auto i = static_cast<std::size_t>(std::llround(q * static_cast<double>(changes.size() - 1)));
+    return changes[std::min(i, changes.size() - 1)];
+  };
+  return ChangeInterval{
+      .low_percent = at(tail), .high_percent = at(1.0 - tail), .level = level, .resamples = resamples};
 }
 
 const char* to_string(Verdict v) noexcept {

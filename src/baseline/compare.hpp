@@ -31,6 +31,7 @@
 //   compared, the note says both definitions.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +65,25 @@ inline constexpr std::size_t kMinRunsForNoise = 3;
 [[nodiscard]] double student_t_99(std::size_t df) noexcept;
 // Sample standard deviation (n - 1); 0 with fewer than 2 values.
 [[nodiscard]] double standard_deviation(const std::vector<double>& v);
+
+// A percentile bootstrap interval of the change of the median from `a` to `b`, in % of a's
+// median: (median b - median a) / |median a| x 100. Each side is a list of groups (one run's
+// samples each); a resample draws as many groups as there are, with replacement, then inside each
+// drawn group as many samples as it holds, with replacement, and pools them. So the spread between
+// runs enters the interval as well as the spread inside one (with one sample per run it is the plain
+// bootstrap over runs). `level`: the interval's coverage (0.95: the 2.5th and 97.5th percentiles).
+// The generator starts from `rng_seed`, so the same samples give the same interval.
+// nullopt when a side has no sample or a resampled median of `a` is 0.
+struct ChangeInterval {
+  double low_percent = 0;
+  double high_percent = 0;
+  double level = 0.95;
+  std::size_t resamples = 0;
+};
+[[nodiscard]] std::optional<ChangeInterval> change_interval(const std::vector<std::vector<double>>& a,
+                                                            const std::vector<std::vector<double>>& b,
+                                                            double level = 0.95, std::size_t resamples = 2000,
+                                                            std::uint64_t rng_seed = 1);
 
 enum class Verdict { kOk, kImproved, kRegression, kMissing, kNew, kInfo, kUngated, kRedefined };
 // "ok", "improved", "regression", "missing", "new", "info", "not gated", "redefined"

@@ -359,6 +359,45 @@ TEST(Compare, JsonCarriesEveryColumn) {
   EXPECT_EQ(j[0]["verdict"], "regression");
 }
 
+// change_interval: the bootstrap interval of the change of the median, runs and their samples.
+TEST(ChangeInterval, HoldsTheTrueChangeAndExcludesZeroForAClearOne) {
+  const std::vector<std::vector<double>> a = {{10.0, 10.2, 9.9, 10.1}, {10.1, 9.8, 10.0, 10.2}};
+  const std::vector<std::vector<double>> b = {{12.0, 12.1, 11.9, 12.2}, {12.1, 11.8, 12.0, 12.0}};
+  auto i = change_interval(a, b);
+  ASSERT_TRUE(i);
+  EXPECT_GT(i->low_percent, 10.0);
+  EXPECT_LT(i->high_percent, 30.0);
+  EXPECT_LE(i->low_percent, 20.0);
+  EXPECT_GE(i->high_percent, 19.0);
+  EXPECT_EQ(i->resamples, 2000u);
+}
+
+TEST(ChangeInterval, TheSameSamplesGiveAnIntervalAroundZeroAndTheSameIntervalAgain) {
+  const std::vector<std::vector<double>> a = {{10, 11, 9, 10.5}, {9.5, 10, 10.2, 10.8}};
+  auto i = change_interval(a, a), j = change_interval(a, a);
+  ASSERT_TRUE(i && j);
+  EXPECT_LT(i->low_percent, 0.0);
+  EXPECT_GT(i->high_percent, 0.0);
+  EXPECT_EQ(i->low_percent, j->low_percent);
+  EXPECT_EQ(i->high_percent, j->high_percent);
+}
+
+// Two runs that disagree widen the interval: the spread between runs is in it, not only within one.
+TEST(ChangeInterval, SpreadBetweenRunsWidensIt) {
+  const std::vector<std::vector<double>> tight_a = {{10, 10.1, 9.9}, {10, 10.1, 9.9}};
+  const std::vector<std::vector<double>> tight_b = {{11, 11.1, 10.9}, {11, 11.1, 10.9}};
+  const std::vector<std::vector<double>> apart_b = {{10, 10.1, 9.9}, {12, 12.1, 11.9}};
+  auto tight = change_interval(tight_a, tight_b), apart = change_interval(tight_a, apart_b);
+  ASSERT_TRUE(tight && apart);
+  EXPECT_GT(apart->high_percent - apart->low_percent, 3 * (tight->high_percent - tight->low_percent));
+}
+
+TEST(ChangeInterval, NothingToResampleOrAZeroMedianGivesNone) {
+  EXPECT_FALSE(change_interval({}, {{1.0}}));
+  EXPECT_FALSE(change_interval({{}}, {{1.0}}));
+  EXPECT_FALSE(change_interval({{0.0, 0.0}}, {{1.0}}));
+}
+
 TEST(Machine, SameMachineHasNoDifferences) {
   MachineContext a{"host-a", {"NVIDIA H200"}, "580.1", "13.0", {}};
   MachineContext b{"host-b", {"NVIDIA H200"}, "580.1", "13.0", {}};
