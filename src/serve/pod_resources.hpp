@@ -6,8 +6,8 @@
 //   auto list = kubelet.list();               // again every few seconds
 //   if (!list) log(list.error().message());   // a missing socket, a refused or failed call
 //
-// A client keeps its connection while calls succeed (connecting costs more CPU than the call;
-// docs/serve-metrics.md, "Attribution") and drops it on any failure, so that the next call
+// A client keeps its connection while calls succeed (connecting costs more CPU than the call:
+// docs/results/serve.md, "Pod and job attribution") and drops it on any failure, so that the next call
 // connects anew at once (a kubelet that restarts makes a new socket; gRPC's own reconnection would
 // wait up to two minutes). Each call gives up after `timeout`.
 // Thread-safety: one client from one thread at a time; separate clients are independent.

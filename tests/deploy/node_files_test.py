@@ -156,6 +156,22 @@ class KubernetesTest(unittest.TestCase):
             self.assertNotIn("tcpSocket", c[probe])
         self.assertIn("# runtimeClassName: nvidia", (DEPLOY / "kubernetes/daemonset.yaml").read_text(encoding="utf-8"))
 
+    def test_serve_reads_the_kubelet_pod_resources(self):
+        # --kubernetes-pod-resources on the kubelet's socket, mounted read-only; uid 0 (the socket is
+        # root's, only its owner may connect) with no capability, as the health container.
+        spec = self.docs["DaemonSet"]["spec"]["template"]["spec"]
+        serve = {c["name"]: c for c in spec["containers"]}["gpudoc"]
+        self.assertIn("--kubernetes-pod-resources", serve["args"])
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "pod-resources"]
+        self.assertEqual(volume["hostPath"]["path"], "/var/lib/kubelet/pod-resources")
+        (mount,) = [m for m in serve["volumeMounts"] if m["name"] == "pod-resources"]
+        self.assertEqual(mount["mountPath"], "/var/lib/kubelet/pod-resources")  # the flag's default socket's folder
+        self.assertIs(mount["readOnly"], True)
+        sc = serve["securityContext"]
+        self.assertEqual((sc["runAsUser"], sc["runAsNonRoot"]), (0, False))
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        self.assertNotIn("add", sc["capabilities"])
+
     def test_health_container_writes_the_store_serve_reads(self):
         spec = self.docs["DaemonSet"]["spec"]["template"]["spec"]
         containers = {c["name"]: c for c in spec["containers"]}
