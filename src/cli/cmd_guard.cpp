@@ -1,7 +1,7 @@
 // gpudoc guard: runs a training job (or watches running processes) and guards it: forecasts each
 // GPU's temperature and memory headroom, escalates per the policy, advises the job over the job
 // channel, and logs every decision. The engine is guard/session.hpp; this file parses, opens the
-// backend, the channel, the log and the store, and prints.
+// backend, the channel and where events are kept (guard/event_records.hpp), and prints.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -9,13 +9,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/log.hpp"
 #include "guard/channel.hpp"
-#include "guard/event_log.hpp"
+#include "guard/event_records.hpp"
 #include "guard/policy.hpp"
 #include "guard/session.hpp"
 #include "health/health.hpp"
-#include "store/guard_history.hpp"
 #include "view/guard_live.hpp"
 
 namespace gpudoc::cli {
@@ -51,22 +49,11 @@ int run_guard(GuardFlags f, Context& ctx) {
   auto config = f.sampler.to_config(guard::sampler_periods());
   if (!config) return report_error(config.error(), f.json);
 
-  std::optional<guard::EventLog> log;
-  if (f.log) {
-    auto l = guard::EventLog::open(*f.log);
-    if (!l) return report_error(l.error(), f.json);
-    log.emplace(std::move(*l));
-  }
+  auto records = guard::EventRecords::open({.log = f.log, .store = f.store, .no_store = f.no_store});
+  if (!records) return report_error(records.error(), f.json);
   auto live = open_live(ctx, true);  // the banner after the store's warnings
   if (!live) return report_error(live.error(), f.json);
-  std::optional<store::GuardKeeper> keeper;
-  if (!f.no_store) {
-    auto k = store::GuardKeeper::open(f.store);
-    if (k)
-      keeper.emplace(std::move(*k));
-    else
-      core::log_warn("decisions are not stored (the log has them): {}", k.error().message());
-  }
+  if (!live->real()) records->set_backend(live->spec->text);
   auto channel = guard::ChannelServer::open(*live->clock);
   if (!channel) return report_error(channel.error(), f.json);
 
@@ -85,18 +72,8 @@ int run_guard(GuardFlags f, Context& ctx) {
     return c == health::XidClass::kResetGpu || c == health::XidClass::kReboot;
   };
   if (!f.quiet) print_banner(*live);
-  const std::string backend_kind = live->spec->text;
-  bool store_failed = false;
   guard::EventSink sink = [&](const nlohmann::json& e) {
-    nlohmann::json event = e;
-    if (!live->real()) event["backend"] = backend_kind;
-    if (log) log->write(event);
-    if (keeper && !store_failed) {
-      if (auto st = keeper->keep(event); !st) {
-        store_failed = true;
-        core::log_warn("the store stopped taking the guard's decisions (the log keeps them): {}", st.error().message());
-      }
-    }
+    records->keep(e);
     if (!f.quiet)
       if (auto line = view::guard_event_line(e)) print_text(stderr, fmt::format("gpudoc guard: {}\n", *line));
   };
@@ -104,9 +81,7 @@ int run_guard(GuardFlags f, Context& ctx) {
   if (!r) return report_error(r.error(), f.json);
   if (f.json) {
     auto j = guard::to_json(*r);
-    j["log"] = f.log ? nlohmann::json(*f.log) : nlohmann::json();
-    j["store"] = keeper ? nlohmann::json(keeper->path()) : nlohmann::json();
-    j["run_id"] = keeper ? nlohmann::json(keeper->run_id()) : nlohmann::json();
+    records->describe(j);
     print_json(j);
   }
   return r->exit_code.value_or(0);  // after stop signal N: 128 + N (run_guard's caller)

@@ -11,7 +11,9 @@
 #include <string>
 
 #include "core/temp_dir.hpp"
+#include "guard/event_records.hpp"
 #include "guard/policy.hpp"
+#include "store/guard_history.hpp"
 
 namespace gpudoc::guard {
 namespace {
@@ -65,6 +67,44 @@ TEST(GuardSignalOptIn, ReadsCheckpointAndStopOnly) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind(), core::ErrorKind::kUsage);
   EXPECT_EQ(bad.error().message(), "--signal 'shrink_batch': allowed: checkpoint (SIGUSR1), stop (SIGTERM)");
+}
+
+// The log takes every event, the store the decisions, both marked with a fake backend; --json
+// names where they went.
+TEST(GuardEventRecords, LogAndStoreEachTakeTheirEventsMarkedWithTheBackend) {
+  auto dir = core::PrivateDir::create("gpudoc-test-records");
+  ASSERT_TRUE(dir.ok());
+  const std::string log = dir->path() + "/guard.jsonl", db = dir->path() + "/gpudoc.db";
+  auto records = EventRecords::open({.log = log, .store = db, .backend = "fake:1"});
+  ASSERT_TRUE(records.ok()) << records.error().message();
+  records->keep({{"type", "decision"}, {"gpu", 0}});
+  records->keep({{"type", "note"}, {"message", "log only"}});
+  EXPECT_EQ(slurp(log),
+            "{\"backend\":\"fake:1\",\"gpu\":0,\"type\":\"decision\"}\n"
+            "{\"backend\":\"fake:1\",\"message\":\"log only\",\"type\":\"note\"}\n");
+  auto kept = store::guard_results_since(db, 0);
+  ASSERT_TRUE(kept.ok()) << kept.error().message();
+  ASSERT_EQ(kept->size(), 1U);
+  EXPECT_EQ(kept->front().payload.value("backend", ""), "fake:1");
+  nlohmann::json summary;
+  records->describe(summary);
+  EXPECT_EQ(summary["log"], log);
+  EXPECT_EQ(summary["store"], db);
+  EXPECT_FALSE(summary["run_id"].get<std::string>().empty());
+}
+
+TEST(GuardEventRecords, WithoutLogOrStoreNothingIsKeptAndABadLogIsAnError) {
+  auto none = EventRecords::open({.no_store = true});
+  ASSERT_TRUE(none.ok());
+  none->keep({{"type", "decision"}});
+  nlohmann::json summary;
+  none->describe(summary);
+  EXPECT_TRUE(summary["log"].is_null());
+  EXPECT_TRUE(summary["store"].is_null());
+  EXPECT_TRUE(summary["run_id"].is_null());
+  auto bad = EventRecords::open({.log = "/nonexistent-dir/guard.jsonl", .no_store = true});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("/nonexistent-dir/guard.jsonl"), std::string::npos);
 }
 
 }  // namespace
