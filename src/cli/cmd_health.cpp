@@ -12,7 +12,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/log.hpp"
 #include "health/history.hpp"
 #include "health/node.hpp"
 #include "telemetry/backend_source.hpp"
@@ -58,19 +57,6 @@ int report_no_gpu(const HealthFlags& f, const core::Error& no_gpu) {
   return core::kExitEnvironment;
 }
 
-// Keeps the results for `gpudoc report`. A replay's or fake GPUs' results are not this node's
-// history: they are never stored.
-void store_results(const HealthFlags& f, const telemetry::Live& live, const health::NodeReport& node,
-                   nlohmann::json& j) {
-  if (f.no_store) return;
-  if (!live.real())
-    return core::log_warn("not stored: the results of the {} backend are not this node's", live.spec->text);
-  if (auto at = health::keep_health_result(f.store, node, j))
-    j["stored"] = {{"path", at->path}, {"id", at->id}};
-  else
-    core::log_warn("not stored: {}", at.error().message());
-}
-
 // --gate: one line on stdout (the drain reason, or "ok: ..."), exit 1 when a check failed.
 int print_gate(const HealthFlags& f, const std::vector<health::CheckResult>& results, nlohmann::json& j) {
   const std::string reason = health::gate_reason(results);
@@ -92,7 +78,7 @@ int run_health(const HealthFlags& f, Context& ctx) {
 
   nlohmann::json j = health::to_json(*node);
   if (!live->real()) j["backend"] = telemetry::describe(*live->spec);
-  store_results(f, *live, *node, j);
+  health::keep_check(f.store, f.no_store, live->real() ? "" : live->spec->text, *node, j);
   if (f.gate) return print_gate(f, node->results, j);
   if (f.json)
     print_json(j);

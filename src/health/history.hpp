@@ -24,4 +24,11 @@ namespace gpudoc::health {
 [[nodiscard]] core::Result<store::StoredAt> keep_health_result(const std::optional<std::string>& path_flag,
                                                                const NodeReport& node, const nlohmann::json& payload);
 
+// What `gpudoc health` does with a check: keeps it (keep_health_result) unless `no_store`, or unless
+// `not_this_node` names the backend of GPUs that are not this node's (a replay, fake GPUs), and
+// adds "stored": {"path", "id"} to `payload` when it did. What is not kept is warned about
+// (core::log_warn): the check's result stands either way.
+void keep_check(const std::optional<std::string>& path_flag, bool no_store, const std::string& not_this_node,
+                const NodeReport& node, nlohmann::json& payload);
+
 }  // namespace gpudoc::health
