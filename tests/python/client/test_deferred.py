@@ -115,11 +115,13 @@ class DeferredReportTest(unittest.TestCase):
     def test_a_gpu_tensor_is_read_at_a_later_report_without_a_wait(self):
         out = io.StringIO()
         first, second = FakeCudaTensor(2.5), FakeCudaTensor(2.25)
-        report(stream=out, step=1, samples_per_s=100.0, loss=first)
-        report(stream=out, step=2, samples_per_s=101.0, loss=second)  # the GPU is not there yet
-        self.assertEqual(lines(out), [{"step": 1, "samples_per_s": 100.0}, {"step": 2, "samples_per_s": 101.0}])
+        report(stream=out, step=1, samples=32, samples_per_s=100.0, loss=first)
+        report(stream=out, step=2, samples=32, samples_per_s=101.0, loss=second)  # the GPU is not there yet
+        self.assertEqual(lines(out), [{"step": 1, "samples": 32, "samples_per_s": 100.0},
+                                      {"step": 2, "samples": 32, "samples_per_s": 101.0}])
         self.torch.done = True  # the GPU has computed both
         report(stream=out, step=3, samples_per_s=102.0)
+        # A late line repeats the step, never the work done (samples: counted once, docs/cost.md).
         self.assertEqual(lines(out)[2:], [{"step": 1, "loss": 2.5}, {"step": 2, "loss": 2.25},
                                           {"step": 3, "samples_per_s": 102.0}])
         for t in (first, second):
