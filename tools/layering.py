@@ -35,6 +35,8 @@ LAYERS = {
     "baseline": 5,
     # above baseline and health: the exporter shows the store's last verdicts; below view and cli
     "serve": 6,
+    # gpudoc tune: trials through the baseline's workload run, judged by its statistics; beside serve
+    "tune": 6,
     "view": 7,
     "cli": 8,
 }
