@@ -9,6 +9,7 @@
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
 #include "telemetry/backend_source.hpp"
+#include "view/diagnoses.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -54,19 +55,9 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
   if (!live) return report_error(live.error(), f.out.json);
   auto r = record_live(*live, f.run, f.out, f.quiet || f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
-  PrintContext ctx;
-  ctx.banner = live->banner;
+  auto summary = view::live_summary(*r);
+  PrintContext ctx{.banner = live->banner, .extra = std::move(summary.extra), .closing = summary.closing};
   if (!live->real()) ctx.extra["backend"] = telemetry::describe(*live->spec);
-  if (r->command_exit_code) {
-    ctx.extra["command_exit_code"] = *r->command_exit_code;
-    ctx.closing = fmt::format("The command exited with code {}.", *r->command_exit_code);
-  }
-  if (!r->trace_path.empty()) {
-    ctx.extra["trace"] = r->trace_path;
-    ctx.closing += fmt::format("{}The trace is in {} (gpudoc diagnose {} --html report.html to look at it again).",
-                               ctx.closing.empty() ? "" : " ", r->trace_path, r->trace_path);
-  }
-  ctx.extra["end_reason"] = r->end_reason;
   std::vector<Diagnosed> items;
   items.push_back(std::move(r->diagnosed));
   return print_diagnoses(items, f.out, ctx);

@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/bundled_traces.hpp"
+#include "view/diagnoses.hpp"
 
 namespace gpudoc::cli {
 namespace {
@@ -32,22 +33,11 @@ int run_replay(const DoctorFlags& f, const std::string& why, const std::string& 
     if (!d) return report_error(d.error(), f.out.json);
     items.push_back(std::move(*d));
   }
-  PrintContext ctx;
-  ctx.banner =
-      fmt::format("REPLAY, not this machine: real H200 traces recorded with gpudoc record ({})", dir->string());
-  ctx.replay = true;
-  ctx.extra["replay"] = true;
-  ctx.extra["replay_reason"] = full_reason;
-  ctx.extra["replay_dir"] = dir->string();
-  ctx.closing = fmt::format(
-      "That was a replay of {} recorded H200 traces, not this machine: {}.\n"
-      "On a machine with an NVIDIA GPU, `gpudoc doctor` looks at its GPUs live. Every bundled trace: "
-      "gpudoc diagnose {}/*.jsonl",
-      items.size(), why, dir->string());
   const bool asked = f.replay;
-  if (!f.out.json)
-    std::fprintf(stdout, "%sThis is a REPLAY of real H200 traces recorded with gpudoc record, not this machine.\n\n",
-                 asked ? "" : fmt::format("No live GPU here ({}).\n", why).c_str());
+  const auto words = view::doctor_replay_words(items.size(), dir->string(), why, asked);
+  PrintContext ctx{.banner = words.banner, .closing = words.closing, .replay = true};
+  ctx.extra = {{"replay", true}, {"replay_reason", full_reason}, {"replay_dir", dir->string()}};
+  if (!f.out.json) print_text(stdout, words.intro);
   int code = print_diagnoses(items, f.out, ctx);
   // Without a GPU, whatever the replayed traces show, this machine has nothing to vouch for:
   // environment. With --replay the replay is what was asked for, and its findings decide.
@@ -74,20 +64,14 @@ int run_doctor(const DoctorFlags& f, Context& context) {
   run.sampler = f.sampler;
   auto r = record_live(*live, run, f.out, f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
-  PrintContext ctx;
+  PrintContext ctx{.banner = live->banner,
+                   .closing = view::doctor_closing(f.duration_s, live->real(), live->replay != nullptr)};
   ctx.extra["live"] = live->real();
-  ctx.banner = live->banner;
   // A replay or fake GPUs were asked for by name: their findings decide the exit code, as with
   // --replay; the banner and the closing line say whose GPUs they were.
   if (!live->real()) ctx.extra["backend"] = telemetry::describe(*live->spec);
   std::vector<Diagnosed> items;
   items.push_back(std::move(r->diagnosed));
-  ctx.closing = live->real() ? fmt::format(
-                                   "That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live "
-                                   "--duration 120; for one job: gpudoc diagnose -- CMD ARGS...",
-                                   f.duration_s)
-                             : fmt::format("That was {}, not this machine's GPUs.",
-                                           live->replay != nullptr ? "a replayed recording" : "scripted fake GPUs");
   return print_diagnoses(items, f.out, ctx);
 }
 

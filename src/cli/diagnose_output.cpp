@@ -42,33 +42,16 @@ core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, cons
                                                const OutputFlags& f, bool quiet) {
   auto config = flags.sampler.to_config(diagnose::live_periods());
   if (!config) return config.error();
-  diagnose::LiveRun run{.duration_s = flags.duration_s,
-                        .command = flags.command,
-                        .output = flags.output,
-                        .keep_trace = flags.keep_trace,
-                        .command_stdout_to_stderr = f.json,
-                        .sampler = *config,
-                        .on_progress = {}};
-  const int n = live.gpu_count;
-  const char* s = n == 1 ? "" : "s";
-  const bool progress = !quiet && run.command.empty() && isatty(STDERR_FILENO) != 0;
-  if (progress)
-    run.on_progress = [&](double elapsed) {
-      std::fprintf(stderr, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", n, s, elapsed,
-                   run.duration_s);
-    };
   install_stop_handlers();
-  if (!quiet) {
-    if (!live.banner.empty()) print_text(stderr, fmt::format("gpudoc: {}\n", live.banner));
-    if (run.command.empty())
-      std::fprintf(stderr, "gpudoc: sampling %d GPU%s for %.0f s, then diagnosing\n", n, s, run.duration_s);
-    else
-      print_text(stderr, fmt::format("gpudoc: recording {} GPU{} while `{}` runs, then diagnosing\n", n, s,
-                                     fmt::join(run.command, " ")));
-  }
-  auto r = diagnose::record_and_diagnose(live, run, f.options(), stop_requests());
-  if (progress) std::fputs("\n", stderr);
-  return r;
+  return diagnose::record_and_diagnose(live,
+                                       {.duration_s = flags.duration_s,
+                                        .command = flags.command,
+                                        .output = flags.output,
+                                        .keep_trace = flags.keep_trace,
+                                        .command_stdout_to_stderr = f.json,
+                                        .sampler = *config,
+                                        .narrate = quiet ? nullptr : stderr},
+                                       f.options(), stop_requests());
 }
 
 int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, const PrintContext& ctx) {

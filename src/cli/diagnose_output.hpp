@@ -48,9 +48,9 @@ struct LiveFlags {
                                                              const OutputFlags& f, bool quiet);
 
 struct PrintContext {
-  std::string banner;                               // text report and page, e.g. the replay notice
+  std::string banner{};                             // text report and page, e.g. the replay notice
   nlohmann::json extra = nlohmann::json::object();  // added to the JSON document
-  std::string closing;                              // a last line of the text report
+  std::string closing{};                            // a last line of the text report
   bool replay = false;                              // recorded traces shown instead of this machine: the
                                                     // verdict line does not promise exit 1
 };

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+#include <unistd.h>
+
 #include <utility>
 
 #include "core/temp_dir.hpp"
+#include "core/text.hpp"
 #include "telemetry/input.hpp"
 #include "telemetry/recorder.hpp"
 
@@ -31,6 +35,27 @@ core::Result<TraceFile> trace_file_of(const LiveRun& run) {
     out.path = out.dir->file("live.jsonl");
   }
   return out;
+}
+
+void say(std::FILE* to, const std::string& text) {
+  std::fputs(core::terminal_safe(text, core::Newlines::kKeep).c_str(), to);
+}
+
+// The first lines of a narrated run; returns the progress callback (empty: no progress line).
+std::function<void(double, std::uint64_t)> narrate_start(const telemetry::Live& live, const LiveRun& run) {
+  const int n = live.gpu_count;
+  const char* s = n == 1 ? "" : "s";
+  if (!live.banner.empty()) say(run.narrate, fmt::format("gpudoc: {}\n", live.banner));
+  if (!run.command.empty()) {
+    say(run.narrate, fmt::format("gpudoc: recording {} GPU{} while `{}` runs, then diagnosing\n", n, s,
+                                 fmt::join(run.command, " ")));
+    return {};
+  }
+  say(run.narrate, fmt::format("gpudoc: sampling {} GPU{} for {:.0f} s, then diagnosing\n", n, s, run.duration_s));
+  if (isatty(fileno(run.narrate)) == 0) return {};
+  return [to = run.narrate, n, s, total = run.duration_s](double elapsed, std::uint64_t) {
+    std::fprintf(to, "\rgpudoc: looking at %d GPU%s: %.0f / %.0f s  (Ctrl-C stops early)", n, s, elapsed, total);
+  };
 }
 
 }  // namespace
@@ -71,8 +96,9 @@ core::Result<LiveResult> record_and_diagnose(const telemetry::Live& live, const 
   opt.wake_interval = live.wall_time(opt.wake_interval);
   if (run.duration_s > 0)
     opt.duration = std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(run.duration_s));
-  if (run.on_progress) opt.on_progress = [&run](double elapsed, std::uint64_t) { run.on_progress(elapsed); };
+  if (run.narrate != nullptr) opt.on_progress = narrate_start(live, run);
   auto r = telemetry::record(*live.backend, *live.clock, opt, stop_requests);
+  if (opt.on_progress) std::fputs("\n", run.narrate);
   if (!r) return r.error();
   const std::string source = run.command.empty() ? "live" : fmt::format("live: {}", fmt::join(run.command, " "));
   auto d = diagnose_trace(std::move(*r->trace), file->path.empty() ? source : file->path, options, source);

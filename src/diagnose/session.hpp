@@ -5,6 +5,8 @@
 // is written only when asked (LiveRun::output, or keep_trace in a private folder).
 #pragma once
 
+#include <cstdio>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -48,7 +50,10 @@ struct LiveRun {
   bool keep_trace = false;                // without output: write it in a private folder and say where
   bool command_stdout_to_stderr = false;  // the caller prints a document on stdout
   telemetry::SamplerConfig sampler;
-  std::function<void(double elapsed_s)> on_progress;  // about once a second
+  // When set, what the run does is said here: the backend's banner, what is sampled for how long
+  // or while which command runs, and, on a terminal and without a command, a progress line about
+  // once a second. Everything from the command line or the backend is shown terminal-safe.
+  std::FILE* narrate = nullptr;
 };
 
 struct LiveResult {

@@ -62,4 +62,41 @@ std::string render_diagnoses(std::span<const diagnose::Diagnosed> items, finding
   return text;
 }
 
+LiveSummary live_summary(const diagnose::LiveResult& result) {
+  LiveSummary out;
+  if (result.command_exit_code) {
+    out.extra["command_exit_code"] = *result.command_exit_code;
+    out.closing = fmt::format("The command exited with code {}.", *result.command_exit_code);
+  }
+  if (!result.trace_path.empty()) {
+    out.extra["trace"] = result.trace_path;
+    out.closing += fmt::format("{}The trace is in {} (gpudoc diagnose {} --html report.html to look at it again).",
+                               out.closing.empty() ? "" : " ", result.trace_path, result.trace_path);
+  }
+  out.extra["end_reason"] = result.end_reason;
+  return out;
+}
+
+std::string doctor_closing(double duration_s, bool real_gpus, bool replay) {
+  if (!real_gpus)
+    return fmt::format("That was {}, not this machine's GPUs.", replay ? "a replayed recording" : "scripted fake GPUs");
+  return fmt::format(
+      "That was {:.0f} s of live telemetry. For a longer look: gpudoc diagnose --live --duration 120; for one job: "
+      "gpudoc diagnose -- CMD ARGS...",
+      duration_s);
+}
+
+ReplayWords doctor_replay_words(std::size_t traces, const std::string& dir, const std::string& why, bool asked) {
+  ReplayWords w;
+  w.banner = fmt::format("REPLAY, not this machine: real H200 traces recorded with gpudoc record ({})", dir);
+  w.intro = fmt::format("{}This is a REPLAY of real H200 traces recorded with gpudoc record, not this machine.\n\n",
+                        asked ? "" : fmt::format("No live GPU here ({}).\n", why));
+  w.closing = fmt::format(
+      "That was a replay of {} recorded H200 traces, not this machine: {}.\n"
+      "On a machine with an NVIDIA GPU, `gpudoc doctor` looks at its GPUs live. Every bundled trace: "
+      "gpudoc diagnose {}/*.jsonl",
+      traces, why, dir);
+  return w;
+}
+
 }  // namespace gpudoc::view

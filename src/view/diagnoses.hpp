@@ -42,4 +42,24 @@ struct DiagnosesText {
 [[nodiscard]] std::string render_diagnoses(std::span<const diagnose::Diagnosed> items, findings::Severity threshold,
                                            const Tally& tally, const DiagnosesText& options);
 
+// What `diagnose --live` and `diagnose -- CMD` add to the report: a last line (the command's exit
+// code, where the trace was kept) and the JSON's "command_exit_code", "trace" and "end_reason".
+struct LiveSummary {
+  std::string closing;
+  nlohmann::json extra = nlohmann::json::object();
+};
+[[nodiscard]] LiveSummary live_summary(const diagnose::LiveResult& result);
+
+// `gpudoc doctor`'s words around a diagnosis. A live look: the last line says how long it looked
+// and what to run next; on a replay or fake GPUs, whose they were.
+[[nodiscard]] std::string doctor_closing(double duration_s, bool real_gpus, bool replay);
+
+// doctor on the bundled traces: the banner over each report, the line above them (which names why
+// there is no live GPU unless the replay was asked for) and the last line.
+struct ReplayWords {
+  std::string banner, intro, closing;
+};
+[[nodiscard]] ReplayWords doctor_replay_words(std::size_t traces, const std::string& dir, const std::string& why,
+                                              bool asked);
+
 }  // namespace gpudoc::view

@@ -69,5 +69,38 @@ TEST(Diagnoses, TheVerdictLinePromisesExit1OnlyForThisMachine) {
             std::string::npos);
 }
 
+TEST(Diagnoses, ALiveRunSaysTheCommandsExitCodeAndWhereTheTraceIs) {
+  diagnose::LiveResult r;
+  r.command_exit_code = 3;
+  r.trace_path = "/tmp/gpudoc-diagnose-x/live.jsonl";
+  r.end_reason = "command_exited";
+  const auto s = live_summary(r);
+  EXPECT_EQ(s.closing,
+            "The command exited with code 3. The trace is in /tmp/gpudoc-diagnose-x/live.jsonl (gpudoc diagnose "
+            "/tmp/gpudoc-diagnose-x/live.jsonl --html report.html to look at it again).");
+  EXPECT_EQ(s.extra["command_exit_code"], 3);
+  EXPECT_EQ(s.extra["trace"], r.trace_path);
+  EXPECT_EQ(s.extra["end_reason"], "command_exited");
+  diagnose::LiveResult plain;
+  plain.end_reason = "duration";
+  const auto p = live_summary(plain);
+  EXPECT_EQ(p.closing, "");
+  EXPECT_FALSE(p.extra.contains("trace"));
+  EXPECT_FALSE(p.extra.contains("command_exit_code"));
+}
+
+TEST(Diagnoses, DoctorSaysWhoseGpusItLookedAt) {
+  EXPECT_EQ(doctor_closing(10, true, false).rfind("That was 10 s of live telemetry.", 0), 0U);
+  EXPECT_EQ(doctor_closing(10, false, true), "That was a replayed recording, not this machine's GPUs.");
+  EXPECT_EQ(doctor_closing(10, false, false), "That was scripted fake GPUs, not this machine's GPUs.");
+  const auto unasked = doctor_replay_words(3, "/usr/share/gpudoc/traces", "no NVIDIA driver", false);
+  EXPECT_EQ(unasked.intro.rfind("No live GPU here (no NVIDIA driver).\nThis is a REPLAY", 0), 0U) << unasked.intro;
+  EXPECT_NE(unasked.banner.find("(/usr/share/gpudoc/traces)"), std::string::npos);
+  EXPECT_NE(unasked.closing.find("a replay of 3 recorded H200 traces, not this machine: no NVIDIA driver."),
+            std::string::npos);
+  EXPECT_NE(unasked.closing.find("gpudoc diagnose /usr/share/gpudoc/traces/*.jsonl"), std::string::npos);
+  EXPECT_EQ(doctor_replay_words(3, "/d", "--replay was given", true).intro.rfind("This is a REPLAY", 0), 0U);
+}
+
 }  // namespace
 }  // namespace gpudoc::view

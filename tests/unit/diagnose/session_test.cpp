@@ -1,0 +1,84 @@
+// A live run of the diagnosis (diagnose/session.hpp) on fake GPUs: what it says while it runs, and
+// the command's exit code and the diagnosis it hands back.
+#include "diagnose/session.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "telemetry/backend_source.hpp"
+
+namespace gpudoc::diagnose {
+namespace {
+
+std::string read_all(std::FILE* f) {
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
+}
+
+LiveRun on_gpu0() {
+  LiveRun run;
+  run.sampler.gpus = {0};
+  return run;
+}
+
+TEST(DiagnoseSession, NarratesTheBannerAndWhatIsSampledWithoutAProgressLineOffATerminal) {
+  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
+  auto live = source.open_gpus();
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  std::FILE* said = std::tmpfile();
+  ASSERT_NE(said, nullptr);
+  LiveRun run = on_gpu0();
+  run.duration_s = 1;
+  run.narrate = said;
+  std::atomic<int> stops{0};
+  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const std::string text = read_all(said);
+  std::fclose(said);
+  EXPECT_NE(text.find("gpudoc: FAKE GPUs, not this machine"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpudoc: sampling 1 GPU for 1 s, then diagnosing\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << "a progress line off a terminal: " << text;
+  EXPECT_EQ(r->diagnosed.diagnosis.input_format, "fake");
+  EXPECT_TRUE(r->trace_path.empty());
+}
+
+TEST(DiagnoseSession, WithACommandSaysWhichOneTerminalSafeAndKeepsItsExitCode) {
+  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
+  auto live = source.open_gpus();
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  std::FILE* said = std::tmpfile();
+  ASSERT_NE(said, nullptr);
+  LiveRun run = on_gpu0();
+  run.command = {"sh", "-c", "sleep 0.3; exit 3", "\x1b[31mred"};
+  run.narrate = said;
+  std::atomic<int> stops{0};
+  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const std::string text = read_all(said);
+  std::fclose(said);
+  EXPECT_NE(text.find("gpudoc: recording 1 GPU while `sh -c sleep 0.3; exit 3 "), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << "an escape from the command line reached the terminal";
+  ASSERT_TRUE(r->command_exit_code.has_value());
+  EXPECT_EQ(*r->command_exit_code, 3);
+}
+
+TEST(DiagnoseSession, SaysNothingWithoutANarrateStream) {
+  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
+  auto live = source.open_gpus();
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  LiveRun run = on_gpu0();
+  run.command = {"true"};
+  std::atomic<int> stops{0};
+  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->command_exit_code.value_or(-1), 0);
+}
+
+}  // namespace
+}  // namespace gpudoc::diagnose
