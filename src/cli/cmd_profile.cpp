@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -20,8 +19,6 @@
 
 namespace gpudoc::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct ProfileFlags {
   std::string trace_output;  // -o: Chrome/Perfetto trace
@@ -63,43 +60,32 @@ int run_profile(ProfileFlags& f) {
                                    "(2:18 traces 2 s of every 20 s), each at least 0.001",
                                    f.sample),
                        f.json);
-  int exit_code = 0;
-  std::size_t files = 1;
-  core::Result<profile::RecordSet> set = core::Error(core::ErrorKind::kInternal, "no records");
+  core::Result<profile::Profiled> run = core::Error(core::ErrorKind::kInternal, "nothing run");
   if (!f.input.empty()) {
-    set = profile::read_records_file(f.input);
-    if (!set && set.error().kind() == core::ErrorKind::kIo)
-      set = core::Error(core::ErrorKind::kBadInput, set.error().message());
-    std::error_code ec;
-    if (set && !f.records_copy.empty())
-      fs::copy_file(f.input, f.records_copy, fs::copy_options::overwrite_existing, ec);
-    if (ec)
-      return report_error(
-          core::Error(core::ErrorKind::kIo, fmt::format("writing {}: {}", f.records_copy, ec.message())), f.json);
+    run = profile::read_saved_records(f.input, f.records_copy);
   } else {
     install_stop_handlers();  // before the spawn: from then on a stop signal stops the program's group
     bool stopped = false;
-    auto run = profile::profile_program({.command = f.command,
-                                         .sample_env = f.sample_env,
-                                         .duration_s = f.duration_s,
-                                         .stdout_to_stderr = f.json,
-                                         .records_copy = f.records_copy},
-                                        stop_requests(), stopped);
+    run = profile::profile_program({.command = f.command,
+                                    .sample_env = f.sample_env,
+                                    .duration_s = f.duration_s,
+                                    .stdout_to_stderr = f.json,
+                                    .records_copy = f.records_copy},
+                                   stop_requests(), stopped);
     if (!run && stopped) {  // the caller exits 128 + N
       std::fprintf(stderr, "gpudoc: profile: stopped by %s before the program wrote its records: nothing to analyse\n",
                    core::signal_name(stop_signal().signal.load()).c_str());
       return 0;
     }
-    if (!run) return report_error(run.error(), f.json);
-    exit_code = run->exit_code;
-    files = run->processes;
-    set = std::move(run->records);
   }
-  if (!set) return report_error(set.error(), f.json);
+  if (!run) return report_error(run.error(), f.json);
+  const auto& set = run->records;
+  const int exit_code = run->exit_code;
+  const std::size_t files = run->processes;
   profile::AnalysisOptions opt;
   opt.max_steps = f.steps;
-  const profile::Profile p = profile::analyse(*set, opt);
-  if (auto st = write_outputs(f, *set, p); !st) return report_error(st.error(), f.json);
+  const profile::Profile p = profile::analyse(set, opt);
+  if (auto st = write_outputs(f, set, p); !st) return report_error(st.error(), f.json);
   if (f.json) {
     auto j = view::profile_json(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command);
     j["processes_profiled"] = files;

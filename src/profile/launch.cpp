@@ -196,4 +196,19 @@ core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<
   return out;
 }
 
+core::Result<Profiled> read_saved_records(const std::string& input, const std::string& copy) {
+  auto set = read_records_file(input);
+  if (!set) {
+    if (set.error().kind() == core::ErrorKind::kIo)
+      return core::Error(core::ErrorKind::kBadInput, set.error().message());
+    return set.error();
+  }
+  if (!copy.empty()) {
+    std::error_code ec;
+    std::filesystem::copy_file(input, copy, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: {}", copy, ec.message()));
+  }
+  return Profiled{std::move(*set), 0, 1};
+}
+
 }  // namespace gpudoc::profile

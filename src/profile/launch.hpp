@@ -89,4 +89,9 @@ struct Profiled {
 [[nodiscard]] core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<int>& stop_requests,
                                                      bool& stopped);
 
+// `gpudoc profile --input FILE`: records saved earlier with --records, as a Profiled of one
+// process that ran nothing now (exit code 0); copied to `copy` when not empty. Errors: kBadInput
+// naming the file when it cannot be read or is not records; kIo (the copy).
+[[nodiscard]] core::Result<Profiled> read_saved_records(const std::string& input, const std::string& copy);
+
 }  // namespace gpudoc::profile

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "core/temp_dir.hpp"
 
@@ -85,6 +87,29 @@ TEST(ProfileLaunch, AStopRequestStopsTheGroup) {
                            stops);
   ASSERT_TRUE(code.ok()) << code.error().message();
   EXPECT_EQ(*code, 143);  // SIGTERM
+}
+
+// --input: records saved with --records, copied when asked; a missing or malformed file is the
+// user's input (exit 2), named.
+TEST(ProfileLaunch, SavedRecordsAreReadAndCopiedAndBadOnesNamed) {
+  auto dir = core::PrivateDir::create("gpudoc-test-saved-records");
+  ASSERT_TRUE(dir.ok());
+  const std::string in = dir->file("records.txt"), copy = dir->file("copy.txt"), bad = dir->file("bad.txt");
+  std::ofstream(in)
+      << "H\tgpudoc-profile\t1\t7\t130001\nK\t100\t200\t0\t7\t11\t64\t1\t1\t128\t1\t1\t0\tk\nE\t1000\t0\n";
+  std::ofstream(bad) << "not records\n";
+  auto r = read_saved_records(in, copy);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->records.kernels.size(), 1U);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->processes, 1U);
+  EXPECT_EQ(std::filesystem::file_size(copy), std::filesystem::file_size(in));
+  for (const std::string& path : {bad, dir->file("missing.txt")}) {
+    auto e = read_saved_records(path, "");
+    ASSERT_FALSE(e.ok()) << path;
+    EXPECT_EQ(e.error().kind(), core::ErrorKind::kBadInput) << path << ": " << e.error().message();
+    EXPECT_NE(e.error().message().find(path), std::string::npos) << e.error().message();
+  }
 }
 
 }  // namespace
