@@ -392,11 +392,26 @@ core::Result<BaselineList> list_store(const std::optional<std::string>& path_fla
   return out;
 }
 
-core::Result<store::StoredRun> golden_run(store::Database& store, const store::BaselineInfo& info,
-                                          const std::vector<store::StoredRun>& runs) {
-  for (const auto& r : runs)
-    if (r.id == info.golden_run_id) return r;
-  return store.load_run(info.golden_run_id);
+core::Result<BaselineRecord> read_baseline(const std::optional<std::string>& path_flag, const std::string& name,
+                                           const std::optional<std::string>& config_path, std::optional<int> runs) {
+  auto config = load_config(config_path);
+  if (!config) return config.error();
+  auto named = open_named(path_flag, name, StoreUse::kRead);
+  if (!named) return named.error();
+  BaselineRecord out{named->store.path(), named->info, {}, {}, std::move(*config)};
+  if (runs) {
+    auto got = named->store.runs_of(name, *runs);
+    if (!got) return got.error();
+    out.runs = std::move(*got);
+  }
+  for (const auto& r : out.runs)
+    if (r.id == out.info.golden_run_id) out.golden = r;
+  if (out.golden.id != out.info.golden_run_id) {
+    auto golden = named->store.load_run(out.info.golden_run_id);
+    if (!golden) return golden.error();
+    out.golden = std::move(*golden);
+  }
+  return out;
 }
 
 }  // namespace gpudoc::baseline

@@ -200,8 +200,21 @@ struct BaselineList {
 // Every baseline of the store at `path_flag`, with its last check. Errors: the store's.
 [[nodiscard]] core::Result<BaselineList> list_store(const std::optional<std::string>& path_flag);
 
-// The golden run of `info`: from `runs` when it is among them, else read from the store.
-[[nodiscard]] core::Result<store::StoredRun> golden_run(store::Database& store, const store::BaselineInfo& info,
-                                                        const std::vector<store::StoredRun>& runs);
+// `baseline show` and `baseline history`: one baseline read from the store (never created or
+// written), its golden run, its last runs, and the rules of the config at `config_path`
+// (load_config).
+struct BaselineRecord {
+  std::string store_path;
+  store::BaselineInfo info;
+  store::StoredRun golden;
+  std::vector<store::StoredRun> runs;  // oldest first
+  Config config;
+};
+// `runs`: how many of the last runs to read (0: all; nullopt: none). Errors: open_named's,
+// load_config's, the store's.
+[[nodiscard]] core::Result<BaselineRecord> read_baseline(const std::optional<std::string>& path_flag,
+                                                         const std::string& name,
+                                                         const std::optional<std::string>& config_path,
+                                                         std::optional<int> runs);
 
 }  // namespace gpudoc::baseline

@@ -1,6 +1,6 @@
 // gpudoc baseline: golden baselines and the CI regression gate — record what this machine and a
-// workload do, check later runs against it (exit 1 on a confirmed regression), and show history.
-// Parse, call baseline/ (gate.hpp: record, check, the store), print with view/.
+// workload do, and check later runs against it (exit 1 on a confirmed regression); list, show and
+// history read the store (cmd_baseline_store.cpp). Parse, call baseline/gate.hpp, print with view/.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -10,9 +10,7 @@
 #include "baseline/gate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/file.hpp"
 #include "core/temp_dir.hpp"
-#include "view/baseline_html.hpp"
 #include "view/baseline_report.hpp"
 
 namespace gpudoc::cli {
@@ -27,15 +25,10 @@ struct BaselineFlags {
   // check
   bool allow_different_machine = false;
   bool no_confirm = false;
-  // history
-  int limit = 30;
-  std::optional<std::string> html;
 };
 
 // A failed write (stdout closed by `| head -1`) is ignored: what was measured is stored first.
 // Baseline, figure, GPU and host names come from the store and the workload: shown terminal-safe.
-void print(const std::string& s) { print_text(stdout, s); }
-
 void print_note(const std::string& n) { print_text(stderr, fmt::format("gpudoc: note: {}\n", n)); }
 
 // record and check: SIGINT, SIGTERM or SIGHUP ends the workload (its whole process group), what
@@ -98,68 +91,7 @@ int run_check(const BaselineFlags& f, Context& ctx) {
   return emit(f.json, view::check_json(*plan, *out), view::render_check(*plan, *out), out->exit_code);
 }
 
-int run_list(const BaselineFlags& f) {
-  auto list = baseline::list_store(f.store);
-  if (!list) return report_error(list.error(), f.json);
-  return emit(f.json, view::baseline_list_json(*list), view::render_baseline_list(*list), core::kExitOk);
-}
-
-int run_show(const BaselineFlags& f) {
-  auto cfg = baseline::load_config(f.config);
-  if (!cfg) return report_error(cfg.error(), f.json);
-  auto named = baseline::open_named(f.store, f.name, baseline::StoreUse::kRead);
-  if (!named) return report_error(named.error(), f.json);
-  auto& [store, info] = *named;
-  auto golden = store.load_run(info.golden_run_id);
-  if (!golden) return report_error(golden.error(), f.json);
-  if (f.json) {
-    print_json(view::baseline_json(info, *golden, *cfg));
-    return core::kExitOk;
-  }
-  auto spec = baseline::spec_from_json(info.spec);
-  if (!spec) return report_error(spec.error().with_context(fmt::format("baseline '{}'", info.name)), f.json);
-  print(view::render_baseline(info, *golden, *spec, *cfg));
-  return core::kExitOk;
-}
-
-core::Status write_history_html(const BaselineFlags& f, baseline::NamedBaseline& named,
-                                const std::vector<store::StoredRun>& runs) {
-  auto cfg = baseline::load_config(f.config);
-  if (!cfg) return cfg.error();
-  auto golden = baseline::golden_run(named.store, named.info, runs);
-  if (!golden) return golden.error();
-  auto page =
-      view::render_baseline_history_html(view::history_page(named.info, runs, *golden, *cfg, named.store.path()));
-  if (!page) return page.error();
-  return core::write_file(*f.html, *page);
-}
-
-int run_history(const BaselineFlags& f) {
-  auto named = baseline::open_named(f.store, f.name, baseline::StoreUse::kRead);
-  if (!named) return report_error(named.error(), f.json);
-  auto runs = named->store.runs_of(f.name, f.limit);
-  if (!runs) return report_error(runs.error(), f.json);
-  for (const auto& r : *runs)
-    for (const auto& d : r.damaged) print_note(fmt::format("run {} is damaged in the store: {}", r.id, d));
-  if (f.html)
-    if (auto st = write_history_html(f, *named, *runs); !st) return report_error(st.error(), f.json);
-  if (f.json) {
-    nlohmann::json j = view::history_json(named->info, *runs);
-    if (f.html) j["html"] = *f.html;
-    print_json(j);
-    return core::kExitOk;
-  }
-  print(view::render_history(named->info, *runs));
-  if (f.html) print(fmt::format("HTML page: {}\n", *f.html));
-  return core::kExitOk;
-}
-
-void add_common(CLI::App* cmd, BaselineFlags& f) {
-  cmd->add_option("--store", f.store,
-                  "the store file (default: $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else "
-                  "~/.local/share/gpudoc/gpudoc.db)");
-  cmd->add_flag("--json", f.json, "print the result as JSON on stdout (a workload's output then goes to stderr)");
-}
+void add_common(CLI::App* cmd, BaselineFlags& f) { add_baseline_store_flags(*cmd, f.store, f.json); }
 
 void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
   cmd->add_option("--config", f.config,
@@ -216,30 +148,7 @@ void register_baseline(CLI::App& app, Action& action, Context& ctx) {
   apply_help(*chk, "baseline.check");
   chk->callback([f, &action, &ctx] { action = [f, &ctx] { return run_check(*f, ctx); }; });
 
-  auto* lst = cmd->add_subcommand("list", "List the stored baselines");
-  add_common(lst, *f);
-  lst->callback([f, &action] { action = [f] { return run_list(*f); }; });
-
-  auto* shw = cmd->add_subcommand("show", "Show a baseline's figures, bounds and machine");
-  shw->add_option("name", f->name, "baseline name")->required();
-  shw->add_option("--config", f->config, "config whose rules to show (default: ./gpudoc.baseline.json when present)");
-  add_common(shw, *f);
-  shw->callback([f, &action] { action = [f] { return run_show(*f); }; });
-
-  auto* his = cmd->add_subcommand("history", "Every run of a baseline, with a trend line per figure");
-  his->add_option("name", f->name, "baseline name")->required();
-  add_number(*his, "--limit", f->limit, {.min = 0, .max = 1'000'000, .whole = true},
-             "the last N runs (default 30; 0: all)");
-  his->add_option("--html", f->html,
-                  "also write a self-contained page (opens offline) to FILE: a zoomable chart per figure over time "
-                  "with the baseline's value, the regression bound and each check's verdict")
-      ->type_name("FILE");
-  his->add_option("--config", f->config,
-                  "rules for the bounds drawn by --html (default: ./gpudoc.baseline.json when present)")
-      ->type_name("FILE");
-  add_common(his, *f);
-  apply_help(*his, "baseline.history");
-  his->callback([f, &action] { action = [f] { return run_history(*f); }; });
+  register_baseline_store(*cmd, action);
 }
 
 }  // namespace gpudoc::cli

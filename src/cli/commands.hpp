@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ void register_watch(CLI::App& app, Action& action, Context& ctx);
 void register_trace(CLI::App& app, Action& action);
 void register_bench(CLI::App& app, Action& action, Context& ctx);
 void register_baseline(CLI::App& app, Action& action, Context& ctx);
+// baseline's subcommands that only read the store (list, show, history), and the flags every
+// baseline subcommand has (--store, --json).
+void register_baseline_store(CLI::App& baseline, Action& action);
+void add_baseline_store_flags(CLI::App& cmd, std::optional<std::string>& store, bool& json);
 void register_diagnose(CLI::App& app, Action& action, Context& ctx);
 void register_doctor(CLI::App& app, Action& action, Context& ctx);
 void register_health(CLI::App& app, Action& action, Context& ctx);

@@ -1,0 +1,96 @@
+// gpudoc baseline list, show and history: what the store keeps of the baselines, read-only (the
+// store is never created or written here). Parse, read with baseline/gate.hpp, print with view/.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "baseline/gate.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/file.hpp"
+#include "view/baseline_html.hpp"
+#include "view/baseline_report.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct StoreFlags {
+  std::string name;
+  std::optional<std::string> store;
+  std::optional<std::string> config;
+  bool json = false;
+  int limit = 30;
+  std::optional<std::string> html;
+};
+
+// Baseline, figure, GPU and host names come from the store: shown terminal-safe (print_text).
+int run_list(const StoreFlags& f) {
+  auto list = baseline::list_store(f.store);
+  if (!list) return report_error(list.error(), f.json);
+  return emit(f.json, view::baseline_list_json(*list), view::render_baseline_list(*list));
+}
+
+int run_show(const StoreFlags& f) {
+  auto b = baseline::read_baseline(f.store, f.name, f.config, std::nullopt);
+  if (!b) return report_error(b.error(), f.json);
+  if (f.json) return emit(true, view::baseline_json(b->info, b->golden, b->config), "");
+  auto spec = baseline::spec_from_json(b->info.spec);
+  if (!spec) return report_error(spec.error().with_context(fmt::format("baseline '{}'", b->info.name)), f.json);
+  print_text(stdout, view::render_baseline(b->info, b->golden, *spec, b->config));
+  return core::kExitOk;
+}
+
+int run_history(const StoreFlags& f) {
+  auto b = baseline::read_baseline(f.store, f.name, f.config, f.limit);
+  if (!b) return report_error(b.error(), f.json);
+  for (const auto& r : b->runs)
+    for (const auto& d : r.damaged)
+      print_text(stderr, fmt::format("gpudoc: note: run {} is damaged in the store: {}\n", r.id, d));
+  if (f.html) {
+    auto page =
+        view::render_baseline_history_html(view::history_page(b->info, b->runs, b->golden, b->config, b->store_path));
+    if (!page) return report_error(page.error(), f.json);
+    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
+  }
+  nlohmann::json j = view::history_json(b->info, b->runs);
+  if (f.html) j["html"] = *f.html;
+  return emit(f.json, j,
+              view::render_history(b->info, b->runs) + (f.html ? fmt::format("HTML page: {}\n", *f.html) : ""));
+}
+}  // namespace
+
+void add_baseline_store_flags(CLI::App& cmd, std::optional<std::string>& store, bool& json) {
+  cmd.add_option("--store", store,
+                 "the store file (default: $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else "
+                 "~/.local/share/gpudoc/gpudoc.db)");
+  cmd.add_flag("--json", json, "print the result as JSON on stdout (a workload's output then goes to stderr)");
+}
+
+void register_baseline_store(CLI::App& cmd, Action& action) {
+  auto f = std::make_shared<StoreFlags>();
+  auto* lst = cmd.add_subcommand("list", "List the stored baselines");
+  add_baseline_store_flags(*lst, f->store, f->json);
+  lst->callback([f, &action] { action = [f] { return run_list(*f); }; });
+
+  auto* shw = cmd.add_subcommand("show", "Show a baseline's figures, bounds and machine");
+  shw->add_option("name", f->name, "baseline name")->required();
+  shw->add_option("--config", f->config, "config whose rules to show (default: ./gpudoc.baseline.json when present)");
+  add_baseline_store_flags(*shw, f->store, f->json);
+  shw->callback([f, &action] { action = [f] { return run_show(*f); }; });
+
+  auto* his = cmd.add_subcommand("history", "Every run of a baseline, with a trend line per figure");
+  his->add_option("name", f->name, "baseline name")->required();
+  add_number(*his, "--limit", f->limit, {.min = 0, .max = 1'000'000, .whole = true},
+             "the last N runs (default 30; 0: all)");
+  his->add_option("--html", f->html,
+                  "also write a self-contained page (opens offline) to FILE: a zoomable chart per figure over time "
+                  "with the baseline's value, the regression bound and each check's verdict")
+      ->type_name("FILE");
+  his->add_option("--config", f->config,
+                  "rules for the bounds drawn by --html (default: ./gpudoc.baseline.json when present)")
+      ->type_name("FILE");
+  add_baseline_store_flags(*his, f->store, f->json);
+  apply_help(*his, "baseline.history");
+  his->callback([f, &action] { action = [f] { return run_history(*f); }; });
+}
+
+}  // namespace gpudoc::cli
