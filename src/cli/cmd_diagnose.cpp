@@ -17,6 +17,7 @@ namespace {
 struct DiagnoseFlags {
   std::vector<std::string> traces;
   OutputFlags out;
+  cost::PriceFlags prices;  // the Cost block's (docs/cost.md)
   bool live = false;
   bool quiet = false;
   LiveFlags run;  // --duration, -o, --keep-trace, the sampler's flags, the command
@@ -27,6 +28,8 @@ constexpr double kDefaultLiveSeconds = 30;
 int run_diagnose(DiagnoseFlags f, Context& context) {
   // CLI11 puts everything after -- into the positionals: with --live or -o those are the command.
   if (auto s = check_output_flags(f.out); !s) return report_error(s.error(), f.out.json);
+  auto prices = cost::load_prices(f.prices);  // before anything runs: a bad price is exit 2 at once
+  if (!prices) return report_error(prices.error(), f.out.json);
   const bool record_mode = f.live || !f.run.command.empty();
   if (record_mode && !f.traces.empty())
     return usage_error(
@@ -47,7 +50,9 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
       if (!d) return report_error(d.error(), f.out.json);
       items.push_back(std::move(*d));
     }
-    return print_diagnoses(items, f.out, {});
+    PrintContext ctx;
+    ctx.prices = &*prices;
+    return print_diagnoses(items, f.out, ctx);
   }
 
   if (f.run.command.empty() && f.run.duration_s == 0) f.run.duration_s = kDefaultLiveSeconds;
@@ -60,6 +65,7 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
   if (!live->real()) ctx.extra["backend"] = telemetry::describe(*live->spec);
   std::vector<Diagnosed> items;
   items.push_back(std::move(r->diagnosed));
+  ctx.prices = &*prices;
   return print_diagnoses(items, f.out, ctx);
 }
 
@@ -97,6 +103,7 @@ void register_diagnose(CLI::App& app, Action& action, Context& context) {
   cmd->add_option("traces", f->traces,
                   "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
   add_output_flags(*cmd, f->out);
+  add_price_flags(*cmd, f->prices);
   cmd->add_flag("--live", f->live, "sample the live GPUs for --duration seconds (default 30), then diagnose");
   add_number(*cmd, "-d,--duration", f->run.duration_s, kDurationRange,
              "--live: how long to look (default 30); -- CMD: stop recording after this long");

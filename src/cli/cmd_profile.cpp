@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/host.hpp"
 #include "core/process.hpp"
 #include "core/temp_dir.hpp"
 #include "profile/analysis.hpp"
@@ -31,6 +32,10 @@ struct ProfileFlags {
   std::string sample;      // --sample ON:OFF seconds
   std::string sample_env;  // the same as GPUDOC_PROFILE_SAMPLE wants it: "ON_MS:OFF_MS"
   std::vector<std::string> command;
+  cost::PriceFlags prices;  // the Cost block's (docs/cost.md)
+  cost::PriceBook book;     // what they came to (run_profile)
+  std::string host;
+  [[nodiscard]] view::ProfileCost cost() const { return {.prices = &book, .host = host}; }
 };
 
 core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set, const profile::Profile& p) {
@@ -40,7 +45,7 @@ core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set,
       return core::Error(core::ErrorKind::kIo, fmt::format("writing the trace {}", f.trace_output));
   }
   if (!f.html.empty()) {
-    auto page = view::profile_html(p, f.command);
+    auto page = view::profile_html(p, f.command, f.cost());
     if (!page) return page.error();
     std::ofstream out(f.html);
     out << *page;
@@ -50,6 +55,10 @@ core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set,
 }
 
 int run_profile(ProfileFlags& f) {
+  auto book = cost::load_prices(f.prices);  // before anything runs: a bad price is exit 2 at once
+  if (!book) return report_error(book.error(), f.json);
+  f.book = std::move(*book);
+  f.host = core::host_name();
   if (f.command.empty() == f.input.empty())
     return usage_error(
         "give a command to profile after -- (gpudoc profile -- python3 train.py), or "
@@ -87,13 +96,14 @@ int run_profile(ProfileFlags& f) {
   const profile::Profile p = profile::analyse(set, opt);
   if (auto st = write_outputs(f, set, p); !st) return report_error(st.error(), f.json);
   if (f.json) {
-    auto j = view::profile_json(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command);
+    auto j = view::profile_json(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command, f.cost());
     j["processes_profiled"] = files;
     j["exit_code"] = exit_code;
     print_json(j);
   } else {
     // Kernel names and the command come from the profiled program: shown terminal-safe.
-    print_text(stdout, view::profile_text(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command));
+    print_text(stdout,
+               view::profile_text(p, f.command.empty() ? std::vector<std::string>{f.input} : f.command, f.cost()));
     if (files > 1) std::printf("(%zu processes were profiled; this is the one that ran the most kernels)\n", files);
   }
   return exit_code;
@@ -118,6 +128,7 @@ void register_profile(CLI::App& app, Action& action) {
   cmd->add_flag("--json", f->json, "print the analysis as JSON on stdout (the program's stdout goes to stderr)");
   cmd->add_option("--records", f->records_copy, "keep the raw records (docs/profile.md) in this file");
   cmd->add_option("--input", f->input, "analyse records saved with --records; run nothing");
+  add_price_flags(*cmd, f->prices);
   cmd->add_option("command", f->command, "the program to profile (after --)");
   cmd->callback([f, &action] { action = [f] { return exit_code_after_stop(run_profile(*f)); }; });
 }

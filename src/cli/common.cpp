@@ -35,6 +35,16 @@ void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill) {
   if (!help->footer.empty()) cmd.footer(help->footer);
 }
 
+void add_price_flags(CLI::App& cmd, cost::PriceFlags& p) {
+  cmd.add_option("--price-gpu-hour", p.gpu_hour, "money per GPU-hour: a cloud rate, or the GPU's cost amortised")
+      ->type_name("X");
+  cmd.add_option("--price-kwh", p.kwh, "money per kWh at the meter")->type_name("X");
+  cmd.add_option("--pue", p.pue, "the facility's power usage effectiveness (>= 1)")->type_name("X");
+  cmd.add_option("--co2-per-kwh", p.co2, "grams of CO2 per kWh at the meter")->type_name("G");
+  cmd.add_option("--currency", p.currency, "the prices' currency: USD, EUR, ...")->type_name("CODE");
+  cmd.add_option("--prices", p.file, "the prices file (docs/cost.md)")->type_name("FILE");
+}
+
 void SamplerFlags::add_to(CLI::App& cmd, std::string_view defaults_note) {
   cmd.add_option("--gpus", gpus, "GPU indices to sample (default: all), e.g. --gpus 0,2")
       ->delimiter(',')

@@ -19,6 +19,7 @@
 #include "core/number_input.hpp"
 #include "core/result.hpp"
 #include "core/stop_signals.hpp"
+#include "cost/prices.hpp"
 #include "gpu/backend.hpp"
 #include "telemetry/backend_source.hpp"
 #include "telemetry/sampler.hpp"
@@ -49,6 +50,11 @@ void print_json(const Json& j, int indent = 2) {
 // printed; coloured views escape each field themselves (core/text.hpp), JSON goes by print_json.
 // A command's own output that gpudoc passes through untouched never comes here.
 void print_text(std::FILE* to, std::string_view text);
+
+// The Cost block's prices (docs/cost.md): --price-gpu-hour, --price-kwh, --pue, --co2-per-kwh,
+// --currency, --prices FILE, as text; cost::load_prices checks them (over the environment and the
+// prices file) when the command runs, so a bad value is exit 2 naming it and where it came from.
+void add_price_flags(CLI::App& cmd, cost::PriceFlags& prices);
 
 // Sampler flags shared by record, watch, doctor and diagnose: --gpus, --period GROUP=MS. Each takes
 // one word (comma-separated lists), so a positional after it (watch --gpus 0 run.jsonl) stays one.

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "core/file.hpp"
+#include "view/cost_view.hpp"
 #include "view/diagnose_html.hpp"
 #include "view/diagnoses.hpp"
 #include "view/web_assets.hpp"
@@ -62,7 +63,7 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
     for (const auto& it : items) reports.push_back({&it.trace, &it.diagnosis});
     std::string title = items.size() == 1 ? std::filesystem::path(items[0].diagnosis.source).filename().string()
                                           : fmt::format("{} traces", items.size());
-    auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner});
+    auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner, .prices = ctx.prices});
     if (!page) return report_error(page.error().with_context(fmt::format("--html {}", f.html)), f.json);
     if (auto st = core::write_file(f.html, *page); !st) return report_error(st.error(), f.json);
     print_text(stderr,
@@ -70,13 +71,15 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
   }
   if (f.json) {
     auto j = view::diagnoses_json(items, threshold, tally);
+    if (ctx.prices != nullptr) view::add_costs(j, items, *ctx.prices);
     for (auto it = ctx.extra.begin(); it != ctx.extra.end(); ++it) j[it.key()] = it.value();
     print_json(j);
     return tally.exit_code();
   }
   const bool color = isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
   const auto text = view::render_diagnoses(
-      items, threshold, tally, {.color = color, .banner = ctx.banner, .closing = ctx.closing, .replay = ctx.replay});
+      items, threshold, tally,
+      {.color = color, .banner = ctx.banner, .closing = ctx.closing, .replay = ctx.replay, .prices = ctx.prices});
   // The report escapes every field it takes from a trace (view/diagnose_render.hpp); without colour
   // the whole text goes through the same escape once more (it changes nothing already escaped).
   if (color)

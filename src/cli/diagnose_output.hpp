@@ -53,6 +53,7 @@ struct PrintContext {
   std::string closing{};                            // a last line of the text report
   bool replay = false;                              // recorded traces shown instead of this machine: the
                                                     // verdict line does not promise exit 1
+  const cost::PriceBook* prices = nullptr;          // set (diagnose): each report's Cost block, "cost"
 };
 
 // Prints the diagnoses (text or JSON on stdout, the page to f.html) and returns the exit code:

@@ -75,7 +75,8 @@ std::string per_unit_line(const cost::PerUnit& u, const std::optional<std::strin
   if (u.energy_j) l += ", " + format_energy(*u.energy_j);
   if (u.money) l += ", " + format_money(*u.money, currency.value_or(""));
   if (u.co2_g) l += ", " + format_co2(*u.co2_g) + " CO2";
-  return l + fmt::format(" ({} {}s reported)", sig3(u.count), u.unit);
+  const bool whole = u.count == std::floor(u.count) && u.count < 1e15;
+  return l + fmt::format(" ({} {}s reported)", whole ? fmt::format("{:.0f}", u.count) : sig3(u.count), u.unit);
 }
 
 std::string finding_where(const cost::FindingCost& f, int runs) {
@@ -89,6 +90,7 @@ std::string finding_where(const cost::FindingCost& f, int runs) {
 
 std::string format_duration(double s) {
   if (!std::isfinite(s)) return "?";
+  if (std::abs(s) < 1e-3 && s != 0) return sig3(s * 1e6) + " µs";
   if (std::abs(s) < 1) return sig3(s * 1000) + " ms";
   if (std::abs(s) < 120) return sig3(s) + " s";
   if (std::abs(s) < 7200) return sig3(s / 60) + " min";
@@ -116,9 +118,11 @@ std::string render_cost(const cost::JobCost& job, const cost::PriceBook& prices)
   const cost::Summary s = cost::summarize(job, prices);
   std::string out = "Cost: " + headline(job, s) + "\n";
   std::vector<std::vector<std::string>> rows{{"part", "GPU time", "share", "energy", "money"}};
-  for (const cost::Line& l : s.parts)
+  for (const cost::Line& l : s.parts) {
+    if (l.time == 0 && l.part != "useful" && l.part != "unexplained") continue;  // a cause that took nothing
     rows.push_back({l.part, format_duration(cost::seconds(l.time)), share(l.time, s.total.time), energy_cell(l.energy),
                     money_cell(l.money, s.currency)});
+  }
   const std::string table = core::render_table(rows);
   for (std::size_t at = 0, nl = 0; at < table.size(); at = nl + 1) {
     nl = table.find('\n', at);
@@ -163,6 +167,16 @@ std::string cost_html(const cost::JobCost& job, const cost::PriceBook& prices) {
   for (const std::string& n : job.notes) out += "<li class=\"muted\">note: " + html_escape(n) + "</li>";
   out += "</ul></div>\n";
   return out;
+}
+
+void add_costs(nlohmann::json& document, std::span<const diagnose::Diagnosed> items, const cost::PriceBook& prices) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto c = cost::to_json(cost::cost_of_trace(items[i].trace, items[i].diagnosis, {}), prices);
+    if (items.size() == 1)
+      document["cost"] = std::move(c);
+    else if (document.contains("traces") && i < document["traces"].size())
+      document["traces"][i]["cost"] = std::move(c);
+  }
 }
 
 }  // namespace gpudoc::view

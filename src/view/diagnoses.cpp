@@ -4,6 +4,8 @@
 
 #include "core/result.hpp"
 #include "core/text.hpp"
+#include "cost/job.hpp"
+#include "view/cost_view.hpp"
 #include "view/diagnose_render.hpp"
 
 namespace gpudoc::view {
@@ -50,6 +52,8 @@ std::string render_diagnoses(std::span<const diagnose::Diagnosed> items, finding
     if (i > 0) text += "\n" + std::string(80, '-') + "\n\n";
     text += render_diagnosis(items[i].trace, items[i].diagnosis,
                              {.color = options.color, .width = 80, .banner = options.banner});
+    if (options.prices != nullptr)
+      text += "\n" + render_cost(cost::cost_of_trace(items[i].trace, items[i].diagnosis, {}), *options.prices);
   }
   text += "\n";
   const char* where = options.replay ? " in the replayed traces" : "";

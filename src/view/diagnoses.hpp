@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost/prices.hpp"
 #include "diagnose/session.hpp"
 #include "findings/finding.hpp"
 
@@ -36,6 +37,7 @@ struct DiagnosesText {
   std::string banner{};   // under each report's title, e.g. the replay notice
   std::string closing{};  // a last line (escaped here: it may quote a command)
   bool replay = false;    // recorded traces instead of this machine: the verdict does not promise exit 1
+  const cost::PriceBook* prices = nullptr;  // set: each report ends with its run's Cost block
 };
 
 // Each diagnosis' report (view::render_diagnosis), separated by a rule, then the verdict line.

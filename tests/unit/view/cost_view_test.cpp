@@ -114,9 +114,28 @@ TEST(CostView, ABaselineRecordSaysWhatItsWorkloadRunsCost) {
   EXPECT_GT(j["cost"]["money"].get<double>(), 0);
 }
 
+TEST(CostView, EachDiagnosisOfTheJsonGetsItsCost) {
+  std::vector<diagnose::Diagnosed> items;
+  for (const char* name : {"idle.jsonl", "gemm_saturated.jsonl"}) {
+    auto t = telemetry::read_trace_file(std::string(GPUDOC_SOURCE_DIR) + "/tests/data/" + name);
+    ASSERT_TRUE(t);
+    auto d = diagnose::diagnose(*t, {});
+    items.push_back({std::move(*t), std::move(d)});
+  }
+  nlohmann::json one = nlohmann::json::object();
+  add_costs(one, std::span(items).first(1), cost::PriceBook{});
+  EXPECT_GT(one["cost"]["gpu_time_us"].get<std::int64_t>(), 0);
+  nlohmann::json two = {{"traces", nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object()})}};
+  add_costs(two, items, cost::PriceBook{});
+  EXPECT_FALSE(two.contains("cost"));
+  EXPECT_EQ(two["traces"][1]["cost"]["split"][0]["part"], "useful");
+  EXPECT_TRUE(two["traces"][0]["cost"]["money"].is_null());
+}
+
 TEST(CostView, FiguresReadWithoutExponents) {
   EXPECT_EQ(format_duration(25.544), "25.5 s");
   EXPECT_EQ(format_duration(0.0412), "41.2 ms");
+  EXPECT_EQ(format_duration(0.000754), "754 µs");
   EXPECT_EQ(format_duration(5400), "90.0 min");
   EXPECT_EQ(format_duration(36000), "10.0 h");
   EXPECT_EQ(format_energy(11733.5), "11.7 kJ");
