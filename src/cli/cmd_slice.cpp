@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -26,23 +25,12 @@ struct SliceFlags {
 
 int run_slice(SliceFlags& f) {
   if (f.command.empty()) return usage_error("give the command to run after --, e.g. -- python3 train.py", false);
-  auto limits = slice::limits_from_text(f.mem, f.sm, f.pcie);
-  if (!limits) return report_error(limits.error(), false);
-  const slice::Placement placement = slice::choose_placement();
-  std::string library;
-  if (placement.mechanism == slice::Mechanism::kInterception) {
-    auto lib = slice::find_library(core::executable_dir());
-    if (!lib) return report_error(lib.error(), false);
-    library = *lib;
-  }
-  auto gpu_bytes = slice::first_gpu_memory_bytes();
-  if (!gpu_bytes) return report_error(gpu_bytes.error().with_context("gpudoc slice"), false);
-  if (auto fits = slice::check_memory_fits(*limits, f.mem, *gpu_bytes); !fits) return report_error(fits.error(), false);
-  slice::Request request{*limits, f.name.empty() ? std::filesystem::path(f.command[0]).filename().string() : f.name,
-                         f.command};
-  if (!f.quiet) std::fputs(view::render_slice_start(request.name, *limits, placement).c_str(), stderr);
+  auto plan = slice::plan({f.mem, f.sm, f.pcie, f.name, f.command}, core::executable_dir());
+  if (!plan) return report_error(plan.error(), false);
+  if (!f.quiet)
+    std::fputs(view::render_slice_start(plan->request.name, plan->request.limits, plan->placement).c_str(), stderr);
   install_stop_handlers();
-  auto code = slice::run(request, placement, library, &stop_requests());
+  auto code = slice::run(plan->request, plan->placement, plan->library, &stop_requests());
   if (!code) return report_error(code.error(), false);
   return *code;  // the job's own exit status passes through (after stop signal N: 128 + N, the caller)
 }

@@ -2,6 +2,7 @@
 // enforces of them, said before the job starts.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 
 #include "core/text.hpp"
@@ -57,6 +58,26 @@ std::string enforcement_notes(const Limits& limits, const Placement& placement) 
   if (limits.pcie_bytes_per_second > 0 && !intercepted)
     notes += "gpudoc slice: warning: --pcie is not enforced under MPS (the interception library is not loaded)\n";
   return notes;
+}
+
+core::Result<Plan> plan(const PlanInput& input, const std::string& exe_dir) {
+  auto limits = limits_from_text(input.mem, input.sm, input.pcie);
+  if (!limits) return limits.error();
+  Plan out;
+  out.placement = choose_placement();
+  if (out.placement.mechanism == Mechanism::kInterception) {
+    auto lib = find_library(exe_dir);
+    if (!lib) return lib.error();
+    out.library = *lib;
+  }
+  auto gpu_bytes = first_gpu_memory_bytes();
+  if (!gpu_bytes) return gpu_bytes.error().with_context("gpudoc slice");
+  if (auto fits = check_memory_fits(*limits, input.mem, *gpu_bytes); !fits) return fits.error();
+  const std::string name = input.name.empty() && !input.command.empty()
+                               ? std::filesystem::path(input.command[0]).filename().string()
+                               : input.name;
+  out.request = Request{*limits, name, input.command};
+  return out;
 }
 
 }  // namespace gpudoc::slice

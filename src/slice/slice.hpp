@@ -94,6 +94,23 @@ struct Request {
 [[nodiscard]] core::Result<int> run(const Request& request, const Placement& placement, const std::string& library,
                                     const std::atomic<int>* stop_requests = nullptr);
 
+// Everything `gpudoc slice` settles before the job starts: the limits from the flags' texts (as
+// limits_from_text), that they fit the first GPU, the mechanism, and the interception library
+// (found from `exe_dir`) when it is the mechanism. The slice is named `name`, else after the
+// command's program. Errors: limits_from_text's, first_gpu_memory_bytes', check_memory_fits',
+// find_library's.
+struct Plan {
+  Request request;
+  Placement placement;
+  std::string library;  // empty with MPS
+};
+struct PlanInput {
+  std::string mem{}, sm{}, pcie{};  // the flags' texts; empty: not given
+  std::string name{};
+  std::vector<std::string> command{};
+};
+[[nodiscard]] core::Result<Plan> plan(const PlanInput& input, const std::string& exe_dir);
+
 struct Listed {
   std::string folder;
   bool owner_running = false;  // false: gpudoc slice is gone (killed); the folder is left over

@@ -1,6 +1,7 @@
 // What a person asks of a slice: limits from the flags' texts, and the notes on what the chosen
 // mechanism enforces of them.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "slice/slice.hpp"
 
@@ -56,6 +57,27 @@ TEST(SliceRequest, NotesSayWhatEachMechanismEnforces) {
   EXPECT_EQ(pcie.rfind("gpudoc slice: --pcie: host<->device copies are held back", 0), 0u) << pcie;
   EXPECT_EQ(enforcement_notes({.pcie_bytes_per_second = 1 << 30}, mps),
             "gpudoc slice: warning: --pcie is not enforced under MPS (the interception library is not loaded)\n");
+}
+
+// The plan checks the limits before it looks for a driver, and names the command when no CUDA
+// driver can be loaded.
+TEST(SlicePlan, LimitsFirstThenTheDriver) {
+  auto none = plan({.command = {"python3"}}, "");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().kind(), core::ErrorKind::kUsage);
+  auto bad = plan({.mem = "lots", .command = {"python3"}}, "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--mem"), std::string::npos) << bad.error().message();
+  ::setenv("GPUDOC_SLICE_LIBRARY", "/bin/sh", 1);  // any file: the library is only found, not loaded
+  ::setenv("GPUDOC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  ::setenv("CUDA_MPS_PIPE_DIRECTORY", "/nonexistent", 1);
+  auto no_driver = plan({.mem = "1G", .command = {"/usr/bin/python3", "x.py"}}, "");
+  ::unsetenv("GPUDOC_SLICE_LIBRARY");
+  ::unsetenv("GPUDOC_CUDA_DRIVER");
+  ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  ASSERT_FALSE(no_driver.ok());
+  EXPECT_EQ(no_driver.error().kind(), core::ErrorKind::kEnvironment) << no_driver.error().message();
+  EXPECT_NE(no_driver.error().message().find("gpudoc slice"), std::string::npos) << no_driver.error().message();
 }
 
 }  // namespace
