@@ -65,9 +65,8 @@ int run_report(const ReportFlags& f) {
 
 void register_report(CLI::App& app, Action& action) {
   auto f = std::make_shared<ReportFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "report",
-      "History of `gpudoc health` results (clocks, temperatures, power, errors), or --guard: the guard's decisions");
+  CLI::App* cmd = app.add_subcommand("report", "History of the health checks, or of the guard's decisions");
+  apply_help(*cmd, "report");
   cmd->add_option("--since", f->since, "how far back: 7d (default), 12h, 2w, ...");
   cmd->add_option("--html", f->html, "also write one self-contained HTML page (zoomable plots, opens offline) to FILE")
       ->type_name("FILE");

@@ -39,13 +39,7 @@ void register_trace(CLI::App& app, Action& action) {
   apply_help(*trace, "trace");
 
   auto opts = std::make_shared<InfoOptions>();
-  auto* info = trace->add_subcommand(
-      "info",
-      "Check that FILE is a well-formed gpudoc trace and summarise it: host, gpudoc version, start time (UTC),\n"
-      "duration, whether the recording ended cleanly, the GPUs, and per GPU and metric the sample count, the\n"
-      "mean interval between samples against the period it was recorded at, gaps (intervals over 3x the\n"
-      "period), min/mean/max; then the events by kind, and what was dropped (a last line cut off by a crash\n"
-      "or a full disk, CSV rows skipped), with the lines.");
+  auto* info = trace->add_subcommand("info", "Check a trace and summarise what it holds");
   info->add_option("FILE", opts->path, "the trace (JSON Lines, usually *.jsonl)")->required();
   info->add_flag("--json", opts->json, "print the summary (or the error) as JSON on stdout");
   apply_help(*info, "trace.info");
