@@ -25,6 +25,7 @@ struct BaselineFlags {
   // check
   bool allow_different_machine = false;
   bool no_confirm = false;
+  cost::PriceFlags prices;  // record and check: the Cost block's (docs/cost.md)
 };
 
 // A failed write (stdout closed by `| head -1`) is ignored: what was measured is stored first.
@@ -64,6 +65,8 @@ int stopped_before_measuring(const BaselineFlags& f, int sig) {
 int run_record(const BaselineFlags& f, Context& ctx) {
   auto spec = baseline::record_spec(f.run);
   if (!spec) return report_error(spec.error(), f.json);
+  auto prices = cost::load_prices(f.prices);  // before anything runs: a bad price is exit 2 at once
+  if (!prices) return report_error(prices.error(), f.json);
   auto cfg = baseline::load_config(f.config);
   if (!cfg) return report_error(cfg.error(), f.json);
   auto store = baseline::open_store(f.store, baseline::StoreUse::kWrite);
@@ -74,13 +77,15 @@ int run_record(const BaselineFlags& f, Context& ctx) {
   auto rec = baseline::record(*store, f.name, *spec, *env);
   if (!rec) return report_error(rec.error(), f.json);
   if (rec->run_id == 0) return stopped_before_measuring(f, *rec->stopped_by);
-  return emit(f.json, view::recorded_json(*rec, store->path(), *cfg), view::render_recorded(*rec, store->path(), *cfg),
-              rec->exit_code);
+  return emit(f.json, view::recorded_json(*rec, store->path(), *cfg, *prices),
+              view::render_recorded(*rec, store->path(), *cfg, *prices), rec->exit_code);
 }
 
 int run_check(const BaselineFlags& f, Context& ctx) {
   auto plan = baseline::plan_check({f.name, f.store, f.config, f.run.command, f.run.repeat, f.run.timeout_s});
   if (!plan) return report_error(plan.error(), f.json);
+  auto prices = cost::load_prices(f.prices);
+  if (!prices) return report_error(prices.error(), f.json);
   std::optional<core::PrivateDir> dir;
   auto env = gate_env(f, ctx, dir);
   if (!env) return report_error(env.error(), f.json);
@@ -88,7 +93,7 @@ int run_check(const BaselineFlags& f, Context& ctx) {
       baseline::check(*plan, *env, {.allow_different_machine = f.allow_different_machine, .confirm = !f.no_confirm});
   if (!out) return report_error(out.error(), f.json);
   if (out->run_id == 0) return stopped_before_measuring(f, *out->stopped_by);
-  return emit(f.json, view::check_json(*plan, *out), view::render_check(*plan, *out), out->exit_code);
+  return emit(f.json, view::check_json(*plan, *out, *prices), view::render_check(*plan, *out, *prices), out->exit_code);
 }
 
 void add_common(CLI::App* cmd, BaselineFlags& f) { add_baseline_store_flags(*cmd, f.store, f.json); }
@@ -110,6 +115,7 @@ void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
               .note = "leave the flag out for no timeout"},
              "stop a workload run that takes longer than this many seconds (SIGTERM, then SIGKILL)");
   cmd->add_option("command", f.run.command, "the workload to run (after --); it reports figures with ::gpudoc lines");
+  add_price_flags(*cmd, f.prices);
 }
 
 }  // namespace

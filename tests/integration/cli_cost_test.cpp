@@ -1,5 +1,5 @@
 // The Cost block end to end (docs/cost.md): `gpudoc diagnose` on the real H200 traces and on fake
-// GPUs (`-- CMD`); prices from flags, the environment and a
+// GPUs (`-- CMD`), `gpudoc baseline record` on fake GPUs; prices from flags, the environment and a
 // prices file, their precedence, and bad values as exit 2 naming the value and where it came from.
 #include <gtest/gtest.h>
 
@@ -108,6 +108,21 @@ TEST(CliCost, ALiveRunOnFakeGpusClosesExactly) {
   EXPECT_GE(c["gpu_time_s"].get<double>(), 2.0);
   EXPECT_LT(c["gpu_time_s"].get<double>(), 30.0);  // hang guard: normally ~3 s (2 GPUs)
   EXPECT_FALSE(c["energy_mj"].is_null());
+  expect_closes(c);
+}
+
+TEST(CliCost, ABaselineRecordSaysWhatItsWorkloadCostPerSample) {
+  gpudoc::testing::TempDir dir("gpudoc-cli-cost");
+  const std::string job = R"(sh -c 'echo "::gpudoc {\"step\": 4, \"samples\": 128}"; sleep 0.5')";
+  auto r = run_gpudoc_stdout("baseline record cost --json --repeat 1 --store " + dir.file("s.db") +
+                                 " --price-gpu-hour 3.6 --currency USD -- " + job,
+                             kNoFiles + "GPUDOC_BACKEND=fake:1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto c = nlohmann::json::parse(r.output)["cost"];
+  ASSERT_TRUE(c.is_object()) << r.output;
+  EXPECT_EQ(c["work"]["samples"], 128.0);
+  EXPECT_EQ(c["work"]["steps"], 4.0);
+  EXPECT_NEAR(c["per_unit"]["sample"]["money"].get<double>(), c["money"].get<double>() / 128, 1e-12);
   expect_closes(c);
 }
 
