@@ -195,6 +195,9 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   const core::MonoTime t0 = clock.now();
   core::MonoTime last_flush = t0, last_progress = t0;
   std::string reason;
+  // When the command's exit was first seen: its process_exit time (stopping the sampler after it can
+  // take a second: a driver's event wait), which bounds the job's run (the Cost block).
+  std::optional<double> exit_t;
   while (reason.empty()) {
     // Half a second between wake-ups by default: the child's exit and Ctrl-C are noticed within
     // it. Every wake-up of an idle process costs tens of microseconds of CPU (scheduler, futex,
@@ -211,13 +214,15 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
     }
     if (child && stop_requests.load() >= 1) stopper.step(*child, stop_requests.load() >= 2);
     reason = stop_reason(options, backend, child, rec, result.gpu_count, now - t0, stop_requests.load());
+    if (child && !exit_t && child->exited()) exit_t = now_t();
   }
   // Stopped by a request: what is left of the command's group goes before the trace is closed.
   if (child && stopper.started()) stopper.finish(*child, [&] { return stop_requests.load() >= 2; });
+  if (child && !exit_t && child->poll()) exit_t = now_t();
 
   sampler.stop();
   rec.consume(sampler.drain(core::Nanos(0)));
-  if (child) record_child_end(*child, now_t(), rec, result);
+  if (child) record_child_end(*child, exit_t.value_or(now_t()), rec, result);
   auto stats = sampler.stats();
   result.duration_s = core::to_seconds(clock.now() - t0);
   result.sample_lines = rec.sample_lines();
