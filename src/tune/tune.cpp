@@ -24,6 +24,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// What stopping a trial's job adds to it (SIGTERM, the group gone), in the estimate of a trial.
+constexpr double kStopS = 0.2;
+
 // The plain run lasts at least this long (when the budget allows), so that the diagnosis has a
 // span past the job's start-up to read.
 constexpr double kDiagnoseMinS = 15;
@@ -47,7 +50,10 @@ core::Status check_request(const Request& r) {
 }
 
 // What a sample is, for a person: "step_ms", "(1 / samples_per_s)", "s per run".
-std::string unit_words(const Work& w) {
+std::string unit_words(const Work& w, const Trial& t) {
+  if (w.detect)
+    return t.figure ? unit_words(Work{.figure = t.figure->name, .higher_is_better = t.figure->higher_is_better}, t)
+                    : "s per run";
   if (w.wall()) return "s per run";
   return w.higher_is_better ? "(1 / " + w.figure + ")" : w.figure;
 }
@@ -105,7 +111,7 @@ class Tuner {
     const Trial& p = report_.plain;
     if (report_.work.wall() || !p.startup_s || p.figure_samples < 2) return p.wall_s;
     const double per_sample = (p.wall_s - *p.startup_s) / static_cast<double>(p.figure_samples - 1);
-    return *p.startup_s + per_sample * static_cast<double>(req_.warmup + req_.steps) + 1.0;
+    return *p.startup_s + per_sample * static_cast<double>(req_.warmup + req_.steps) + kStopS;
   }
 
   // ---- trials ----
@@ -150,8 +156,9 @@ class Tuner {
 
   void progress(const Trial& t) const {
     if (!env_.on_progress) return;
-    const std::string what = t.ok() ? fmt::format("median {:.4g} {}", core::median(t.samples), unit_words(report_.work))
-                                    : exit_words(t).substr(0, exit_words(t).find('\n'));
+    const std::string what = t.ok()
+                                 ? fmt::format("median {:.4g} {}", core::median(t.samples), unit_words(report_.work, t))
+                                 : exit_words(t).substr(0, exit_words(t).find('\n'));
     env_.on_progress(fmt::format("trial {} ({}): {}: {} in {:.1f} s; {:.0f} of {:.0f} s spent", t.number, t.block,
                                  t.arm, what, t.wall_s, elapsed_s(), req_.budget_s));
   }
@@ -349,6 +356,7 @@ std::optional<LossCheck> loss_check(const std::vector<Trial>& reference, const s
 }
 
 void Tuner::judge_first(LayerResult& layer, ArmResult& arm) {
+  if (arm.outcome == "failed" || arm.outcome == "not applicable") return;  // said when its trial ended
   const Groups ref = samples_of(layer.reference), cand = samples_of(arm.trials);
   if (ref.empty() || cand.empty()) {
     arm.outcome = "not run";
