@@ -51,6 +51,7 @@ void register_commands(CLI::App& app, Action& action, Context& ctx) {
   register_serve(app, action, ctx);
   register_report(app, action);
   register_profile(app, action);
+  register_tune(app, action, ctx);
   register_slice(app, action);
 }
 

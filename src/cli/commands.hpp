@@ -53,6 +53,7 @@ void register_guard(CLI::App& app, Action& action, Context& ctx);
 void register_serve(CLI::App& app, Action& action, Context& ctx);
 void register_report(CLI::App& app, Action& action);
 void register_profile(CLI::App& app, Action& action);
+void register_tune(CLI::App& app, Action& action, Context& ctx);
 void register_slice(CLI::App& app, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns

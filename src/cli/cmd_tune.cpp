@@ -1,0 +1,146 @@
+// gpudoc tune: the changes the diagnosis points to, measured on the user's job one layer at a time
+// (tune/tune.hpp); flags in, the report out (view/tune_report.hpp), and --apply / --baseline.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <optional>
+#include <sstream>
+
+#include "baseline/gate.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/file.hpp"
+#include "core/temp_dir.hpp"
+#include "health/host.hpp"
+#include "tune/apply.hpp"
+#include "tune/tune.hpp"
+#include "view/tune_report.hpp"
+
+namespace gpudoc::cli {
+namespace {
+
+struct TuneFlags {
+  tune::Request request;
+  double budget_min = tune::kDefaultBudgetS / 60;
+  std::string only;
+  bool apply = false;
+  bool print = false;
+  bool json = false;
+  std::optional<std::string> html;
+  std::optional<std::string> baseline;
+  std::optional<std::string> store;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int run_tune(TuneFlags& f, Context& ctx) {
+  if (f.apply && f.print) return usage_error("--apply and --print: give one", f.json);
+  f.request.budget_s = f.budget_min * 60;
+  f.request.only = split_commas(f.only);
+  std::optional<store::Database> store;
+  if (f.baseline) {  // fails now, not after minutes of tuning
+    auto s = baseline::open_store(f.store, baseline::StoreUse::kWrite);
+    if (!s) return report_error(s.error(), f.json);
+    store = std::move(*s);
+  }
+  install_stop_handlers();
+  const telemetry::BackendOrReason b = ctx.backend.open_or_reason();
+  if (auto live = ctx.backend.open()) print_banner(*live, "gpudoc: tune");
+  auto dir = core::PrivateDir::create("gpudoc-tune");
+  if (!dir) return report_error(dir.error(), f.json);
+  health::SystemHostReader host;
+  tune::Env env{.backend = b.backend,
+                .clock = b.clock,
+                .no_gpu_reason = b.why_not.substr(0, b.why_not.find('\n')),
+                .stop = &stop_signal(),
+                .dir = &*dir,
+                .host = &host,
+                .on_progress = [](const std::string& s) { print_text(stderr, "gpudoc: tune: " + s + "\n"); }};
+  auto report = tune::run(f.request, env);
+  if (!report) return report_error(report.error(), f.json);
+  nlohmann::json j = tune::to_json(*report);
+  if (f.html) {
+    auto page = view::tune_html(*report);
+    if (!page) return report_error(page.error(), f.json);
+    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
+    j["html"] = *f.html;
+  }
+  int code = report->exit_code;
+  if (store && !report->stopped_by) {
+    baseline::GateEnv gate;
+    gate.backend = b.backend;
+    gate.clock = b.clock;
+    gate.no_gpu_reason = env.no_gpu_reason;
+    gate.stop = &stop_signal();
+    gate.echo_to_stderr = true;
+    gate.dir = &*dir;
+    gate.on_note = [](const std::string& n) { print_text(stderr, "gpudoc: note: " + n + "\n"); };
+    auto rec = tune::record_tuned(*store, *f.baseline, *report, gate);
+    if (!rec) return report_error(rec.error(), f.json);
+    j["baseline"] = {{"name", *f.baseline}, {"run_id", rec->run_id}, {"command", tune::tuned_command(*report)}};
+    print_text(stderr, fmt::format("gpudoc: tune: the tuned job is baseline '{}' (run {}): `gpudoc baseline check {}` "
+                                   "guards it\n",
+                                   *f.baseline, rec->run_id, *f.baseline));
+  }
+  if (f.json) {
+    print_json(j);
+  } else if (f.print) {
+    print_text(stderr, view::tune_text(*report));
+    for (const auto& line : report->apply_lines) print_text(stdout, line + "\n");
+  } else {
+    print_text(stdout, view::tune_text(*report) + (f.html ? "HTML page: " + *f.html + "\n" : ""));
+  }
+  if (f.apply && !report->stopped_by) {
+    auto ran = tune::run_tuned(f.request, *report, env);
+    if (!ran) return report_error(ran.error(), f.json);
+    code = *ran;
+  }
+  return code;
+}
+
+}  // namespace
+
+void register_tune(CLI::App& app, Action& action, Context& ctx) {
+  auto f = std::make_shared<TuneFlags>();
+  auto* cmd =
+      app.add_subcommand("tune", "Try the changes the diagnosis points to on your job, keep what is measured faster");
+  apply_help(*cmd, "tune");
+  add_number(*cmd, "--budget", f->budget_min, {.min = 0, .max = 10080, .above_min = true, .unit = "minutes"},
+             "the whole pass's time, trials included (default 10)");
+  add_number(*cmd, "--steps", f->request.steps, {.min = 1, .max = 100000, .whole = true},
+             "samples of the job's figure each trial measures after its warm-up (default 20)");
+  add_number(*cmd, "--warmup", f->request.warmup, {.min = 0, .max = 100000, .whole = true},
+             "samples each trial leaves out first (default 3)");
+  cmd->add_option("--metric", f->request.metric,
+                  "the ::gpudoc figure to measure (default: step_ms, or the first step time or throughput the job "
+                  "prints; none: the wall time of whole runs)");
+  cmd->add_option("--only", f->only,
+                  "try exactly these changes (ids or knobs, comma-separated), whatever the "
+                  "diagnosis says");
+  cmd->add_flag("--allow-numerics", f->request.allow_numerics,
+                "changes that may change results (TF32, bf16 autocast) may be kept, when the loss of the first steps "
+                "stays within tolerance");
+  add_number(*cmd, "--min-gain", f->request.min_gain_percent, {.min = 0, .max = 1000, .unit = "percent"},
+             "the smallest speed-up a change is kept for (default 3)");
+  cmd->add_flag("--apply", f->apply,
+                "after tuning, run the job once, whole, with the kept changes (its exit status "
+                "is gpudoc's)");
+  cmd->add_flag("--print", f->print, "print only the lines to apply on stdout (the report goes to stderr)");
+  cmd->add_flag("--json", f->json, "print the report as JSON on stdout");
+  cmd->add_option("--html", f->html, "write the report as a self-contained HTML page");
+  cmd->add_option("--baseline", f->baseline,
+                  "record the tuned job as this baseline (gpudoc baseline check NAME "
+                  "guards the gain)");
+  cmd->add_option("--store", f->store, "the store file for --baseline (as gpudoc baseline's)");
+  cmd->add_option("--logs", f->request.logs_dir, "keep every trial's output in this folder (it must exist)");
+  cmd->add_option("command", f->request.command, "the job to tune (after --)");
+  cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_tune(*f, ctx)); }; });
+}
+
+}  // namespace gpudoc::cli
