@@ -1,9 +1,8 @@
 // gpudoc serve: the sampler running continuously on the backend chosen for the run, served over HTTP
 // to Prometheus (/metrics), to scripts (/api/v1/...) and to people (the dashboard at /). The engine
-// is serve::Service, the HTTP side serve::Server; this file parses, wires them and waits for a stop.
+// is serve::run (the service, the server, the wait for a stop); this file parses and hands it the
+// settings, the GPUs and the dashboard's files.
 #include <CLI/CLI.hpp>
-
-#include <chrono>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -11,11 +10,7 @@
 #include "serve/announce.hpp"
 #include "serve/config.hpp"
 #include "serve/pod_resources.hpp"
-#include "serve/process_labels.hpp"
-#include "serve/server.hpp"
-#include "serve/service.hpp"
-#include "telemetry/recorder.hpp"
-#include "telemetry/replay_backend.hpp"
+#include "serve/run.hpp"
 #include "view/dashboard_assets.hpp"
 
 namespace gpudoc::cli {
@@ -45,64 +40,24 @@ core::Result<Settings> settings_of(ServeFlags f) {
   return s;
 }
 
-int failed(core::LogSink& log, const core::Error& e) {
-  log.write(serve::error_record(e));
-  return core::exit_code(e.kind());
-}
-
 int run_serve(const ServeFlags& f, Context& ctx) {
   auto s = settings_of(f);
   core::LogSink log(s ? s->log_format : serve::flag_log_format(f.settings));
-  if (!s) return failed(log, s.error());
-  auto live = open_live(ctx, true);  // the banner once the address is bound
-  if (!live) return failed(log, live.error());
-  auto header = telemetry::make_header(*live->backend, *live->clock, s->sampler, {});
-  if (!header) return failed(log, header.error());
-  serve::ServiceOptions so = serve::service_options(*s, s->sampler);
-  auto labeler = std::make_shared<serve::CgroupLabeler>();
-  if (live->real()) so.label_process = [labeler](serve::ProcessSnapshot& p) { (*labeler)(p); };
-  so.backend = live->spec->text;
-  serve::Service service(*live, *header, so);
-  serve::Server server({.host = s->listen.host,
-                        .port = s->listen.port,
-                        .dcgm_compatible = s->dcgm_compatible,
-                        .web_config_file = s->web_config_file,
-                        .log = [&log](core::LogRecord r) { log.write(std::move(r)); }},
-                       service.handlers([](std::string_view path) -> std::optional<serve::Asset> {
-                         auto a = view::dashboard_asset(path);
-                         if (!a) return std::nullopt;
-                         return serve::Asset{a->body, a->content_type};
-                       }));
-  if (auto st = service.start(); !st) return failed(log, st.error());
-  auto port = server.start();
-  if (!port) {
-    service.stop();
-    return failed(log, port.error());
+  auto live = s ? open_live(ctx, true) : core::Result<telemetry::Live>(s.error());  // the banner: serve::run's
+  if (!live) {
+    log.write(serve::error_record(live.error()));
+    return core::exit_code(live.error().kind());
   }
-  if (!live->banner.empty()) log.write(serve::backend_record(live->banner));
-  log.write(serve::listening_record(s->listen, *port, live->gpu_count, server.security()));
-  if (auto w = serve::exposure_record(s->listen, *port, server.security())) log.write(std::move(*w));
-  const auto t0 = std::chrono::steady_clock::now();
-  bool replay_end_said = false;
-  const auto end = f.duration_s > 0
-                       ? t0 + std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(f.duration_s))
-                       : std::chrono::steady_clock::time_point::max();
-  // Sleeps until a signal or the end, waking once a second only to say when a replay has ended.
-  while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= end) break;
-    auto wait = end - now;
-    if (live->replay != nullptr && !replay_end_said) wait = std::min<core::Nanos>(wait, std::chrono::seconds(1));
-    if (wait_for_stop(std::min<core::Nanos>(wait, std::chrono::hours(24)))) break;
-    if (live->replay != nullptr && live->replay->finished() && !replay_end_said) {
-      replay_end_said = true;
-      log.write(serve::replay_ended_record(live->spec->file));
-    }
-  }
-  service.stop();  // wakes the event streams first, so the server's threads can end
-  server.stop();
-  log.write(serve::stopped_record(server.scrapes()));
-  return core::kExitOk;
+  return serve::run(*live,
+                    {.settings = *s,
+                     .sampler = s->sampler,
+                     .duration_s = f.duration_s,
+                     .assets = [](std::string_view path) -> std::optional<serve::Asset> {
+                       auto a = view::dashboard_asset(path);
+                       if (!a) return std::nullopt;
+                       return serve::Asset{a->body, a->content_type};
+                     }},
+                    log);
 }
 
 }  // namespace
