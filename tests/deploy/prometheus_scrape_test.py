@@ -7,7 +7,9 @@ shipped). Every gpudoc_* and process_* name the scrape holds is one tests/deploy
 allows (the list the dashboard and rules tests check against). A second `gpudoc serve`, on a fake
 GPU, is scraped over TLS with basic authentication (a web config; a CA and certificate made by
 `openssl`, a bcrypt hash by Python's crypt): Prometheus's own TLS client and credentials against
-gpudoc's server.
+gpudoc's server. A third, on another replay (a saturated GEMM), beside the first: every query of
+deploy/grafana and of NVIDIA's dcgm-exporter dashboard (its queries as shipped, in
+NVIDIA_DASHBOARD below) returns data from the two replays.
 
     python3 prometheus_scrape_test.py SOURCE_DIR GPUDOC_BINARY
 """
@@ -34,6 +36,49 @@ import exporter_metrics  # noqa: E402
 SOURCE = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(".")
 GPUDOC = sys.argv[2] if len(sys.argv) > 2 else "gpudoc"
 TRACE = SOURCE / "tests/data/sawtooth_p1000_d50.jsonl"
+SECOND_TRACE = SOURCE / "tests/data/gemm_saturated.jsonl"
+
+# The panels' queries of NVIDIA's Grafana dashboard for dcgm-exporter
+# (github.com/NVIDIA/dcgm-exporter, grafana/dcgm-exporter-dashboard.json), which runs unchanged on
+# `gpudoc serve --dcgm-compatible` (docs/serve.md).
+NVIDIA_DASHBOARD = [
+    'DCGM_FI_DEV_GPU_TEMP{instance=~"$instance", gpu=~"$gpu"}',
+    'avg(DCGM_FI_DEV_GPU_TEMP{instance=~"$instance", gpu=~"$gpu"})',
+    'DCGM_FI_DEV_POWER_USAGE{instance=~"$instance", gpu=~"$gpu"}',
+    'sum(DCGM_FI_DEV_POWER_USAGE{instance=~"$instance", gpu=~"$gpu"})',
+    'DCGM_FI_DEV_SM_CLOCK{instance=~"$instance", gpu=~"$gpu"} * 1000000',
+    'DCGM_FI_DEV_GPU_UTIL{instance=~"$instance", gpu=~"$gpu"}',
+    'DCGM_FI_DEV_FB_USED{instance=~"$instance", gpu=~"$gpu"}',
+    'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{instance=~"$instance", gpu=~"$gpu"}',
+    'label_values(DCGM_FI_DEV_GPU_TEMP, instance)',
+    'label_values(DCGM_FI_DEV_GPU_TEMP, gpu)',
+]
+
+# Series these replays cannot have: the last health run (serve --no-store here), the per-number
+# XID counters (each there from its number's first XID; gpudoc_gpu_xid_errors_total is there at 0
+# from the start), and the error counters of the `errors` group (ECC, PCIe replay, NVLink), which
+# the replayed traces were recorded without (`gpudoc trace info` lists their metrics). Their
+# queries still parse and run; they are the only ones allowed to come back empty.
+NO_DATA_ON_A_REPLAY = ("gpudoc_health_check", "gpudoc_xid_errors_total", "gpudoc_nvlink_", "gpudoc_ecc_",
+                       "gpudoc_pcie_replay_")
+
+
+def dashboard_queries():
+    """Every query of deploy/grafana's dashboard: panel targets, then the variables' queries."""
+    board = json.loads((SOURCE / "deploy/grafana/gpudoc-dashboard.json").read_text(encoding="utf-8"))
+
+    def panels(ps):
+        for p in ps:
+            yield p
+            yield from panels(p.get("panels", []))
+    out = [t["expr"] for p in panels(board["panels"]) for t in p.get("targets", []) if t.get("expr")]
+    for v in board.get("templating", {}).get("list", []):
+        q = v.get("query")
+        if isinstance(q, dict):
+            q = q.get("query")
+        if v.get("type") == "query" and q:
+            out.append(q)
+    return out
 
 
 def free_port():
@@ -105,6 +150,7 @@ class PrometheusScrapesServe(unittest.TestCase):
         if not cls.prometheus:
             raise AssertionError("prometheus not found: apt-get install prometheus (scripts/setup.sh does)")
         cls.dir = tempfile.mkdtemp(prefix="gpudoc-prometheus-")
+        cls.started = time.time()
         cls.procs = []
         env = dict(os.environ, GPUDOC_BACKEND=f"replay:{TRACE}@1")
         serve, cls.serve_port = start_serve(
@@ -116,6 +162,11 @@ class PrometheusScrapesServe(unittest.TestCase):
             ["--backend", "fake:1", "serve", "--listen", "127.0.0.1:0", "--no-store", "--web-config-file", web],
             {k: v for k, v in os.environ.items() if k != "GPUDOC_BACKEND"}, "https")
         cls.procs.append(tls_serve)
+        second, cls.second_port = start_serve(
+            ["serve", "--listen", "127.0.0.1:0", "--dcgm-compatible", "--no-store",
+             "--diagnose-window", "10", "--diagnose-every", "1"],
+            dict(os.environ, GPUDOC_BACKEND=f"replay:{SECOND_TRACE}@0.5"), "http")
+        cls.procs.append(second)
         rules = (SOURCE / "deploy/prometheus/gpudoc-alerts.yml").read_text(encoding="utf-8")
         rules = re.sub(r"(\n\s+for:\s*)\S+", r"\g<1>0s", rules)
         pathlib.Path(cls.dir, "rules.yml").write_text(rules, encoding="utf-8")
@@ -132,7 +183,10 @@ class PrometheusScrapesServe(unittest.TestCase):
             "    basic_auth: {username: prometheus, password: s3cret}\n"
             f"    static_configs: [{{targets: ['127.0.0.1:{cls.tls_port}']}}]\n"
             "    metric_relabel_configs:\n"
-            "      - {source_labels: [__name__], regex: 'gpudoc_build_info|process_.*', action: keep}\n",
+            "      - {source_labels: [__name__], regex: 'gpudoc_build_info|process_.*', action: keep}\n"
+            # the second replay, a job of its own so that the queries above see one gpudoc
+            "  - job_name: gpudoc-second\n"
+            f"    static_configs: [{{targets: ['127.0.0.1:{cls.second_port}']}}]\n",
             encoding="utf-8")
         cls.prom_port = free_port()
         cls.procs.append(subprocess.Popen(
@@ -209,6 +263,43 @@ class PrometheusScrapesServe(unittest.TestCase):
         self.assertEqual(refused.exception.code, 401)
         self.assertIn("Basic", refused.exception.headers["WWW-Authenticate"])
 
+    def over_window(self, q):
+        """q over the whole test as a Grafana panel over the last minutes (a range query, 1 s step:
+        the replays are short), with the dashboards' variables set for every GPU."""
+        q = (q.replace("$instance", ".*").replace("$gpu", ".*").replace("$__rate_interval", "10s")
+             .replace("$__interval", "1s").replace("$__range", "5m"))
+        m = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", q)
+        now = time.time()
+        url = f"http://127.0.0.1:{self.prom_port}/api/v1/query_range?" + urllib.parse.urlencode(
+            {"query": m.group(1) if m else q, "start": self.started, "end": now, "step": "1"})
+        body = json.loads(get(url))
+        self.assertEqual(body["status"], "success", body)
+        series = [r for r in body["data"]["result"] if r["values"]]
+        if m:  # a variable's query: the label's values on the series
+            return sorted({r["metric"].get(m.group(2)) for r in series} - {None})
+        return series
+
+    def test_5_every_dashboard_query_returns_data(self):
+        wait_for('up{job="gpudoc-second"} == 1', lambda: self.query('up{job="gpudoc-second"} == 1'), 60)
+        wait_for("a finding on both replays",
+                 lambda: len(self.query("count by (instance) (gpudoc_finding_severity)")) == 2, 60)
+        time.sleep(12)  # samples enough for increase() over the panels' interval
+        empty, ran = [], 0
+        for q in dashboard_queries() + NVIDIA_DASHBOARD:
+            with self.subTest(query=q):
+                # An error panel shows only new errors (`... > 0`), the health panel only its
+                # results (`== 1`): on healthy replays the first is empty by design; the
+                # expression under the filter must return data.
+                base = re.sub(r"\s*(>|==)\s*[0-9]+\s*$", "", q)
+                result = self.over_window(base)
+                ran += 1
+                if not result:
+                    empty.append(q)
+                    self.assertTrue(any(name in q for name in NO_DATA_ON_A_REPLAY), f"no data for {q}")
+        self.assertGreaterEqual(ran, 40)
+        self.assertLessEqual(len(empty), 9, empty)
+        self.assertEqual(self.over_window("label_values(DCGM_FI_DEV_GPU_TEMP, gpu)"), ["0"])
+        self.assertEqual(len(self.over_window("label_values(DCGM_FI_DEV_GPU_TEMP, instance)")), 2)
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
