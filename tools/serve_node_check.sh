@@ -7,6 +7,9 @@
 #
 # Usage: tools/serve_node_check.sh OUTDIR GPUDOC [-- JOB ARGS...]
 #   default job: python3 workloads/gemm_saturated.py --duration 25 (PyTorch with CUDA)
+#   GPUDOC_SIMULATE_SLURM_CGROUP=1: as root on cgroup v2, the job runs in a cgroup laid out as
+#   Slurm's (system.slice/slurmstepd.scope/job_4242/step_0/user/task_0, removed after) so that its
+#   process series carry the Slurm job's label; said in the summary, a stand-in for a real Slurm.
 # systemd and Slurm need not be installed: their commands are run as the unit and slurm.conf would
 # run them, as root or not. Never changes a GPU setting.
 set -uo pipefail
@@ -72,12 +75,23 @@ for mode in native dcgm; do
   "$gpudoc" serve --listen "127.0.0.1:$port" --store "$store" --diagnose-window 10 --diagnose-every 5 \
     --duration 45 "${flags[@]}" > "$out/serve-$mode.log" 2>&1 &
   serve_pid=$!
-  (cd "$repo" && "${job[@]}") > "$out/job-$mode.log" 2>&1 &
+  if [[ ${GPUDOC_SIMULATE_SLURM_CGROUP:-0} == 1 ]]; then
+    task=/sys/fs/cgroup/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0
+    # The job moves itself into the simulated task cgroup before it starts (exec keeps the pid).
+    (mkdir -p "$task" && echo $BASHPID > "$task/cgroup.procs" && cd "$repo" && exec "${job[@]}") \
+      > "$out/job-$mode.log" 2>&1 &
+  else
+    (cd "$repo" && "${job[@]}") > "$out/job-$mode.log" 2>&1 &
+  fi
   job_pid=$!
   sleep 15
   scrape "$port" "$out/metrics-$mode.prom"
   wait "$job_pid"
   say "job ($mode): exit $?"
+  if [[ ${GPUDOC_SIMULATE_SLURM_CGROUP:-0} == 1 ]]; then
+    say "job ($mode) ran in a simulated Slurm cgroup ($task): $(test -d "$task" && echo made || echo NOT made)"
+    for d in "$task" "${task%/*}" "${task%/*/*}" "${task%/*/*/*}" "${task%/*/*/*/*}"; do rmdir "$d" 2>/dev/null; done
+  fi
   kill -TERM "$serve_pid" 2>/dev/null
   wait "$serve_pid"
   say "serve ($mode): exit $?"
