@@ -73,10 +73,10 @@ class LayeringTest(unittest.TestCase):
         self.assertEqual(self.run_tool().returncode, 0)
 
     def test_folder_without_a_layer_is_named(self):
-        self.write("cost/energy.cpp", '#include "core/error.hpp"\n')
+        self.write("billing/energy.cpp", '#include "core/error.hpp"\n')
         r = self.run_tool()
         self.assertEqual(r.returncode, 1)
-        self.assertIn("src/cost has no layer", r.stdout)
+        self.assertIn("src/billing has no layer", r.stdout)
 
     def test_missing_folder_is_a_usage_error(self):
         r = subprocess.run([sys.executable, SCRIPT, os.path.join(self.dir, "absent")], capture_output=True, text=True,
