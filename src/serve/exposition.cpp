@@ -439,6 +439,85 @@ void render_findings(Writer& w, const Snapshot& s) {
     if (order[i]->gpu_time_lost_s) w.sample(labels[i], *order[i]->gpu_time_lost_s);
 }
 
+// The fleet counters (serve/accounting.hpp): time, then energy, each family once.
+void render_accounts(Writer& w, const Snapshot& s) {
+  if (s.accounts.empty()) return;
+  std::vector<std::string> labels;
+  for (const auto& a : s.accounts) {
+    std::string l;
+    for (const auto& [name, value] : a.labels) append_label(l, name, value, l.empty());
+    labels.push_back(std::move(l));
+  }
+  auto plain = [&](const Family& f, auto get) {
+    bool any = false;
+    for (const auto& a : s.accounts) any = any || get(a).has_value();
+    if (!any) return;
+    w.family(f);
+    for (std::size_t i = 0; i < s.accounts.size(); ++i)
+      if (const std::optional<double> v = get(s.accounts[i])) w.sample(labels[i], *v);
+  };
+  auto by_cause = [&](const Family& f, auto get) {
+    bool any = false;
+    for (const auto& a : s.accounts) any = any || !get(a).empty();
+    if (!any) return;
+    w.family(f);
+    std::string id;
+    for (std::size_t i = 0; i < s.accounts.size(); ++i)
+      for (const auto& [cause, v] : get(s.accounts[i])) {
+        id.clear();
+        append_label(id, "id", cause, true);
+        w.sample(labels[i], v, id);
+      }
+  };
+  using A = AccountSeries;
+  plain({"gpu_observed_seconds", Type::kCounter, "GPU time observed (docs/serve-metrics.md: each second once)"},
+        [](const A& a) { return std::optional<double>(a.observed_s); });
+  plain({"gpu_useful_seconds", Type::kCounter, "of the GPU time observed: busy, and no finding claimed it"},
+        [](const A& a) { return std::optional<double>(a.useful_s); });
+  by_cause(
+      {"gpu_lost_seconds", Type::kCounter, "of the GPU time observed: lost to this finding (id)"},
+      [](const A& a) -> const auto& { return a.lost_s; });
+  plain({"gpu_unexplained_seconds", Type::kCounter, "of the GPU time observed: not busy, no finding names why"},
+        [](const A& a) { return std::optional<double>(a.unexplained_s); });
+  plain({"gpu_energy_joules", Type::kCounter, "the GPU's energy over the time observed"},
+        [](const A& a) { return a.energy_j; });
+  plain({"gpu_useful_energy_joules", Type::kCounter, "of the energy observed: drawn by the useful time"},
+        [](const A& a) { return a.useful_energy_j; });
+  by_cause(
+      {"gpu_lost_energy_joules", Type::kCounter, "of the energy observed: drawn while lost to this finding (id)"},
+      [](const A& a) -> const auto& { return a.lost_energy_j; });
+  plain({"gpu_unexplained_energy_joules", Type::kCounter, "of the energy observed: drawn by the unexplained time"},
+        [](const A& a) { return a.unexplained_energy_j; });
+}
+
+// The prices in effect for each GPU (cost::load_prices), for the rules' money.
+void render_prices(Writer& w, const Snapshot& s) {
+  auto emit = [&](const Family& f, std::optional<double> PriceSeries::*field, bool money) {
+    bool any = false;
+    for (const auto& p : s.prices) any = any || (p.*field).has_value();
+    if (!any) return;
+    w.family(f);
+    std::string l;
+    for (const auto& p : s.prices) {
+      if (!(p.*field)) continue;
+      l.clear();
+      append_label(l, "gpu", fmt::format("{}", p.gpu), true);
+      append_label(l, "uuid", p.uuid);
+      append_label(l, "name", p.name);
+      if (money && !p.currency.empty()) append_label(l, "currency", p.currency);
+      w.sample(l, *(p.*field));
+    }
+  };
+  emit({"price_gpu_hour", Type::kGauge, "money per GPU-hour for this GPU, in the currency labelled (docs/cost.md)"},
+       &PriceSeries::gpu_hour, true);
+  emit({"price_kwh", Type::kGauge, "money per kWh at the meter for this GPU, in the currency labelled"},
+       &PriceSeries::kwh, true);
+  emit({"price_pue", Type::kGauge, "the facility's energy over the IT energy (power usage effectiveness)"},
+       &PriceSeries::pue, false);
+  emit({"price_co2_grams_per_kwh", Type::kGauge, "grams of CO2 per kWh at the meter"}, &PriceSeries::co2_g_per_kwh,
+       false);
+}
+
 void render_health(Writer& w, const Snapshot& s) {
   if (!s.health) return;
   w.family({"health_last_run_timestamp_seconds", Type::kGauge,
@@ -734,6 +813,8 @@ void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& 
   render_clock_event_reasons(w, snapshot, keep, labels);
   render_processes(w, snapshot, keep);
   render_findings(w, snapshot);
+  render_accounts(w, snapshot);
+  render_prices(w, snapshot);
   render_health(w, snapshot);
   render_baselines(w, snapshot);
   render_xids(w, snapshot, keep);

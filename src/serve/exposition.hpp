@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "findings/finding.hpp"
@@ -145,12 +146,43 @@ struct ProcessSelf {
   std::optional<double> max_fds{};  // the soft limit; absent when unlimited
 };
 
+// One GPU's time and energy counters under one set of its holders' labels (serve/accounting.hpp):
+// gpudoc_gpu_observed_seconds_total, ..._useful_..., ..._lost_...{id}, ..._unexplained_..., and the
+// same in joules when the GPU's energy is known. useful + every lost + unexplained == observed.
+struct AccountSeries {
+  std::vector<std::pair<std::string, std::string>> labels{};  // gpu, uuid, name, then the holders'
+  double observed_s = 0;
+  double useful_s = 0;
+  double unexplained_s = 0;
+  std::vector<std::pair<std::string, double>> lost_s{};  // by finding id, sorted
+  std::optional<double> energy_j{};
+  std::optional<double> useful_energy_j{};
+  std::optional<double> unexplained_energy_j{};
+  std::vector<std::pair<std::string, double>> lost_energy_j{};
+};
+
+// The prices in effect for one GPU (cost::load_prices: the environment and the prices file):
+// gpudoc_price_gpu_hour, gpudoc_price_kwh, gpudoc_price_pue, gpudoc_price_co2_grams_per_kwh, each
+// {gpu, uuid, name[, currency]}; an absent price is not exposed.
+struct PriceSeries {
+  int gpu = 0;
+  std::string uuid{};
+  std::string name{};
+  std::string currency{};
+  std::optional<double> gpu_hour{};
+  std::optional<double> kwh{};
+  std::optional<double> pue{};
+  std::optional<double> co2_g_per_kwh{};
+};
+
 struct Snapshot {
   std::vector<GpuSnapshot> gpus;  // in the order to expose them
   std::vector<FindingSeries> findings;
   std::optional<HealthSnapshot> health;  // absent: no health run in the store (or no store)
   std::vector<BaselineSeries> baselines;
   std::vector<XidSeries> xids;
+  std::vector<AccountSeries> accounts{};
+  std::vector<PriceSeries> prices{};
   SelfSnapshot self;
   ProcessSelf process{};
   std::string hostname;  // dcgm-exporter's Hostname label (only with dcgm_compatible; empty: none)

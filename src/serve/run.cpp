@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/stop_signals.hpp"
+#include "cost/prices.hpp"
 #include "serve/announce.hpp"
 #include "serve/process_labels.hpp"
 #include "serve/service.hpp"
@@ -46,6 +47,10 @@ int run(const telemetry::Live& live, const RunOptions& options, core::LogSink& l
   auto header = telemetry::make_header(*live.backend, *live.clock, options.sampler, {});
   if (!header) return failed(log, header.error());
   ServiceOptions so = service_options(s, options.sampler);
+  // The prices of the environment and the prices file (docs/cost.md), exposed for the rules' money.
+  auto prices = cost::load_prices({});
+  if (!prices) return failed(log, prices.error());
+  so.prices = std::move(*prices);
   auto labeler = std::make_shared<CgroupLabeler>();
   if (live.real()) so.label_process = [labeler](ProcessSnapshot& p) { (*labeler)(p); };
   so.backend = live.spec->text;

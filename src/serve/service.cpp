@@ -197,6 +197,11 @@ void Service::diagnose_now() {
     found = diagnose::diagnose(trace, o).findings;
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (trace.first_sample_s) {
+    const std::map<int, LabelPairs> holders = holders_now();
+    std::lock_guard lock(account_mu_);
+    accounting_.add_window(trace, found, holders);
+  }
   {
     std::lock_guard lock(mu_);
     findings_ = std::move(found);
@@ -204,6 +209,18 @@ void Service::diagnose_now() {
     last_diagnosis_seconds_ = took;
   }
   ++diagnoses_;
+}
+
+// The labels of each GPU's holders now: the kubelet's and the mapping files', the processes' ids.
+std::map<int, LabelPairs> Service::holders_now() const {
+  Snapshot s = latest_.snapshot(now_unix_ns());
+  const Attribution holders = attributor_ ? attributor_->current() : Attribution{};
+  std::map<int, LabelPairs> out;
+  for (auto& g : s.gpus) {
+    if (const auto it = holders.find(g.index); it != holders.end()) g.attribution = it->second;
+    if (LabelPairs l = holder_labels(g); !l.empty()) out[g.index] = std::move(l);
+  }
+  return out;
 }
 
 void Service::read_store_now() {
@@ -226,6 +243,22 @@ Snapshot Service::metrics_snapshot() const {
     s.baselines = verdicts_.baselines;
     s.self.last_diagnosis_seconds = last_diagnosis_seconds_;
   }
+  {
+    std::lock_guard lock(account_mu_);
+    s.accounts = accounting_.series();
+  }
+  if (!options_.prices.empty())
+    for (const auto& d : header_.gpus) {
+      const cost::GpuPrices p = options_.prices.for_gpu(options_.hostname, d.name);
+      s.prices.push_back({.gpu = d.index,
+                          .uuid = d.uuid,
+                          .name = d.name,
+                          .currency = options_.prices.currency.value_or(""),
+                          .gpu_hour = p.gpu_hour,
+                          .kwh = p.kwh,
+                          .pue = p.pue,
+                          .co2_g_per_kwh = p.co2_g_per_kwh});
+    }
   s.xids = history_.xids();
   if (attributor_) {
     const Attribution holders = attributor_->current();

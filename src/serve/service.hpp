@@ -33,7 +33,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "cost/prices.hpp"
 #include "findings/finding.hpp"
+#include "serve/accounting.hpp"
 #include "serve/attributor.hpp"
 #include "serve/config.hpp"
 #include "serve/exposition.hpp"
@@ -65,6 +67,8 @@ struct ServiceOptions {
   std::string version;   // gpudoc_build_info{version}
   std::string revision;  // gpudoc_build_info{revision}: the commit built
   std::string backend;   // "nvml", "replay:run.jsonl@1", "fake:8" (the JSON API says which)
+  // The prices exposed as gpudoc_price_* for each GPU (cost::load_prices; empty: none exposed).
+  cost::PriceBook prices{};
 };
 
 // What `settings` ask of the engine (history, diagnosis, store, attribution) with `sampler`, this
@@ -109,6 +113,7 @@ class Service {
   void analysis_loop();
   void diagnose_now();
   void read_store_now();
+  [[nodiscard]] std::map<int, LabelPairs> holders_now() const;
   [[nodiscard]] std::int64_t now_unix_ns() const;
 
   const telemetry::Live& live_;
@@ -132,6 +137,8 @@ class Service {
   std::optional<double> last_diagnosis_seconds_;
   Verdicts verdicts_;
   std::string store_error_;
+  mutable std::mutex account_mu_;  // the fleet counters, added to by each diagnosis
+  mutable Accounting accounting_;  // series() marks what a scrape has shown
 
   mutable std::mutex update_mu_;
   mutable std::condition_variable update_cv_;

@@ -49,6 +49,25 @@ inline Snapshot small_snapshot() {
                                        {.check = "driver_version", .status = "pass", .gpu = std::nullopt}}};
   s.baselines.push_back({.name = "resnet \"nightly\"", .verdict = "regression", .time_unix_ns = 1764547260000000000});
   s.xids.push_back({.gpu = 0, .xid = 79, .count = 2, .last_unix_ns = 1764547000000000000});
+  AccountSeries a;
+  a.labels = {{"gpu", "0"}, {"uuid", "GPU-1234"}, {"name", "NVIDIA H200"}, {"namespace", "ml"}, {"pod", "train-0"}};
+  a.observed_s = 120;
+  a.useful_s = 80;
+  a.unexplained_s = 31.5;
+  a.lost_s = {{"sawtooth", 8.5}};
+  a.energy_j = 48000;
+  a.useful_energy_j = 40000;
+  a.unexplained_energy_j = 6000;
+  a.lost_energy_j = {{"sawtooth", 2000}};
+  s.accounts.push_back(a);
+  s.prices.push_back({.gpu = 0,
+                      .uuid = "GPU-1234",
+                      .name = "NVIDIA H200",
+                      .currency = "USD",
+                      .gpu_hour = 3.72,
+                      .kwh = 0.14,
+                      .pue = 1.3,
+                      .co2_g_per_kwh = std::nullopt});
   std::array<double, gpu::kMetricGroupCount> periods{};  // energy and the rest: off
   periods[gpu::index(gpu::MetricGroup::kFast)] = 0.1;
   periods[gpu::index(gpu::MetricGroup::kGpm)] = 1;
