@@ -3,7 +3,8 @@
 variable), and every query of every panel and variable reads only series `gpudoc serve` exposes
 (tests/deploy/exporter_metrics.py: src/gpu/metrics.hpp's catalog and the exporter's own series),
 filtered to the selected GPUs where the series is per GPU. It covers what the dashboard must do (docs/serve.md):
-power, temperature, clocks, utilization, memory, throttle reasons, findings and health.
+power, temperature, clocks, utilization, memory, throttle reasons, findings and health, and the
+cost row (waste by cause and by namespace, the useful share, money per day).
 Standard library only.
 
     python3 tests/deploy/dashboard_test.py SOURCE_DIR
@@ -118,7 +119,10 @@ class DashboardTest(unittest.TestCase):
             used |= exporter_metrics.metric_names_in(expr)
         for name in ("gpudoc_power_watts", "gpudoc_gpu_temperature_celsius", "gpudoc_sm_clock_mhz",
                      "gpudoc_gpu_utilization_percent", "gpudoc_memory_used_bytes", "gpudoc_clock_event_reason",
-                     "gpudoc_finding_severity", "gpudoc_health_check"):
+                     "gpudoc_finding_severity", "gpudoc_health_check",
+                     # the cost row: waste by cause and namespace, useful share, money per day
+                     "gpudoc_gpu_lost_seconds_total", "gpudoc_gpu_useful_seconds_total",
+                     "gpudoc_gpu_observed_seconds_total", "gpudoc_price_gpu_hour", "gpudoc_price_kwh"):
             self.assertIn(name, used)
         types = {p["type"] for p in all_panels(self.dash)}
         self.assertIn("table", types)  # the findings and health tables
@@ -127,7 +131,7 @@ class DashboardTest(unittest.TestCase):
     def test_queries_parse(self):
         """Each query, with Grafana's variables put in, parses as PromQL: promtool checks it as a
         recording rule (JSON is YAML, so the rule file is written with json.dumps)."""
-        subst = {"$gpu": ".*", "$instance": ".*", "$__rate_interval": "1m"}
+        subst = {"$gpu": ".*", "$instance": ".*", "$__rate_interval": "1m", "$__range": "6h"}
         rules = []
         for i, (where, expr) in enumerate(queries(self.dash)):
             for k, v in subst.items():
