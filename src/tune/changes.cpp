@@ -342,6 +342,7 @@ void framework_layer(Picker& p) {
     c.what = pt.what;
     c.why = pt.why;
     c.priority = pt.priority;
+    if (c.knob == "compile") c.start_extra_s = kCompileStartS;
     p.offer(std::move(c), pt.pointed, not_pointed(e, pt.needs));
   }
 }

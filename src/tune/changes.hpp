@@ -41,6 +41,9 @@ struct Change {
   std::string what{};                  // what it changes, in a few words
   std::string why{};                   // what in the diagnosis or the machine points to it
   int priority = 1;                    // 0: the diagnosis's own cure; 1: worth a try; dropped first when short
+  // What it adds to the start of a trial (a compile), in seconds: the plan counts it, and a trial's
+  // time limit allows for it.
+  double start_extra_s = 0;
 };
 
 // A change gpudoc knows but does not try on this job, and why.
@@ -95,6 +98,10 @@ struct Picked {
 
 // Every change id and knob gpudoc knows (for --only's check and the docs).
 [[nodiscard]] std::vector<std::string> known_names();
+
+// What torch.compile is expected to add to a trial's start (a first compile of a model's step,
+// reduce-overhead's CUDA Graph recording); a trial that compiles may take three times that more.
+inline constexpr double kCompileStartS = 45;
 
 // The variable NCCL_NVLS_ENABLE=0 is set in every trial, the unchanged job's included: NVLink
 // multicast stays off on shared machines (docs/tune.md).

@@ -24,8 +24,13 @@ double cost_of(const std::vector<Change>& changes, int reps, double trial_s, Pla
   }
   double total = 0;
   for (auto& l : layers) {
-    const double first = reps * static_cast<double>(l.changes.size() + 1) * trial_s;
-    const double confirmation = 2.0 * kConfirmRepetitions * trial_s;
+    double extra = 0, most = 0;  // the changes' own start-up (a compile) in every trial of theirs
+    for (const auto& c : l.changes) {
+      extra += c.start_extra_s;
+      most = std::max(most, c.start_extra_s);
+    }
+    const double first = reps * (static_cast<double>(l.changes.size() + 1) * trial_s + extra);
+    const double confirmation = kConfirmRepetitions * (2.0 * trial_s + most);
     l.planned_s = first + confirmation;
     total += l.planned_s;
   }

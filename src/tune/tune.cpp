@@ -122,6 +122,18 @@ class Tuner {
     return core::write_all(fd->get(), kShimSource, "the shim");
   }
 
+  // torch.compile's caches go to the private folder while trials compile (shared by them, removed
+  // with it), not to the machine's /tmp/torchinductor_USER.
+  void add_compile_caches(const std::vector<Change>& changes, Launch& launch) const {
+    for (const auto& c : changes)
+      for (const auto& p : c.patches)
+        if (p.rfind("compile", 0) == 0) {
+          launch.env.push_back("TORCHINDUCTOR_CACHE_DIR=" + env_.dir->file("torchinductor"));
+          launch.env.push_back("TRITON_CACHE_DIR=" + env_.dir->file("triton"));
+          return;
+        }
+  }
+
   TrialEnv trial_env() const {
     TrialEnv e;
     e.dir = env_.dir;
@@ -135,7 +147,9 @@ class Tuner {
   // Runs one trial of `changes` unless the budget (less `reserve_s`) cannot hold it; nullopt then.
   core::Result<std::optional<Trial>> trial(const std::string& arm, const std::string& block,
                                            const std::vector<Change>& changes, double reserve_s) {
-    const double estimate = trial_estimate_s(arm);
+    double extra = 0;  // the changes' own start-up (a compile), until this arm has run once
+    for (const auto& c : changes) extra += c.start_extra_s;
+    const double estimate = trial_estimate_s(arm) + (walls_.count(arm) != 0 ? 0.0 : extra);
     const double left = remaining_s() - reserve_s;
     if (estimate > left) return std::optional<Trial>();
     TrialSpec spec{.arm = arm,
@@ -144,8 +158,9 @@ class Tuner {
                    .launch = launch_with(req_.command, changes, shim_file_),
                    .work = report_.work};
     // A trial may run long (a compile, a slow start) but never past the budget's end and its 10 %.
-    spec.timeout_s =
-        std::max(1.0, std::min(std::max(3 * estimate, estimate + 20), remaining_s() + 0.05 * req_.budget_s));
+    spec.timeout_s = std::max(
+        1.0, std::min(std::max(3 * estimate, estimate + 20) + 3 * extra, remaining_s() + 0.05 * req_.budget_s));
+    add_compile_caches(changes, spec.launch);
     auto t = run_trial(spec, trial_env());
     if (!t) return t.error();
     walls_[arm].push_back(t->wall_s);
@@ -355,6 +370,19 @@ std::optional<LossCheck> loss_check(const std::vector<Trial>& reference, const s
   return l;
 }
 
+// Why a change the first block did not find faster is not kept: its measurement and the rule it missed.
+std::string first_block_reason(const Judgement& j, double min_gain) {
+  const std::string measured =
+      fmt::format("{:+.1f} % [{}]", j.speedup_percent,
+                  j.interval ? fmt::format("{:+.1f}, {:+.1f}", j.interval->low_percent, j.interval->high_percent)
+                             : std::string("no interval"));
+  if (j.slower) return "slower: " + measured;
+  if (j.speedup_percent <= 0) return "no gain: " + measured;
+  if (j.speedup_percent < min_gain) return fmt::format("{}, below the {:g} % worth keeping", measured, min_gain);
+  if (!j.faster) return measured + ", not told from the noise (" + j.comparison.note + ")";
+  return measured + ": the interval holds 0";
+}
+
 void Tuner::judge_first(LayerResult& layer, ArmResult& arm) {
   if (arm.outcome == "failed" || arm.outcome == "not applicable") return;  // said when its trial ended
   const Groups ref = samples_of(layer.reference), cand = samples_of(arm.trials);
@@ -368,15 +396,7 @@ void Tuner::judge_first(LayerResult& layer, ArmResult& arm) {
   const bool faster = j.faster && j.interval && j.interval->low_percent > 0;
   if (!faster) {
     arm.outcome = "not kept";
-    arm.reason =
-        j.slower ? fmt::format("slower: {:+.1f} % ({})", j.speedup_percent, j.comparison.note)
-        : j.speedup_percent < report_.rules.min_gain_percent
-            ? fmt::format("{:+.1f} %, below the {:g} % worth keeping", j.speedup_percent,
-                          report_.rules.min_gain_percent)
-        : !j.faster
-            ? fmt::format("{:+.1f} %, not told from the noise ({})", j.speedup_percent, j.comparison.note)
-            : fmt::format("{:+.1f} %, but the interval [{:+.1f}, {:+.1f}] % holds 0", j.speedup_percent,
-                          j.interval ? j.interval->low_percent : 0.0, j.interval ? j.interval->high_percent : 0.0);
+    arm.reason = first_block_reason(j, report_.rules.min_gain_percent);
     return;
   }
   if (arm.change.numerics && !req_.allow_numerics) {

@@ -42,7 +42,10 @@ std::string reference_text(const std::vector<tune::Trial>& ref, const tune::Repo
   }
   std::string s = fmt::format("without them: {} trial{}", ok, ok == 1 ? "" : "s");
   if (!all.empty())
-    s += fmt::format(", median {:.4g} {}", core::median(all), r.work.wall() ? "s a run" : "per unit of work");
+    s += fmt::format(", median {:.4g} {}", core::median(all),
+                     r.work.wall()             ? std::string("s a run")
+                     : r.work.higher_is_better ? "(1 / " + r.work.figure + ")"
+                                               : r.work.figure);
   if (failed > 0) s += fmt::format(", {} failed", failed);
   return s;
 }

@@ -67,7 +67,7 @@ TEST(TuneText, TheHeadlineTheLayerTheLinesAndWhatWasNotTried) {
   EXPECT_THAT(t, HasSubstr("nccl_algo_ring (nccl): one GPU"));
   EXPECT_THAT(t, HasSubstr("Transparent huge pages = always"));
   EXPECT_THAT(t, HasSubstr("Budget: 600 s; spent 420 s (-30 %) in 9 trials"));
-  EXPECT_THAT(t, HasSubstr("without them: 2 trials, median 40.5"));
+  EXPECT_THAT(t, HasSubstr("without them: 2 trials, median 40.5 step_ms"));
 }
 
 TEST(TuneText, NothingKeptSaysSoAndPrintsNoLines) {
