@@ -152,7 +152,9 @@ class PrometheusScrapesServe(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="gpudoc-prometheus-")
         cls.started = time.time()
         cls.procs = []
-        env = dict(os.environ, GPUDOC_BACKEND=f"replay:{TRACE}@1")
+        # prices, so that the cost panels' money and the gpudoc_price_* series have data
+        env = dict(os.environ, GPUDOC_BACKEND=f"replay:{TRACE}@1", GPUDOC_PRICE_GPU_HOUR="3.72",
+                   GPUDOC_PRICE_KWH="0.14", GPUDOC_PUE="1.3", GPUDOC_CURRENCY="USD")
         serve, cls.serve_port = start_serve(
             ["serve", "--listen", "127.0.0.1:0", "--dcgm-compatible", "--no-store",
              "--diagnose-window", "10", "--diagnose-every", "1"], env, "http")
@@ -248,6 +250,26 @@ class PrometheusScrapesServe(unittest.TestCase):
         self.assertIn("process_cpu_seconds_total", names)
         unknown = names - exporter_metrics.exposed(SOURCE)
         self.assertEqual(unknown, set(), "series the deploy/ tests do not know: add them to exporter_metrics.EXTRA")
+
+    def test_3b_cost_counters_close_in_every_scrape(self):
+        """The fleet counters of one scrape add up: useful + every cause + unexplained = observed,
+        on each GPU (docs/serve-metrics.md, "GPU time and energy counters")."""
+        wait_for("a cause of lost GPU time", lambda: self.query('gpudoc_gpu_lost_seconds_total{job="gpudoc"} > 0'), 60)
+        # one evaluation time for all, a scrape after the wait: every series of a target at that
+        # time comes from the target's last scrape before it
+        time.sleep(1.5)
+        at = time.time()
+        def values(name):
+            url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode(
+                {"query": f'sum by (gpu) ({name}{{job="gpudoc"}})', "time": at})
+            return {r["metric"]["gpu"]: float(r["value"][1]) for r in json.loads(get(url))["data"]["result"]}
+        observed = values("gpudoc_gpu_observed_seconds_total")
+        self.assertTrue(observed and all(v > 0 for v in observed.values()), observed)
+        parts = [values(n) for n in ("gpudoc_gpu_useful_seconds_total", "gpudoc_gpu_lost_seconds_total",
+                                     "gpudoc_gpu_unexplained_seconds_total")]
+        for gpu, total in observed.items():
+            self.assertAlmostEqual(sum(p.get(gpu, 0) for p in parts), total, delta=1e-5)
+        self.assertEqual(float(self.query('gpudoc_price_gpu_hour{job="gpudoc"}')[0]["value"][1]), 3.72)
 
     def test_4_scraped_over_tls_with_basic_auth(self):
         up = wait_for('up{job="gpudoc-tls"} == 1', lambda: self.query('up{job="gpudoc-tls"} == 1'), 60)
