@@ -343,6 +343,8 @@ void framework_layer(Picker& p) {
     c.why = pt.why;
     c.priority = pt.priority;
     if (c.knob == "compile") c.start_extra_s = kCompileStartS;
+    // For a busy GPU, float32 math on tensor cores is the diagnosis's own suggestion.
+    if (c.knob == "tf32" && s.healthy) c.priority = 0;
     p.offer(std::move(c), pt.pointed, not_pointed(e, pt.needs));
   }
 }

@@ -24,13 +24,15 @@ double cost_of(const std::vector<Change>& changes, int reps, double trial_s, Pla
   }
   double total = 0;
   for (auto& l : layers) {
-    double extra = 0, most = 0;  // the changes' own start-up (a compile) in every trial of theirs
+    // The changes' own start-up (a compile): whole in an arm's first trial, a quarter in its later
+    // ones (the caches of the first; kLaterStartShare).
+    double extra = 0, most = 0;
     for (const auto& c : l.changes) {
-      extra += c.start_extra_s;
+      extra += c.start_extra_s * (1 + (reps - 1) * kLaterStartShare);
       most = std::max(most, c.start_extra_s);
     }
-    const double first = reps * (static_cast<double>(l.changes.size() + 1) * trial_s + extra);
-    const double confirmation = kConfirmRepetitions * (2.0 * trial_s + most);
+    const double first = reps * static_cast<double>(l.changes.size() + 1) * trial_s + extra;
+    const double confirmation = kConfirmRepetitions * (2.0 * trial_s + most * kLaterStartShare);
     l.planned_s = first + confirmation;
     total += l.planned_s;
   }
@@ -76,7 +78,9 @@ Plan make_plan(const std::vector<Change>& changes, double trial_s, double budget
                      trial_s, std::max(0.0, budget_left_s))});
     kept.erase(victim);
   }
-  cost_of(kept, kMinRepetitions, trial_s, &p);
+  int reps = kRepetitions;  // as many repetitions as the changes left hold
+  while (reps > kMinRepetitions && cost_of(kept, reps, trial_s, nullptr) > budget_left_s) --reps;
+  cost_of(kept, reps, trial_s, &p);
   return p;
 }
 

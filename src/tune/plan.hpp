@@ -36,6 +36,9 @@ struct Plan {
 inline constexpr int kRepetitions = 5;
 inline constexpr int kMinRepetitions = 2;
 inline constexpr int kConfirmRepetitions = 2;
+// What a change's start-up (Change::start_extra_s: a compile) is expected to cost in the trials of
+// its arm after the first, which filled its caches.
+inline constexpr double kLaterStartShare = 0.25;
 
 [[nodiscard]] Plan make_plan(const std::vector<Change>& changes, double trial_s, double budget_left_s);
 

@@ -103,6 +103,9 @@ class Tuner {
   // What one trial of this job takes: the trials so far of `arm` (else of every arm), else the
   // plain run's pace for a trial's samples.
   [[nodiscard]] double trial_estimate_s(const std::string& arm = "") const {
+    // An arm's own last trial: after a first one that compiled, the later ones start from its caches.
+    if (const auto it = walls_.find(arm); !arm.empty() && it != walls_.end() && !it->second.empty())
+      return it->second.back();
     std::vector<double> walls;
     for (const auto& [a, w] : walls_)
       if (arm.empty() || a == arm) walls.insert(walls.end(), w.begin(), w.end());
