@@ -7,7 +7,7 @@
 #   launch    a batch-1 inference loop bound by kernel launches: what is kept, reproduced within 5 points;
 #   healthy   a bf16 LM-like loop that keeps the GPU busy (negative control): nothing kept.
 # Every report (text, JSON, HTML), trial log and check lands in OUTDIR; a summary at the end.
-# About 7-8 minutes of device time (budgets 2 + 2.5 + 1.5 minutes, and the independent runs).
+# About 7-8 minutes of device time (budgets 2 + 3 + 1.5 minutes, and the independent runs).
 #
 #   tools/tune_checks.sh OUTDIR GPUDOC
 #
@@ -67,7 +67,7 @@ if on starved; then
   check starved --expect kept --min-speedup 100 --runs 2
 fi
 if on launch; then
-  tune launch 2.5 10 -- python3 "$here/workloads/tune/infer_b1.py" --requests 10000000 || failed=1
+  tune launch 3 10 -- python3 "$here/workloads/tune/infer_b1.py" --requests 10000000 || failed=1
   check launch --expect kept --runs 1
 fi
 if on healthy; then

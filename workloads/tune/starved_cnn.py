@@ -81,9 +81,9 @@ class SmallResNet(nn.Module):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=400)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--size", type=int, default=128)
-    p.add_argument("--decode-rounds", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--size", type=int, default=160)
+    p.add_argument("--decode-rounds", type=int, default=2)
     p.add_argument("--classes", type=int, default=100)
     p.add_argument("--cpu-smoke", action="store_true", default=os.environ.get("GPUDOC_CPU_SMOKE", "") not in ("", "0"))
     a = p.parse_args()
