@@ -73,6 +73,9 @@ Signs signs_of(const Evidence& e) {
   return s;
 }
 
+// The GPUs the job works on: those the diagnosis saw at work, else every GPU the machine shows.
+int job_gpus(const Evidence& e) { return e.diagnosed ? e.gpus_used : e.gpus; }
+
 std::string env_value(const Evidence& e, const std::string& name) {
   const auto it = e.env.find(name);
   return it == e.env.end() ? std::string() : it->second;
@@ -195,9 +198,10 @@ void cuda_layer(Picker& p) {
     p.offer(std::move(c), true, "");
   }
   const std::string conn = env_value(e, "CUDA_DEVICE_MAX_CONNECTIONS");
-  if (e.gpus < 2) {
-    p.rule_out("device_max_connections_32", Layer::kCuda,
-               "one GPU: more hardware queues help only streams that overlap (communication beside compute)");
+  if (job_gpus(e) < 2) {
+    p.rule_out(
+        "device_max_connections_32", Layer::kCuda,
+        "the job works on one GPU: more hardware queues help only streams that overlap (communication beside compute)");
   } else if (conn == "32") {
     p.rule_out("device_max_connections_32", Layer::kCuda, "CUDA_DEVICE_MAX_CONNECTIONS is already 32");
   } else {
@@ -225,8 +229,8 @@ void nccl_layer(Picker& p) {
       {"nccl_channels_16", "nccl_channels", "NCCL_MIN_NCHANNELS=16", "at least 16 NCCL channels (more SMs copying)"},
   };
   for (const Option& o : options) {
-    if (e.gpus < 2) {
-      p.rule_out(o.id, Layer::kNccl, "one GPU: no collective communication to tune");
+    if (job_gpus(e) < 2) {
+      p.rule_out(o.id, Layer::kNccl, "the job works on one GPU: no collective communication to tune");
       continue;
     }
     const std::string name = std::string(o.env).substr(0, std::string(o.env).find('='));

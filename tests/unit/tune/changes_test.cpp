@@ -102,6 +102,16 @@ TEST(Pick, TwoGpusWaitingInCommunicationGetNcclAndOverlapQueues) {
   EXPECT_THAT(not_tried(p, "nccl_proto_ll128")->why, HasSubstr("NVLink"));
 }
 
+// A job the diagnosis saw on one GPU of a two-GPU machine has no communication to tune.
+TEST(Pick, NcclOnlyForAJobOnTwoOrMoreGpus) {
+  Evidence e = machine({"pulse"});
+  e.gpus = 2;
+  e.gpus_used = 1;
+  const Picked p = pick(e, {.only = {"nccl_algo"}});
+  EXPECT_TRUE(p.changes.empty());
+  EXPECT_THAT(not_tried(p, "nccl_algo_tree")->why, HasSubstr("the job works on one GPU"));
+}
+
 TEST(Pick, CpuBindingOnlyWhereTheJobCanRunOnAnotherNode) {
   Evidence e = machine({"sawtooth"});
   e.numa_nodes = 2;
