@@ -37,6 +37,8 @@ LAYERS = {
     "serve": 6,
     # gpudoc tune: trials through the baseline's workload run, judged by its statistics; beside serve
     "tune": 6,
+    # gpudoc report --fleet: serve's counters read back from Prometheus; beside serve
+    "fleet": 6,
     "view": 7,
     "cli": 8,
 }

@@ -11,6 +11,7 @@
 #include "core/clock.hpp"
 #include "core/file.hpp"
 #include "core/number_input.hpp"
+#include "fleet/report.hpp"
 #include "store/guard_history.hpp"
 #include "store/health_history.hpp"
 #include "view/guard_report.hpp"
@@ -25,12 +26,28 @@ struct ReportFlags {
   std::optional<std::string> store;
   bool json = false;
   bool guard = false;
+  bool fleet = false;
+  std::string prometheus;
+  std::string by = "namespace";
 };
+
+// --fleet: serve's counters read back from Prometheus (fleet/report.hpp).
+int run_fleet(const ReportFlags& f, std::int64_t since_s, double now_s) {
+  if (f.prometheus.empty() || f.html || f.guard)
+    return usage_error("--fleet needs --prometheus URL (and takes neither --html nor --guard)", f.json);
+  auto prom = fleet::Prometheus::open(f.prometheus);
+  if (!prom) return report_error(prom.error(), f.json);
+  auto r = fleet::build_report(*prom, {.end_s = now_s, .since_s = since_s, .by = f.by});
+  if (!r) return report_error(r.error(), f.json);
+  f.json ? print_json(fleet::to_json(*r)) : print_text(stdout, fleet::render_text(*r));
+  return core::kExitOk;
+}
 
 int run_report(const ReportFlags& f) {
   auto since = core::parse_span("--since", f.since, kMaxDurationSeconds);
   if (!since) return report_error(since.error(), f.json);
   const auto now_ns = core::SystemClock().unix_now_ns();
+  if (f.fleet) return run_fleet(f, *since / 1'000'000'000, static_cast<double>(now_ns) / 1e9);
   if (f.guard) {
     if (f.html) return usage_error("--html is for the health history, not --guard", f.json);
     auto events = store::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
@@ -72,6 +89,9 @@ void register_report(CLI::App& app, Action& action) {
       ->type_name("FILE");
   cmd->add_option("--store", f->store, "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
   cmd->add_flag("--json", f->json, "print the series as JSON");
+  cmd->add_flag("--fleet", f->fleet, "the fleet's GPU time, waste by cause and money from Prometheus (docs/cost.md)");
+  cmd->add_option("--prometheus", f->prometheus, "with --fleet: the Prometheus server")->type_name("URL");
+  cmd->add_option("--by", f->by, "with --fleet: group by node, namespace (default), pod or job");
   cmd->add_flag("--guard", f->guard, "the guard's decisions and actions (gpudoc guard) instead of the health history");
   cmd->callback([f, &action] { action = [f] { return run_report(*f); }; });
 }

@@ -1,0 +1,161 @@
+"""`gpudoc report --fleet` against a real Prometheus (Debian's prometheus) scraping three real
+`gpudoc serve` on replayed H200 traces, each a node of its own (a host starved by its input, two
+GPUs waiting on a straggler, a saturated GEMM), with prices on one. Once the replays have ended,
+the counters stand still: the report's GPU time observed, useful and lost per cause (aggregated by
+Prometheus with increase()) equal the counters' final values within 2 %; one
+node's serve is then stopped and restarted on the same port (its replay again from the start), and
+the report's total for that node equals the counts before and after the restart within one scrape
+interval; a Prometheus that cannot be reached is exit 3 naming it.
+
+    python3 fleet_report_test.py SOURCE_DIR GPUDOC_BINARY
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.parse
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from prometheus_scrape_test import free_port, get, start_serve, wait_for  # noqa: E402
+
+SOURCE = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(".")
+GPUDOC = sys.argv[2] if len(sys.argv) > 2 else "gpudoc"
+NODES = {  # instance label -> trace
+    "node-a": "sawtooth_p1000_d50.jsonl",
+    "node-b": "allreduce_straggler_slow0.jsonl",
+    "node-c": "gemm_saturated.jsonl",
+}
+KINDS = ("observed", "useful", "unexplained", "lost")
+
+
+class FleetReportOnPrometheus(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.prometheus = shutil.which("prometheus")
+        if not cls.prometheus:
+            raise AssertionError("prometheus not found: apt-get install prometheus (scripts/setup.sh does)")
+        cls.dir = tempfile.mkdtemp(prefix="gpudoc-fleet-")
+        cls.procs, cls.ports = {}, {}
+        cls.started = time.time()
+        for node, trace in NODES.items():
+            cls.start_node(node, trace, 0)
+        targets = "".join(
+            f"      - {{targets: ['127.0.0.1:{cls.ports[n]}'], labels: {{instance: {n}}}}}\n" for n in NODES)
+        pathlib.Path(cls.dir, "prometheus.yml").write_text(
+            "global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gpudoc\n    static_configs:\n" + targets,
+            encoding="utf-8")
+        cls.prom_port = free_port()
+        cls.prom = subprocess.Popen(
+            [cls.prometheus, f"--config.file={cls.dir}/prometheus.yml", f"--storage.tsdb.path={cls.dir}/data",
+             f"--web.listen-address=127.0.0.1:{cls.prom_port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cls.dir)
+
+    @classmethod
+    def start_node(cls, node, trace, port):
+        env = dict(os.environ, GPUDOC_BACKEND=f"replay:{SOURCE / 'tests/data' / trace}@1")
+        if node == "node-a":
+            env.update(GPUDOC_PRICE_GPU_HOUR="3.72", GPUDOC_CURRENCY="USD")
+        cls.procs[node], cls.ports[node] = start_serve(
+            ["serve", "--listen", f"127.0.0.1:{port}", "--no-store", "--diagnose-window", "10",
+             "--diagnose-every", "1"], env, "http")
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in [*cls.procs.values(), cls.prom]:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            if p.stderr:
+                p.stderr.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def report(self, *args):
+        r = subprocess.run([GPUDOC, "report", "--fleet", "--prometheus", f"http://127.0.0.1:{self.prom_port}",
+                            "--since", "30m", *args], capture_output=True, text=True, timeout=120)
+        return r
+
+    def counters(self):
+        """{node: {"observed"|"useful"|"unexplained"|"lost:ID": seconds}}: the counters' newest values
+        as Prometheus scraped them (the test reads no /metrics itself: a series shows 0 on its first
+        scrape, whoever scrapes it)."""
+        out = {n: {} for n in NODES}
+        for kind in KINDS:
+            q = f"sum by (instance, id) (gpudoc_gpu_{kind}_seconds_total)"
+            url = f"http://127.0.0.1:{self.prom_port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+            for r in json.loads(get(url))["data"]["result"]:
+                key = kind + (":" + r["metric"]["id"] if kind == "lost" else "")
+                out[r["metric"]["instance"]][key] = float(r["value"][1])
+        return out
+
+    def settled(self, started):
+        """Waits until every replay (the longest: 35 s) has ended and its counters stand still in
+        Prometheus (a trace's gap in the readings holds them still for seconds before that)."""
+        time.sleep(max(0.0, started + 40 - time.time()))
+        def still():
+            now = self.counters()
+            time.sleep(3)
+            return now if all(now.values()) and now == self.counters() else None
+        return wait_for("the replays' end", still, 120)
+
+    def test_1_report_equals_the_counters(self):
+        final = self.settled(self.started)
+        r = self.report("--json", "--by", "node")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = json.loads(r.stdout)
+        want = {}
+        for c in final.values():
+            for k, v in c.items():
+                want[k] = want.get(k, 0.0) + v
+        self.assertGreater(want["observed"], 60, final)
+        self.assertAlmostEqual(rep["totals"]["observed_s"], want["observed"], delta=0.02 * want["observed"])
+        self.assertAlmostEqual(rep["totals"]["useful_s"], want["useful"], delta=0.02 * want["observed"])
+        causes = {c["id"]: c["gpu_s"] for c in rep["causes"]}
+        lost = {k[5:]: v for k, v in want.items() if k.startswith("lost:") and v > 0}
+        self.assertTrue(lost, want)
+        for cause, v in lost.items():
+            self.assertAlmostEqual(causes.get(cause, 0), v, delta=0.02 * v, msg=cause)
+        self.assertEqual(sorted(rep["nodes"]), sorted(NODES))
+        self.assertEqual({g["key"] for g in rep["groups"]}, set(NODES))
+        self.assertIn("USD", rep["totals"]["money"])  # node-a's price
+        self.assertGreater(rep["totals"]["unpriced_s"], 0)  # the others have none
+        text = self.report("--by", "node")
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("top causes of waste", text.stdout)
+
+    def test_2_a_restart_changes_no_total_by_more_than_a_scrape(self):
+        node, port = "node-a", self.ports["node-a"]
+        before = self.settled(self.started)[node]  # its replay has ended: the counts so far
+        self.procs[node].terminate()
+        self.procs[node].wait(timeout=10)
+        time.sleep(2)
+        restarted = time.time()
+        self.start_node(node, NODES[node], port)  # the same trace again: as much once more
+        final = self.settled(restarted)
+        r = self.report("--json", "--by", "node")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = json.loads(r.stdout)
+        got = next(g for g in rep["groups"] if g["key"] == node)
+        want = before["observed"] + final[node]["observed"]
+        self.assertAlmostEqual(got["observed_s"], want, delta=1.0)  # one scrape interval, one GPU
+        self.assertGreaterEqual(rep["counter_resets"], 1)
+        self.assertTrue(any("restarted" in n for n in rep["notes"]), rep["notes"])
+
+    def test_3_unreachable_prometheus_is_exit_3(self):
+        r = subprocess.run([GPUDOC, "report", "--fleet", "--prometheus", f"http://127.0.0.1:{free_port()}"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("cannot be reached", r.stderr)
+        bad = subprocess.run([GPUDOC, "report", "--fleet", "--prometheus", "ftp://x"], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
