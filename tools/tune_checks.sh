@@ -7,7 +7,10 @@
 #   launch    a batch-1 inference loop bound by kernel launches: what is kept, reproduced within 5 points;
 #   healthy   a bf16 LM-like loop that keeps the GPU busy (negative control): nothing kept.
 # Every report (text, JSON, HTML), trial log and check lands in OUTDIR; a summary at the end.
-# About 7-8 minutes of device time (budgets 2 + 3 + 1.5 minutes, and the independent runs).
+# About 14 minutes of device time (budgets 5 + 5 + 1.5 minutes, and the independent runs): a trial
+# of these jobs takes ~14 s on an H200 host (Python, PyTorch and CUDA start-up included), and one
+# change needs about ten trials (two blocks of each arm, a confirmation, the final check). Run the
+# groups in separate calls where a call is limited (TUNE_CHECKS).
 #
 #   tools/tune_checks.sh OUTDIR GPUDOC
 #
@@ -63,11 +66,11 @@ check() {  # check NAME ARGS...: tools/tune_check.py on NAME's report
 }
 
 if on starved; then
-  tune starved 2 10 -- python3 "$here/workloads/tune/starved_cnn.py" --steps 100000 || failed=1
+  tune starved 5 10 -- python3 "$here/workloads/tune/starved_cnn.py" --steps 100000 || failed=1
   check starved --expect kept --min-speedup 100 --runs 2
 fi
 if on launch; then
-  tune launch 3 10 -- python3 "$here/workloads/tune/infer_b1.py" --requests 10000000 || failed=1
+  tune launch 5 10 -- python3 "$here/workloads/tune/infer_b1.py" --requests 10000000 || failed=1
   check launch --expect kept --runs 1
 fi
 if on healthy; then
