@@ -21,9 +21,13 @@ imports torch; each one says whether it changed anything:
   tf32                float32 matmuls and convolutions on TF32 tensor cores (changes results)
   bf16_autocast       that first module runs its forward under torch.autocast("cuda", bfloat16)
                       (changes results)
+  observe             changes nothing: reports the torch version, each DataLoader made (its workers,
+                      pinning, dataset kind) and each module with parameters moved to a CUDA device
+                      (its 2-D convolutions): what gpudoc tune's plain run learns of the job
 
 When $GPUDOC_TUNE_REPORT names a file, each patch appends one JSON line there each time it acts
-(at most 5 a patch): {"patch": NAME, "applied": true|false, "detail": "..."}. Standard library only.
+(at most 5 a patch): {"patch": NAME, "applied": true|false, "detail": "..."}, and `observe` one per
+thing seen (at most 5 a kind): {"seen": "torch"|"dataloader"|"module", ...}. Standard library only.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 PATCHES = ("workers", "persistent_workers", "pin_memory", "prefetch", "cudnn_benchmark", "channels_last",
-           "compile", "tf32", "bf16_autocast")
+           "compile", "tf32", "bf16_autocast", "observe")
 _WITH_VALUE = {"workers": int, "prefetch": int, "compile": str}
 _MAX_EVENTS = 5
 
@@ -114,6 +118,20 @@ class Reporter:
                 f.write(line)
         except OSError:
             pass  # the report is gpudoc's, never the program's problem
+
+    def seen(self, kind: str, **fields: Any) -> None:
+        """One thing `observe` saw: {"seen": kind, ...fields}."""
+        key = "seen:" + kind
+        n = self.counts.get(key, 0)
+        if n >= _MAX_EVENTS or not self.path:
+            self.counts[key] = n + 1
+            return
+        self.counts[key] = n + 1
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(dict(seen=kind, **fields)) + "\n")
+        except OSError:
+            pass
 
 
 def _patch_dataloader(torch: Any, patches: Dict[str, Any], report: Reporter) -> None:
@@ -229,6 +247,41 @@ def _patch_modules(torch: Any, patches: Dict[str, Any], report: Reporter) -> Non
     module_cls.cuda = cuda
 
 
+def _observe(torch: Any, report: Reporter) -> None:
+    """Reports what the program does with torch, changing nothing (installed after the patches, so
+    that it sees what they made)."""
+    report.seen("torch", version=str(getattr(torch, "__version__", "?")), compile=hasattr(torch, "compile"))
+    import torch.utils.data  # noqa: F401
+    data = torch.utils.data
+    loader_init = data.DataLoader.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        loader_init(self, *args, **kwargs)
+        report.seen("dataloader", num_workers=int(getattr(self, "num_workers", 0) or 0),
+                    pin_memory=bool(getattr(self, "pin_memory", False)),
+                    iterable=isinstance(getattr(self, "dataset", None), data.IterableDataset))
+
+    data.DataLoader.__init__ = __init__
+    module_cls = torch.nn.Module
+    moved = {"to": module_cls.to, "cuda": module_cls.cuda}
+
+    def seen_after(name: str) -> Callable[..., Any]:
+        original = moved[name]
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(self, *args, **kwargs)
+            module = out if isinstance(out, module_cls) else self
+            if _has_params(module) and _on_cuda(module):
+                convs = sum(1 for m in module.modules() if isinstance(m, torch.nn.Conv2d))
+                report.seen("module", name=type(module).__name__, convs=convs)
+            return out
+
+        return method
+
+    module_cls.to = seen_after("to")
+    module_cls.cuda = seen_after("cuda")
+
+
 def apply(torch: Any, patches: Dict[str, Any], report: Reporter) -> None:
     """Every patch on an imported torch module."""
     if "cudnn_benchmark" in patches:
@@ -242,6 +295,8 @@ def apply(torch: Any, patches: Dict[str, Any], report: Reporter) -> None:
         import torch.utils.data  # noqa: F401  (torch's own import has made it; this names it)
         _patch_dataloader(torch, patches, report)
     _patch_modules(torch, patches, report)
+    if "observe" in patches:
+        _observe(torch, report)
 
 
 class _Wrapped(importlib.abc.Loader):

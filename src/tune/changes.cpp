@@ -63,9 +63,12 @@ Signs signs_of(const Evidence& e) {
   auto has = [&](std::string_view id) {
     return std::find(e.findings.begin(), e.findings.end(), id) != e.findings.end();
   };
-  s.starved = has("sawtooth");
+  // Gaps the telemetry cannot name (faster than the sensor, or a plateau that may be either) may be
+  // the input or the launches: both cures are pointed to, and what the job does not use is ruled
+  // out by what the shim saw it do.
+  s.starved = has("sawtooth") || e.gaps_unresolved;
   s.plateau = has("plateau");
-  s.launch_bound = s.plateau && e.plateau_kind == "launch_bound";
+  s.launch_bound = (s.plateau && e.plateau_kind == "launch_bound") || e.gaps_unresolved;
   s.memory_growth = has("memory_growth");
   s.memory_bound = has("memory_bound");
   s.healthy = has("healthy");
@@ -255,6 +258,28 @@ int loader_workers(const Evidence& e) {
   return std::clamp(per_gpu - 2, 2, 8);
 }
 
+// Why what the shim saw in the plain run rules framework change `id` out; empty: it does not.
+std::string ruled_out_by_seen(const Evidence& e, std::string_view id, int workers) {
+  const ShimSeen& s = e.seen;
+  if (!s.observed) return {};
+  if (!s.torch) return "the job did not import torch in its plain run";
+  const bool loader = id == "loader_workers" || id == "loader_workers_pinned";
+  if (loader && s.dataloaders == 0) return "the job made no DataLoader in its plain run";
+  if (loader && s.iterable_loaders == s.dataloaders)
+    return "its DataLoaders read IterableDatasets: more workers would repeat their data";
+  if (id == "loader_workers" && s.max_workers >= workers)
+    return fmt::format("its DataLoader already has {} workers", s.max_workers);
+  if (id == "loader_workers_pinned" && s.max_workers >= workers && s.pinned)
+    return fmt::format("its DataLoader already has {} workers and pins its memory", s.max_workers);
+  if (id == "compile_reduce_overhead" && !s.compile)
+    return fmt::format("torch {} has no torch.compile (2.0 or newer)", s.torch_version);
+  if ((id == "compile_reduce_overhead" || id == "bf16_autocast") && s.cuda_modules == 0)
+    return "the job moved no module with parameters to a CUDA device with .to() or .cuda()";
+  if ((id == "cudnn_benchmark" || id == "channels_last") && s.conv_modules == 0)
+    return "no 2-D convolution in the modules the job moved to the GPU";
+  return {};
+}
+
 void framework_layer(Picker& p) {
   const Evidence& e = p.e();
   const Signs& s = p.s();
@@ -338,6 +363,10 @@ void framework_layer(Picker& p) {
   for (const Patch& pt : patches) {
     if (!e.python) {
       p.rule_out(pt.id, Layer::kFramework, e.why_not_python);
+      continue;
+    }
+    if (const std::string why = ruled_out_by_seen(e, pt.id, w); !why.empty()) {
+      p.rule_out(pt.id, Layer::kFramework, why);
       continue;
     }
     Change c{.id = pt.id, .knob = pt.knob, .layer = Layer::kFramework};

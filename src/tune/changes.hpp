@@ -62,14 +62,31 @@ struct Advice {
   std::string why{};      // why gpudoc does not apply or measure it
 };
 
+// What the shim's `observe` patch saw the job do in the plain run (python/gpudoc/tune.py).
+struct ShimSeen {
+  bool observed = false;  // the plain run ran under the observing shim
+  bool torch = false;     // the job imported torch
+  std::string torch_version{};
+  bool compile = false;      // that torch has torch.compile
+  int dataloaders = 0;       // DataLoaders made
+  int iterable_loaders = 0;  // of them, over an IterableDataset
+  int max_workers = 0;       // the most workers one had
+  bool pinned = false;       // every one pinned its memory
+  int cuda_modules = 0;      // modules with parameters moved to a CUDA device
+  int conv_modules = 0;      // of them, with 2-D convolutions
+};
+
 // What the changes are picked from: the diagnosis of the job's plain run, the machine, the command.
 struct Evidence {
   bool diagnosed = false;
   std::string why_not_diagnosed{};      // when not diagnosed
   std::vector<std::string> findings{};  // the diagnosis's finding ids (every severity)
   std::string plateau_kind{};           // the plateau finding's kind ("launch_bound", "busy_idle"), when one
-  int gpus = 0;                         // GPUs the job's machine shows (the backend's count)
-  int gpus_used = 0;                    // GPUs the diagnosis saw at work
+  // A sawtooth faster than the utilization sensor, or a plateau that may be one: launches or host
+  // work, the telemetry cannot tell which.
+  bool gaps_unresolved = false;
+  int gpus = 0;                                            // GPUs the job's machine shows (the backend's count)
+  int gpus_used = 0;                                       // GPUs the diagnosis saw at work
   std::vector<std::pair<int, std::string>> gpu_bus_ids{};  // those GPUs: (NVML index, PCI bus id)
   bool nvlink = false;                                     // the used GPUs have NVLink links
   std::vector<int> allowed_cpus{};                         // the CPUs the job may run on now
@@ -78,9 +95,10 @@ struct Evidence {
   int numa_nodes = 1;                                      // nodes with CPUs
   bool python = false;                                     // the command runs a Python program the shim can start
   std::string why_not_python{};                            // when not
-  std::map<std::string, std::string> env{};                // the variables the changes set, as the job would see them
-  std::map<std::string, int> governors{};                  // CPU governor -> CPUs
-  std::string thp{};                                       // transparent huge pages: the selected mode ("madvise")
+  ShimSeen seen{};                           // what the shim saw the job do, when its plain run ran under it
+  std::map<std::string, std::string> env{};  // the variables the changes set, as the job would see them
+  std::map<std::string, int> governors{};    // CPU governor -> CPUs
+  std::string thp{};                         // transparent huge pages: the selected mode ("madvise")
   std::map<std::string, std::string> sysctls{};
 };
 

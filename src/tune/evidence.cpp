@@ -32,8 +32,12 @@ std::vector<int> diagnose_plain(const std::string& trace_path, DiagnosisSummary&
   out.findings = d->diagnosis.findings;
   for (const auto& f : d->diagnosis.findings) {
     e.findings.push_back(f.id);
-    if (f.id == "plateau" && f.details.is_object() && f.details.contains("kind") && f.details["kind"].is_string())
+    if (!f.details.is_object()) continue;
+    if (f.id == "plateau" && f.details.contains("kind") && f.details["kind"].is_string())
       e.plateau_kind = f.details["kind"].get<std::string>();
+    if ((f.id == "sawtooth" && f.details.value("below_sensor_resolution", false)) ||
+        (f.id == "plateau" && f.details.contains("undecided_between")))
+      e.gaps_unresolved = true;
   }
   for (const auto& g : d->diagnosis.gpus)
     if (!g.primary.empty() && g.primary != "idle" && g.primary != "insufficient_data") used.push_back(g.gpu);
@@ -97,6 +101,7 @@ Evidence gather_evidence(const Env& env, const std::vector<std::string>& command
   for (const auto& name : watched_variables())
     if (const char* v = std::getenv(name.c_str()); v != nullptr) e.env[name] = v;
   e.python = python_command(command, &e.why_not_python).has_value();
+  e.seen = plain.seen;
   return e;
 }
 

@@ -61,6 +61,19 @@ nlohmann::json layer_json(const LayerResult& l) {
 
 }  // namespace
 
+nlohmann::json seen_json(const ShimSeen& s) {
+  if (!s.observed) return nullptr;
+  return {{"torch", s.torch},
+          {"torch_version", s.torch_version},
+          {"compile", s.compile},
+          {"dataloaders", s.dataloaders},
+          {"iterable_dataloaders", s.iterable_loaders},
+          {"max_workers", s.max_workers},
+          {"pinned", s.pinned},
+          {"cuda_modules", s.cuda_modules},
+          {"conv_modules", s.conv_modules}};
+}
+
 nlohmann::json to_json(const Trial& t) {
   return {{"number", t.number},
           {"arm", t.arm},
@@ -75,6 +88,7 @@ nlohmann::json to_json(const Trial& t) {
           {"loss", t.loss},
           {"patches_applied", t.patches_applied},
           {"shim_notes", t.shim_notes},
+          {"seen", seen_json(t.seen)},
           {"message", t.message},
           {"log", t.log_path}};
 }

@@ -62,6 +62,25 @@ std::string file_safe(std::string_view s) {
   return out.substr(0, 60);
 }
 
+// One thing the shim's `observe` patch saw.
+void add_seen(const nlohmann::json& j, ShimSeen& seen) {
+  const std::string kind = j.value("seen", std::string());
+  seen.observed = true;
+  if (kind == "torch") {
+    seen.torch = true;
+    seen.torch_version = j.value("version", std::string());
+    seen.compile = j.value("compile", false);
+  } else if (kind == "dataloader") {
+    seen.pinned = (seen.dataloaders == 0 || seen.pinned) && j.value("pin_memory", false);
+    ++seen.dataloaders;
+    if (j.value("iterable", false)) ++seen.iterable_loaders;
+    seen.max_workers = std::max(seen.max_workers, j.value("num_workers", 0));
+  } else if (kind == "module") {
+    ++seen.cuda_modules;
+    if (j.value("convs", 0) > 0) ++seen.conv_modules;
+  }
+}
+
 // What the shim wrote (python/gpudoc/tune.py): one JSON object a line, {"patch", "applied", "detail"}.
 void read_shim_report(const std::string& path, Trial& t) {
   auto text = core::read_file(path, {.max_bytes = 1 << 20, .what = "the shim's report"});
@@ -73,6 +92,10 @@ void read_shim_report(const std::string& path, Trial& t) {
     if (end == std::string::npos) end = text->size();
     auto j = nlohmann::json::parse(text->substr(start, end - start), nullptr, false);
     start = end + 1;
+    if (j.is_object() && j.contains("seen")) {
+      add_seen(j, t.seen);
+      continue;
+    }
     if (!j.is_object() || !j.contains("patch")) continue;
     const std::string patch = j.value("patch", std::string());
     const std::string detail = j.value("detail", std::string());

@@ -64,6 +64,7 @@ struct Trial {
   std::optional<Figure> figure{};              // the figure the samples are of (Work::detect: the one found)
   std::vector<std::string> patches_applied{};  // the shim's patches that changed something
   std::vector<std::string> shim_notes{};       // what the shim did or could not do
+  ShimSeen seen{};                             // what its `observe` patch saw (the plain run)
   std::string message{};                       // why it failed: the exit, the output's last lines
   std::string log_path{};                      // the kept log (--logs), else empty
   [[nodiscard]] bool ok() const { return status == TrialStatus::kOk; }

@@ -201,10 +201,17 @@ class Tuner {
 
 core::Status Tuner::plain_run() {
   report_.work = Work{.figure = "", .warmup = req_.warmup, .steps = req_.steps, .detect = true, .metric = req_.metric};
+  // A Python program runs under the shim's `observe` patch, which changes nothing and says what the
+  // job does with torch (its DataLoaders, the modules it moves to the GPU): what the framework's
+  // changes can apply to.
+  const bool observed = python_command(req_.command, nullptr).has_value();
+  std::vector<Change> observe;
+  if (observed)
+    observe.push_back(Change{.id = "observe", .knob = "observe", .layer = Layer::kFramework, .patches = {"observe"}});
   TrialSpec spec{.arm = "unchanged",
                  .block = "plain",
                  .number = ++report_.trials,
-                 .launch = launch_with(req_.command, {}, shim_file_),
+                 .launch = launch_with(req_.command, observe, shim_file_),
                  .work = report_.work};
   spec.timeout_s = std::max(5.0, 0.4 * req_.budget_s);
   spec.min_run_s = std::min(kDiagnoseMinS, 0.15 * req_.budget_s);
@@ -212,6 +219,7 @@ core::Status Tuner::plain_run() {
   auto t = run_trial(spec, trial_env());
   if (!t) return t.error().with_context("the plain run");
   report_.plain = std::move(*t);
+  report_.plain.seen.observed = observed;
   report_.budget.plain_s = elapsed_s();
   progress(report_.plain);
   const Trial& p = report_.plain;

@@ -110,6 +110,14 @@ std::string tune_text(const tune::Report& r) {
   } else {
     out += "Diagnosis: none (" + r.diagnosis.why_not + "); only changes named by --only are tried\n";
   }
+  if (const tune::ShimSeen& s = r.plain.seen; s.observed)
+    out += !s.torch ? "The plain run, under the shim's observe patch: the job did not import torch\n"
+                    : fmt::format(
+                          "The plain run, under the shim's observe patch: torch {}{}; {} DataLoader{} (at most {} "
+                          "workers{}); {} module{} moved to the GPU ({} with 2-D convolutions)\n",
+                          s.torch_version, s.compile ? "" : " (no torch.compile)", s.dataloaders,
+                          s.dataloaders == 1 ? "" : "s", s.max_workers, s.pinned ? ", pinned" : "", s.cuda_modules,
+                          s.cuda_modules == 1 ? "" : "s", s.conv_modules);
   out += "\n" + tune_headline(r) + "\n";
   for (const auto& l : r.layers) out += layer_text(l, r);
   if (!r.kept.empty()) {

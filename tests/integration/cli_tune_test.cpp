@@ -117,23 +117,28 @@ TEST(CliTune, TheShimsPatchIsKeptWithItsLine) {
   const auto* loader = arm(r, "loader_workers");
   ASSERT_NE(loader, nullptr) << r.dump(1);
   EXPECT_EQ((*loader)["outcome"], "kept") << (*loader)["reason"];
+  EXPECT_EQ(r["plain"]["seen"]["dataloaders"], 1);  // what the observing shim saw in the plain run
+  EXPECT_EQ(r["plain"]["seen"]["max_workers"], 0);
   EXPECT_NE((*loader)["trials"][0]["patches_applied"], nlohmann::json::array());
   const std::string line = r["apply"].back();
   EXPECT_EQ(line.rfind("python3 -m gpudoc.tune --patch workers=", 0), 0u) << line;
   EXPECT_NE(line.find(",persistent_workers -- "), std::string::npos) << line;
 }
 
-// A patch that changes nothing in the job (it makes no DataLoader) is not applicable, not measured on.
-TEST(CliTune, APatchThatChangesNothingIsNotApplicable) {
+// What the plain run showed the job does not do (under the shim's observe patch) rules a framework
+// change out before any trial: this job imports no torch at all.
+TEST(CliTune, WhatTheJobDoesNotUseIsNotTried) {
   int code = -1;
   const std::string fake = std::string(GPUDOC_SOURCE_DIR) + "/tests/integration/tune/fake_torch";
   const auto r =
       tune_json("--budget 0.5 --steps 10 --only loader_workers -- " + job(), &code, kClean + " PYTHONPATH=" + fake);
   ASSERT_EQ(code, 0) << r.dump(1);
-  const auto* loader = arm(r, "loader_workers");
-  ASSERT_NE(loader, nullptr);
-  EXPECT_EQ((*loader)["outcome"], "not applicable");
-  EXPECT_EQ((*loader)["trials"].size(), 1u);
+  EXPECT_EQ(arm(r, "loader_workers"), nullptr);
+  bool said = false;
+  for (const auto& n : r["not_tried"])
+    said = said || (n["id"] == "loader_workers" && n["why"] == "the job did not import torch in its plain run");
+  EXPECT_TRUE(said) << r["not_tried"].dump(1);
+  EXPECT_FALSE(r["plain"]["seen"]["torch"].get<bool>());
 }
 
 TEST(CliTune, TheJsonDocument) {

@@ -166,6 +166,36 @@ class ModuleTest(ShimRun):
         self.assertEqual(report, [])
 
 
+class ObserveTest(ShimRun):
+    def test_observe_changes_nothing_and_says_what_the_job_does(self):
+        r, report = self.run_program("""
+            import json, torch
+            class Stream(torch.utils.data.IterableDataset):
+                pass
+            a = torch.utils.data.DataLoader(list(range(8)), batch_size=2, num_workers=3, pin_memory=True)
+            b = torch.utils.data.DataLoader(Stream())
+            net = torch.nn.Module()
+            net.add(torch.nn.Conv2d())
+            net.add(torch.nn.Conv2d())
+            net = net.to("cuda")
+            torch.nn.Linear().to("cpu")
+            print(json.dumps([a.num_workers, b.num_workers, torch.backends.cudnn.benchmark]))
+            """, "observe")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [3, 0, False])
+        seen = [x for x in report if "seen" in x]
+        self.assertEqual(seen[0], {"seen": "torch", "version": "0.0-fake", "compile": True})
+        self.assertIn({"seen": "dataloader", "num_workers": 3, "pin_memory": True, "iterable": False}, seen)
+        self.assertIn({"seen": "dataloader", "num_workers": 0, "pin_memory": False, "iterable": True}, seen)
+        self.assertEqual([x for x in seen if x["seen"] == "module"], [{"seen": "module", "name": "Module", "convs": 2}])
+        self.assertFalse(any("patch" in x for x in report))
+
+    def test_a_job_without_torch_reports_nothing(self):
+        r, report = self.run_program("print('no torch here')", "observe")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(report, [])
+
+
 class ProgramTest(ShimRun):
     def test_the_program_runs_as_python_runs_it(self):
         r, _ = self.run_program("""

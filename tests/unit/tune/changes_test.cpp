@@ -137,6 +137,44 @@ TEST(Pick, AdviceIsNeverAChange) {
   for (const auto& c : p.changes) EXPECT_TRUE(c.env.empty() || c.env[0].rfind("/proc", 0) != 0);
 }
 
+// Gaps faster than the sensor may be the input or the launches: both cures, and what the shim saw
+// the job do rules out those it cannot use.
+TEST(Pick, UnresolvedGapsPointToBothCuresAndTheShimRulesOutTheUnused) {
+  Evidence e = machine({"sawtooth"});
+  e.gaps_unresolved = true;
+  e.seen = ShimSeen{.observed = true,
+                    .torch = true,
+                    .torch_version = "2.11",
+                    .compile = true,
+                    .dataloaders = 0,
+                    .cuda_modules = 1,
+                    .conv_modules = 0};
+  const Picked p = pick(e, {});
+  const auto got = ids(p);
+  EXPECT_NE(std::find(got.begin(), got.end(), "compile_reduce_overhead"), got.end());
+  EXPECT_EQ(std::find(got.begin(), got.end(), "loader_workers"), got.end());
+  EXPECT_EQ(not_tried(p, "loader_workers")->why, "the job made no DataLoader in its plain run");
+  EXPECT_EQ(not_tried(p, "cudnn_benchmark")->why, "no 2-D convolution in the modules the job moved to the GPU");
+}
+
+TEST(Pick, TheShimsSightRulesOutWhatCannotApplyEvenWhenNamed) {
+  Evidence e = machine({"sawtooth"});
+  e.seen = ShimSeen{.observed = true,
+                    .torch = true,
+                    .torch_version = "1.13",
+                    .compile = false,
+                    .dataloaders = 1,
+                    .max_workers = 8,
+                    .pinned = true};
+  const Picked p = pick(e, {.only = {"loader", "compile"}});
+  EXPECT_TRUE(p.changes.empty());
+  EXPECT_EQ(not_tried(p, "loader_workers")->why, "its DataLoader already has 8 workers");
+  EXPECT_EQ(not_tried(p, "loader_workers_pinned")->why, "its DataLoader already has 8 workers and pins its memory");
+  EXPECT_EQ(not_tried(p, "compile_reduce_overhead")->why, "torch 1.13 has no torch.compile (2.0 or newer)");
+  e.seen = ShimSeen{.observed = true};
+  EXPECT_EQ(not_tried(pick(e, {}), "loader_workers")->why, "the job did not import torch in its plain run");
+}
+
 TEST(Cpulist, RangesAsTasksetWritesThem) {
   EXPECT_EQ(cpulist({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
   EXPECT_EQ(cpulist({5}), "5");

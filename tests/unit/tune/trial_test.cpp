@@ -134,6 +134,27 @@ TEST_F(TrialTest, ThePlainRunFindsTheFigure) {
   EXPECT_THAT(t->samples, ::testing::ElementsAre(2, 3, 4));
 }
 
+// What the shim reports ($GPUDOC_TUNE_REPORT): the patches that changed something, and what its
+// observe patch saw.
+TEST_F(TrialTest, TheShimsReportIsRead) {
+  auto t = run_trial(spec("echo '{\"patch\": \"workers\", \"applied\": true, \"detail\": \"0 -> 8\"}' >> "
+                          "\"$GPUDOC_TUNE_REPORT\"; echo '{\"seen\": \"torch\", \"version\": \"2.11\", "
+                          "\"compile\": true}' >> \"$GPUDOC_TUNE_REPORT\"; echo '{\"seen\": \"dataloader\", "
+                          "\"num_workers\": 2, \"pin_memory\": false, \"iterable\": false}' >> "
+                          "\"$GPUDOC_TUNE_REPORT\"; " +
+                          std::string(kSteps)),
+                     env());
+  ASSERT_TRUE(t);
+  EXPECT_THAT(t->patches_applied, ::testing::ElementsAre("workers"));
+  EXPECT_THAT(t->shim_notes, ::testing::ElementsAre("workers: 0 -> 8"));
+  EXPECT_TRUE(t->seen.observed);
+  EXPECT_TRUE(t->seen.compile);
+  EXPECT_EQ(t->seen.torch_version, "2.11");
+  EXPECT_EQ(t->seen.dataloaders, 1);
+  EXPECT_EQ(t->seen.max_workers, 2);
+  EXPECT_FALSE(t->seen.pinned);
+}
+
 TEST(ChooseFigure, StepTimesFirstThenThroughputsThenTheMetricAsked) {
   std::map<std::string, std::vector<double>> f = {{"loss", {1}}, {"tokens_per_s", {5}}, {"iter_ms", {3}}};
   EXPECT_EQ(choose_figure(f, std::nullopt)->name, "iter_ms");
