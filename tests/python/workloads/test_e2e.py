@@ -30,8 +30,11 @@ class GuardE2eTest(unittest.TestCase):
             self.skipTest("no gpudoc build (GPUDOC_BIN)")
         with tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "run")
+            # The guard's 300 ms from a sample to the ack is measured on the GPU machine
+            # (docs/results/guard.md); here, on a machine that may be loaded, only a hang guard
+            # (10x the bound) is asked of it.
             proc = run(os.path.join(REPO, "tools", "guard_e2e.sh"), out, "--gpudoc", binary,
-                       "--python", sys.executable, "--device", "cpu", "--speed", "3")
+                       "--python", sys.executable, "--device", "cpu", "--speed", "3", "--max-latency-ms", "3000")
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             data, checks = summary(out)
             self.assertTrue(data["all_pass"])
