@@ -14,6 +14,8 @@ install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB gpudoc_docs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
 install(FILES ${gpudoc_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES cmake/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Why lintian's embedded-library tag on the portable binary is expected (the comment inside).
+install(FILES cmake/debian/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME gpudoc)
 install(DIRECTORY deploy/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gpudoc/deploy USE_SOURCE_PERMISSIONS)
 install(FILES deploy/systemd/gpudoc-serve.service deploy/systemd/gpudoc-health.service
               deploy/systemd/gpudoc-health.timer

@@ -34,7 +34,7 @@ dpkg-deb -c "$deb" | awk '{print $NF}' | grep -v '/$' | sort >"$work/contents.tx
 expect_listed "$work/contents.txt" ./usr/bin/gpudoc ./usr/share/gpudoc/traces/gemm_saturated.jsonl \
   ./usr/share/gpudoc/traces/allreduce_straggler_slow1.jsonl ./usr/share/doc/gpudoc/README.md \
   ./usr/share/doc/gpudoc/methodology.md ./usr/share/doc/gpudoc/serve.md ./usr/share/doc/gpudoc/serve-metrics.md \
-  ./usr/share/doc/gpudoc/copyright ./usr/share/doc/gpudoc/changelog.Debian.gz \
+  ./usr/share/doc/gpudoc/copyright ./usr/share/doc/gpudoc/changelog.Debian.gz ./usr/share/lintian/overrides/gpudoc \
   ./usr/lib/gpudoc/libgpudoc_slice.so \
   ./lib/systemd/system/gpudoc-serve.service ./lib/systemd/system/gpudoc-health.service \
   ./lib/systemd/system/gpudoc-health.timer \
@@ -48,6 +48,7 @@ if grep -v -e '^\./usr/bin/gpudoc$' -e '^\./usr/lib/gpudoc/libgpudoc_\(slice\|pr
   -e '^\./lib/systemd/system/gpudoc-\(serve\.service\|health\.service\|health\.timer\)$' \
   -e '^\./usr/share/man/man1/gpudoc\(-[a-z]*\)\?\.1\.gz$' -e '^\./usr/share/bash-completion/completions/gpudoc$' \
   -e '^\./usr/share/gpudoc/python/gpudoc-[0-9.]*-py3-none-any\.whl$' \
+  -e '^\./usr/share/lintian/overrides/gpudoc$' \
   "$work/contents.txt"; then
   fail "the package holds the files above, outside the places cmake/Packaging.cmake names"
 fi
