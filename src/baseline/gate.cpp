@@ -234,6 +234,16 @@ core::Result<store::Database> open_store(const std::optional<std::string>& path_
   return open_at(*path, use);
 }
 
+GateEnv gate_env(const telemetry::BackendOrReason& backend, const StopSignal& stop, core::PrivateDir& dir) {
+  GateEnv env;
+  env.backend = backend.backend;
+  env.clock = backend.clock;
+  env.no_gpu_reason = backend.why_not.substr(0, backend.why_not.find('\n'));
+  env.stop = &stop;
+  env.dir = &dir;
+  return env;
+}
+
 core::Result<NamedBaseline> open_named(const std::optional<std::string>& path_flag, const std::string& name,
                                        StoreUse use) {
   auto path = store::default_store_path(path_flag);

@@ -37,6 +37,7 @@
 #include "core/result.hpp"
 #include "core/temp_dir.hpp"
 #include "store/database.hpp"
+#include "telemetry/backend_source.hpp"
 
 namespace gpudoc::baseline {
 
@@ -54,6 +55,11 @@ struct GateEnv {
   // What the gate does next, for a person ("possible regression in workload; running again ...").
   std::function<void(const std::string&)> on_progress;
 };
+
+// A GateEnv on the run's backend (without one, the first line of why not), the stop signal and the
+// run's private folder; the caller adds what it prints (on_note, on_progress, echo_to_stderr).
+[[nodiscard]] GateEnv gate_env(const telemetry::BackendOrReason& backend, const StopSignal& stop,
+                               core::PrivateDir& dir);
 
 // The exit code of a run stopped by signal `sig`: 128 + sig, as a shell reports it.
 [[nodiscard]] int exit_code_for_signal(int sig) noexcept;

@@ -38,17 +38,12 @@ void print_note(const std::string& n) { print_text(stderr, fmt::format("gpudoc: 
 // runs (the stored machine context names the backend too). Every file goes in one private folder.
 core::Result<baseline::GateEnv> gate_env(const BaselineFlags& f, Context& ctx, std::optional<core::PrivateDir>& dir) {
   install_stop_handlers();  // SIGINT, SIGTERM, SIGHUP: the stop policy of every command
-  baseline::GateEnv env;
   const telemetry::BackendOrReason b = ctx.backend.open_or_reason();
-  env.backend = b.backend;
-  env.clock = b.clock;
-  env.no_gpu_reason = b.why_not.substr(0, b.why_not.find('\n'));
   if (auto live = ctx.backend.open()) print_banner(*live, "gpudoc: baseline");
   auto made = core::PrivateDir::create("gpudoc-baseline");
   if (!made) return made.error();
   dir = std::move(*made);
-  env.dir = &*dir;
-  env.stop = &stop_signal();
+  baseline::GateEnv env = baseline::gate_env(b, stop_signal(), *dir);
   env.echo_to_stderr = f.json;
   env.on_note = print_note;
   env.on_progress = [](const std::string& s) { print_text(stderr, fmt::format("gpudoc: baseline: {}\n", s)); };

@@ -73,13 +73,8 @@ int run_tune(TuneFlags& f, Context& ctx) {
   }
   int code = report->exit_code;
   if (store && !report->stopped_by) {
-    baseline::GateEnv gate;
-    gate.backend = b.backend;
-    gate.clock = b.clock;
-    gate.no_gpu_reason = env.no_gpu_reason;
-    gate.stop = &stop_signal();
+    baseline::GateEnv gate = baseline::gate_env(b, stop_signal(), *dir);
     gate.echo_to_stderr = true;
-    gate.dir = &*dir;
     gate.on_note = [](const std::string& n) { print_text(stderr, "gpudoc: note: " + n + "\n"); };
     auto rec = tune::record_tuned(*store, *f.baseline, *report, gate);
     if (!rec) return report_error(rec.error(), f.json);
