@@ -24,6 +24,7 @@ if grep -v -e '^\./bin/gpudoc$' -e '^\./lib/gpudoc/libgpudoc_slice\.so$' -e '^\.
   -e '^\./lib/gpudoc/libgpudoc_profile\.so$' -e '^\./share/doc/gpudoc/copyright$' -e '^\./share/gpudoc/deploy/' \
   -e '^\./lib/systemd/system/gpudoc-\(serve\.service\|health\.service\|health\.timer\)$' \
   -e '^\./share/man/man1/gpudoc\(-[a-z]*\)\?\.1\.gz$' -e '^\./share/bash-completion/completions/gpudoc$' \
+  -e '^\./share/lintian/overrides/gpudoc$' \
   -e '^\./share/gpudoc/python/gpudoc-[0-9.]*-py3-none-any\.whl$' "$work/files.txt"; then
   fail "the files above were installed too; only what cmake/Packaging.cmake lists belongs in a prefix"
 fi
