@@ -29,6 +29,7 @@ struct ReportFlags {
   bool fleet = false;
   std::string prometheus;
   std::string by = "namespace";
+  std::optional<std::string> until;
 };
 
 // --fleet: serve's counters read back from Prometheus (fleet/report.hpp).
@@ -47,7 +48,9 @@ int run_report(const ReportFlags& f) {
   auto since = core::parse_span("--since", f.since, kMaxDurationSeconds);
   if (!since) return report_error(since.error(), f.json);
   const auto now_ns = core::SystemClock().unix_now_ns();
-  if (f.fleet) return run_fleet(f, *since / 1'000'000'000, static_cast<double>(now_ns) / 1e9);
+  const auto until = f.until ? core::parse_instant("--until", *f.until) : static_cast<double>(now_ns) / 1e9;
+  if (!until) return report_error(until.error(), f.json);
+  if (f.fleet) return run_fleet(f, *since / 1'000'000'000, *until);
   if (f.guard) {
     if (f.html) return usage_error("--html is for the health history, not --guard", f.json);
     auto events = store::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
@@ -92,6 +95,8 @@ void register_report(CLI::App& app, Action& action) {
   cmd->add_flag("--fleet", f->fleet, "the fleet's GPU time, waste by cause and money from Prometheus (docs/cost.md)");
   cmd->add_option("--prometheus", f->prometheus, "with --fleet: the Prometheus server")->type_name("URL");
   cmd->add_option("--by", f->by, "with --fleet: group by node, namespace (default), pod or job");
+  cmd->add_option("--until", f->until, "with --fleet: the period's end, Unix seconds or RFC 3339 (default: now)")
+      ->type_name("TIME");
   cmd->add_flag("--guard", f->guard, "the guard's decisions and actions (gpudoc guard) instead of the health history");
   cmd->callback([f, &action] { action = [f] { return run_report(*f); }; });
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -73,6 +74,66 @@ Result<std::int64_t> parse_span(std::string_view flag, const std::string& s, dou
   auto n = parse_number(flag, std::string_view(s).substr(0, s.size() - 1), range, s);
   if (!n) return n.error();
   return static_cast<std::int64_t>(*n) * per * 1'000'000'000;
+}
+
+namespace {
+
+// The digits text[at, at + n) as a number; nullopt unless all n are digits.
+std::optional<int> digits(std::string_view text, std::size_t at, std::size_t n) {
+  if (at + n > text.size()) return std::nullopt;
+  int v = 0;
+  for (std::size_t i = at; i < at + n; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    v = v * 10 + (text[i] - '0');
+  }
+  return v;
+}
+
+// RFC 3339's date-time (section 5.6) to Unix seconds; nullopt when it is not one.
+std::optional<double> rfc3339_seconds(std::string_view s) {
+  const auto year = digits(s, 0, 4), month = digits(s, 5, 2), day = digits(s, 8, 2);
+  const auto hour = digits(s, 11, 2), minute = digits(s, 14, 2), second = digits(s, 17, 2);
+  if (!year || !month || !day || !hour || !minute || !second || s[4] != '-' || s[7] != '-' ||
+      (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
+    return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year(*year), std::chrono::month(static_cast<unsigned>(*month)),
+                                         std::chrono::day(static_cast<unsigned>(*day))};
+  if (!date.ok() || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;  // 60: a leap second
+  std::size_t at = 19;
+  double fraction = 0;
+  if (at < s.size() && s[at] == '.') {
+    double scale = 0.1;
+    for (++at; at < s.size() && s[at] >= '0' && s[at] <= '9'; ++at, scale /= 10) fraction += (s[at] - '0') * scale;
+    if (scale == 0.1) return std::nullopt;  // a '.' with no digit
+  }
+  int offset_s = 0;
+  if (at + 1 == s.size() && (s[at] == 'Z' || s[at] == 'z')) {
+    ++at;
+  } else if (at + 6 == s.size() && (s[at] == '+' || s[at] == '-') && s[at + 3] == ':') {
+    const auto oh = digits(s, at + 1, 2), om = digits(s, at + 4, 2);
+    if (!oh || !om || *oh > 23 || *om > 59) return std::nullopt;
+    offset_s = (s[at] == '+' ? 1 : -1) * (*oh * 3600 + *om * 60);
+    at += 6;
+  } else {
+    return std::nullopt;  // no zone: RFC 3339 requires one
+  }
+  if (at != s.size()) return std::nullopt;
+  const auto days = std::chrono::sys_days(date).time_since_epoch().count();
+  return static_cast<double>(days) * 86400 + *hour * 3600 + *minute * 60 + *second - offset_s + fraction;
+}
+
+}  // namespace
+
+Result<double> parse_instant(std::string_view flag, const std::string& text) {
+  constexpr NumberRange kUnix{.min = 0, .max = kMaxInstantSeconds, .unit = "Unix seconds"};
+  const bool number = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  if (number) return parse_number(flag, text, kUnix);
+  const auto at = rfc3339_seconds(text);
+  if (!at || *at < 0 || *at > kMaxInstantSeconds)
+    return Error(ErrorKind::kUsage, fmt::format("{} {}: expected Unix seconds (1764547200) or an RFC 3339 time "
+                                                "(2026-12-01T00:00:00Z, 2026-12-01T01:00:00+01:00)",
+                                                flag, shown(text)));
+  return *at;
 }
 
 }  // namespace gpudoc::core

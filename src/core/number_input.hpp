@@ -49,4 +49,11 @@ struct NumberRange {
 // kUsage naming `flag` and the value.
 [[nodiscard]] Result<std::int64_t> parse_span(std::string_view flag, const std::string& text, double max_seconds);
 
+// A moment as Unix seconds ("1764547200", "1764547200.5", read by parse_number, from 0 to
+// kMaxInstantSeconds) or as RFC 3339 ("2026-12-01T00:00:00Z", "2026-12-01T01:00:00.250+01:00"; the
+// date and the time with a 'T' or a space between, seconds' fraction optional, 'Z' or an offset
+// required), to Unix seconds. Errors: kUsage naming `flag`, the value and both forms.
+inline constexpr double kMaxInstantSeconds = 253402300799;  // 9999-12-31T23:59:59Z
+[[nodiscard]] Result<double> parse_instant(std::string_view flag, const std::string& text);
+
 }  // namespace gpudoc::core

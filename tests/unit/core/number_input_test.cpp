@@ -79,5 +79,24 @@ TEST(ParseSpan, ANumberAndAUnitToNanoseconds) {
   }
 }
 
+TEST(ParseInstant, UnixSecondsOrRfc3339) {
+  EXPECT_EQ(*parse_instant("--until", "1764547200"), 1764547200.0);
+  EXPECT_EQ(*parse_instant("--until", "1764547200.5"), 1764547200.5);
+  EXPECT_EQ(*parse_instant("--until", "2025-12-01T00:00:00Z"), 1764547200.0);
+  EXPECT_EQ(*parse_instant("--until", "2025-12-01 00:00:00z"), 1764547200.0);
+  EXPECT_EQ(*parse_instant("--until", "2025-12-01T01:30:00.25+01:30"), 1764547200.25);
+  EXPECT_EQ(*parse_instant("--until", "2025-11-30T19:00:00-05:00"), 1764547200.0);
+  EXPECT_EQ(*parse_instant("--until", "1970-01-01T00:00:00Z"), 0.0);
+  EXPECT_EQ(*parse_instant("--until", "2024-02-29T12:00:00Z"), 1709208000.0);  // a leap day
+  for (const char* bad : {"", "now", "-1", "1e12", "2025-12-01", "2025-12-01T00:00:00", "2025-02-29T00:00:00Z",
+                          "2025-12-01T24:00:00Z", "2025-12-01T00:00:00.Z", "2025-12-01T00:00:00+0100",
+                          "2025-13-01T00:00:00Z", "2025-12-01T00:00:00Zx", "1969-12-31T23:59:59Z"}) {
+    auto r = parse_instant("--until", bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind(), ErrorKind::kUsage) << bad;
+    EXPECT_NE(r.error().message().find("--until"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace gpudoc::core
