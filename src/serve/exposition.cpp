@@ -834,4 +834,14 @@ std::string render(const Snapshot& snapshot, const RenderOptions& options) {
   return out;
 }
 
+std::string render_account_families(const std::vector<AccountSeries>& accounts, Format format) {
+  Snapshot s;
+  s.accounts = accounts;
+  std::string out;
+  Writer w(out, format);
+  render_accounts(w, s);
+  w.end();
+  return out;
+}
+
 }  // namespace gpudoc::serve

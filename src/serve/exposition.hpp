@@ -202,6 +202,10 @@ struct RenderOptions {
 // buffer. Thread-safety: none needed (pure); the snapshot must not change during the call.
 void render_to(std::string& out, const Snapshot& snapshot, const RenderOptions& options);
 [[nodiscard]] std::string render(const Snapshot& snapshot, const RenderOptions& options);
+// Only the fleet counters' families (what render() writes for `accounts`, with the same names,
+// labels and escaping), ended as render() ends them (OpenMetrics: # EOF). `gpudoc trace counters`
+// (replay_counters.hpp) exports a recorded trace's counters with it.
+[[nodiscard]] std::string render_account_families(const std::vector<AccountSeries>& accounts, Format format);
 
 // Escapes a label value for either format (\ -> \\, " -> \", newline -> \n) after replacing
 // invalid UTF-8 with U+FFFD.

@@ -89,6 +89,14 @@ ServiceOptions service_options(const Settings& settings, telemetry::SamplerConfi
   return so;
 }
 
+std::vector<findings::Finding> diagnose_window(const telemetry::Trace& window, double window_s) {
+  if (!window.first_sample_s) return {};
+  diagnose::Options o;
+  o.window_s = window_s;
+  o.skip_start_s = 0;  // a sliding window has no start-up to skip
+  return diagnose::diagnose(window, o).findings;
+}
+
 Service::Service(const telemetry::Live& live, const telemetry::TraceHeader& header, ServiceOptions options)
     : live_(live),
       header_(header),
@@ -189,13 +197,7 @@ void Service::diagnose_now() {
   const double window = static_cast<double>(options_.diagnose_window.count());
   const auto t0 = std::chrono::steady_clock::now();
   telemetry::Trace trace = history_.window(header_, now, window);
-  std::vector<findings::Finding> found;
-  if (trace.first_sample_s) {
-    diagnose::Options o;
-    o.window_s = window;
-    o.skip_start_s = 0;  // a sliding window has no start-up to skip
-    found = diagnose::diagnose(trace, o).findings;
-  }
+  std::vector<findings::Finding> found = diagnose_window(trace, window);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (trace.first_sample_s) {
     const std::map<int, LabelPairs> holders = holders_now();

@@ -76,6 +76,11 @@ struct ServiceOptions {
 // caller's to add.
 [[nodiscard]] ServiceOptions service_options(const Settings& settings, telemetry::SamplerConfig sampler);
 
+// The sliding diagnosis of one window (History::window, `window_s` long): diagnose() over it with
+// no start-up skipped (a sliding window has none); no findings for a window without samples. The
+// service's and `gpudoc trace counters`' (replay_counters.hpp) one way to diagnose a window.
+[[nodiscard]] std::vector<findings::Finding> diagnose_window(const telemetry::Trace& window, double window_s);
+
 class Service {
  public:
   // `live` and `header` must outlive the service; `header` is make_header's for options.sampler.

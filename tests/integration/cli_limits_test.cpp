@@ -108,6 +108,8 @@ TEST(CliLimits, ASpanBombIsRefusedAtOnce) {
   expect_bounded_rejection({"diagnose", bomb}, message);
   // --json: the JSON error goes to stdout, and stderr carries the same message.
   expect_bounded_rejection({"diagnose", bomb, "--json"}, message);
+  // Its counters would take 10^7 scrapes: refused before any is made.
+  expect_bounded_rejection({"trace", "counters", bomb}, bomb + ": the trace spans 100000000.0 s: every 10 s");
   // The trace itself is valid: trace info summarises it, as quickly and as small.
   const Measured info = run_limited({"trace", "info", bomb});
   EXPECT_EQ(info.exit_code, 0) << info.err;
@@ -212,6 +214,8 @@ TEST(CliLimits, EveryNumberFlagOutsideItsRangeIsAUsageErrorNamingFlagValueAndRan
       {{fake, "serve", "--no-store", "--duration", "1", "--history", "0"}, "--history 0"},
       {{"report", "--store", store, "--since", "0d"}, "--since 0d"},
       {{"diagnose", trace, "--window", "1e-7"}, "--window 1e-7"},
+      {{"trace", "counters", trace, "--every", "0"}, "--every 0"},
+      {{"trace", "counters", trace, "--window", "2.5"}, "--window 2.5"},
   };
   for (const auto& c : cases) {
     const Measured m = run_limited(c.args);
