@@ -37,25 +37,24 @@ int check_stdout(int code) {
   return code != core::kExitOk ? code : io;
 }
 
-void register_commands(CLI::App& app, Action& action, Context& ctx) {
-  apply_help(app, "gpudoc");
-  register_doctor(app, action, ctx);
-  register_diagnose(app, action, ctx);
-  register_watch(app, action, ctx);
-  register_record(app, action, ctx);
-  register_trace(app, action);
-  register_bench(app, action, ctx);
-  register_baseline(app, action, ctx);
-  register_health(app, action, ctx);
-  register_guard(app, action, ctx);
-  register_serve(app, action, ctx);
-  register_report(app, action);
-  register_profile(app, action);
-  register_tune(app, action, ctx);
-  register_slice(app, action);
-}
-
 }  // namespace
+
+void register_commands(Command& gpudoc, Action& action, Context& ctx) {
+  register_doctor(gpudoc, action, ctx);
+  register_diagnose(gpudoc, action, ctx);
+  register_watch(gpudoc, action, ctx);
+  register_record(gpudoc, action, ctx);
+  register_trace(*gpudoc, action);
+  register_bench(gpudoc, action, ctx);
+  register_baseline(gpudoc, action, ctx);
+  register_health(gpudoc, action, ctx);
+  register_guard(gpudoc, action, ctx);
+  register_serve(gpudoc, action, ctx);
+  register_report(*gpudoc, action);
+  register_profile(gpudoc, action);
+  register_tune(gpudoc, action, ctx);
+  register_slice(gpudoc, action);
+}
 
 const std::vector<std::string>& words_after_double_dash() { return after_double_dash(); }
 
@@ -74,21 +73,18 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("gpudoc {} ({})", core::kVersion, core::kGitCommit));
   bool verbose = false;
-  app.add_flag("-v,--verbose", verbose, "log what gpudoc does to stderr (or set GPUDOC_LOG=debug)");
   std::optional<std::string> backend_flag;
-  app.add_option("--backend", backend_flag,
-                 "the GPUs every command reads (wins over $GPUDOC_BACKEND; default nvml): nvml (this machine's NVIDIA "
-                 "GPUs), replay:FILE[@SPEED] (a gpudoc trace or nvidia-smi CSV played as if live, SPEED times as "
-                 "fast; shown as a REPLAY everywhere), fake:N (N scripted H200-like GPUs under a steady load)")
-      ->type_name("SPEC");
   // Options of gpudoc itself (--backend, -v) may also come after the command's name.
   app.fallthrough();
 
   Action action;
   Context ctx;
   try {
-    register_commands(app, action, ctx);
-  } catch (const std::logic_error& e) {  // a help file the build lacks (apply_help)
+    Command gpudoc = Command::root(app);
+    gpudoc.flag("-v,--verbose", verbose);
+    gpudoc.option("--backend", backend_flag);
+    register_commands(gpudoc, action, ctx);
+  } catch (const std::logic_error& e) {  // a help file the build lacks, or a flag it does not describe
     return report_error(core::Error(core::ErrorKind::kInternal, e.what()), false);
   }
 

@@ -91,65 +91,49 @@ int run_check(const BaselineFlags& f, Context& ctx) {
   return emit(f.json, view::check_json(*plan, *out, *prices), view::render_check(*plan, *out, *prices), out->exit_code);
 }
 
-void add_common(CLI::App* cmd, BaselineFlags& f) { add_baseline_store_flags(*cmd, f.store, f.json); }
-
-void add_run_options(CLI::App* cmd, BaselineFlags& f, bool record) {
-  cmd->add_option("--config", f.config,
-                  "thresholds and directions per figure (default: ./gpudoc.baseline.json when present)");
-  add_number(*cmd, "--repeat", f.run.repeat, {.min = 1, .max = 1000, .whole = true},
-             record ? "run the probe and the workload N times (samples add up); checks then run them N times too. "
-                      "Default with a workload: 3 golden runs, the fewest that measure a figure's run-to-run "
-                      "noise, and checks run it once"
-                    : "runs of the probe and the workload (default: as recorded; once for a baseline "
-                      "recorded with the default 3 golden runs)");
-  add_number(*cmd, "--timeout", f.run.timeout_s,
+void add_run_options(Command& cmd, BaselineFlags& f) {
+  cmd.option("--config", f.config);
+  cmd.number("--repeat", f.run.repeat, {.min = 1, .max = 1000, .whole = true});
+  cmd.number("--timeout", f.run.timeout_s,
              {.min = 0,
               .max = kMaxDurationSeconds,
               .above_min = true,
               .unit = "seconds",
-              .note = "leave the flag out for no timeout"},
-             "stop a workload run that takes longer than this many seconds (SIGTERM, then SIGKILL)");
-  cmd->add_option("command", f.run.command, "the workload to run (after --); it reports figures with ::gpudoc lines");
-  add_price_flags(*cmd, f.prices);
+              .note = "leave the flag out for no timeout"});
+  cmd.option("command", f.run.command);
+  add_price_flags(cmd, f.prices);
+  add_baseline_store_flags(cmd, f.store, f.json);
 }
 
 }  // namespace
 
-void register_baseline(CLI::App& app, Action& action, Context& ctx) {
+void register_baseline(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<BaselineFlags>();
-  auto* cmd = app.add_subcommand("baseline", "Golden baselines and the CI regression gate");
-  apply_help(*cmd, "baseline");
+  Command cmd(gpudoc, "baseline");
   cmd->require_subcommand(1);
 
-  auto* rec = cmd->add_subcommand("record", "Run and store a golden baseline under NAME");
-  rec->add_option("name", f->name, "baseline name")->required();
-  rec->add_option("--bench", f->run.bench_keys,
-                  "hardware: run gpudoc bench (all benchmarks, or these keys/groups: hbm,launch)")
-      ->expected(0, 1);  // one word, split on ',' by record_spec: CLI11 counts a delimiter's pieces as values
-  rec->add_flag("--quick", f->run.quick, "benchmarks with fewer repetitions");
-  rec->add_flag("--full", f->run.full, "benchmarks with more repetitions");
-  rec->add_flag("--probe", f->run.probe,
-                "framework: the built-in PyTorch matmul probe (needs python3 with torch and a GPU)");
-  add_number(*rec, "--device", f->run.device, kDeviceRange, "CUDA device for --bench and --probe");
-  add_run_options(rec, *f, true);
-  add_common(rec, *f);
-  apply_help(*rec, "baseline.record");
-  rec->callback([f, rec, &action, &ctx] {
+  Command rec(cmd, "record");
+  rec.option("name", f->name)->required();
+  // one word, split on ',' by record_spec: CLI11 counts a delimiter's pieces as values
+  rec.option("--bench", f->run.bench_keys)->expected(0, 1);
+  rec.flag("--quick", f->run.quick);
+  rec.flag("--full", f->run.full);
+  rec.flag("--probe", f->run.probe);
+  rec.number("--device", f->run.device, kDeviceRange);
+  add_run_options(rec, *f);
+  rec->callback([f, rec = &*rec, &action, &ctx] {
     f->run.bench = rec->count("--bench") > 0;
     action = [f, &ctx] { return run_record(*f, ctx); };
   });
 
-  auto* chk = cmd->add_subcommand("check", "Run NAME's baseline again and compare: exit 1 on a confirmed regression");
-  chk->add_option("name", f->name, "baseline name")->required();
-  chk->add_flag("--allow-different-machine", f->allow_different_machine,
-                "compare even when the GPU model, driver or CUDA version differs from the baseline's");
-  chk->add_flag("--no-confirm", f->no_confirm, "fail on the first run's regression without a confirmation re-run");
-  add_run_options(chk, *f, false);
-  add_common(chk, *f);
-  apply_help(*chk, "baseline.check");
+  Command chk(cmd, "check");
+  chk.option("name", f->name)->required();
+  chk.flag("--allow-different-machine", f->allow_different_machine);
+  chk.flag("--no-confirm", f->no_confirm);
+  add_run_options(chk, *f);
   chk->callback([f, &action, &ctx] { action = [f, &ctx] { return run_check(*f, ctx); }; });
 
-  register_baseline_store(*cmd, action);
+  register_baseline_store(cmd, action);
 }
 
 }  // namespace gpudoc::cli

@@ -58,38 +58,29 @@ int run_history(const StoreFlags& f) {
 }
 }  // namespace
 
-void add_baseline_store_flags(CLI::App& cmd, std::optional<std::string>& store, bool& json) {
-  cmd.add_option("--store", store,
-                 "the store file (default: $GPUDOC_STORE, else $XDG_DATA_HOME/gpudoc/gpudoc.db, else "
-                 "~/.local/share/gpudoc/gpudoc.db)");
-  cmd.add_flag("--json", json, "print the result as JSON on stdout (a workload's output then goes to stderr)");
+void add_baseline_store_flags(Command& cmd, std::optional<std::string>& store, bool& json) {
+  cmd.option("--store", store);
+  cmd.flag("--json", json);
 }
 
-void register_baseline_store(CLI::App& cmd, Action& action) {
+void register_baseline_store(Command& baseline, Action& action) {
   auto f = std::make_shared<StoreFlags>();
-  auto* lst = cmd.add_subcommand("list", "List the stored baselines");
-  add_baseline_store_flags(*lst, f->store, f->json);
+  Command lst(baseline, "list");
+  add_baseline_store_flags(lst, f->store, f->json);
   lst->callback([f, &action] { action = [f] { return run_list(*f); }; });
 
-  auto* shw = cmd.add_subcommand("show", "Show a baseline's figures, bounds and machine");
-  shw->add_option("name", f->name, "baseline name")->required();
-  shw->add_option("--config", f->config, "config whose rules to show (default: ./gpudoc.baseline.json when present)");
-  add_baseline_store_flags(*shw, f->store, f->json);
+  Command shw(baseline, "show");
+  shw.option("name", f->name)->required();
+  shw.option("--config", f->config);
+  add_baseline_store_flags(shw, f->store, f->json);
   shw->callback([f, &action] { action = [f] { return run_show(*f); }; });
 
-  auto* his = cmd.add_subcommand("history", "Every run of a baseline, with a trend line per figure");
-  his->add_option("name", f->name, "baseline name")->required();
-  add_number(*his, "--limit", f->limit, {.min = 0, .max = 1'000'000, .whole = true},
-             "the last N runs (default 30; 0: all)");
-  his->add_option("--html", f->html,
-                  "also write a self-contained page (opens offline) to FILE: a zoomable chart per figure over time "
-                  "with the baseline's value, the regression bound and each check's verdict")
-      ->type_name("FILE");
-  his->add_option("--config", f->config,
-                  "rules for the bounds drawn by --html (default: ./gpudoc.baseline.json when present)")
-      ->type_name("FILE");
-  add_baseline_store_flags(*his, f->store, f->json);
-  apply_help(*his, "baseline.history");
+  Command his(baseline, "history");
+  his.option("name", f->name)->required();
+  his.number("--limit", f->limit, {.min = 0, .max = 1'000'000, .whole = true});
+  his.option("--html", f->html);
+  his.option("--config", f->config);
+  add_baseline_store_flags(his, f->store, f->json);
   his->callback([f, &action] { action = [f] { return run_history(*f); }; });
 }
 

@@ -93,26 +93,17 @@ int run_bench(const BenchFlags& f, Context& context) {
 
 }  // namespace
 
-void register_bench(CLI::App& app, Action& action, Context& context) {
+void register_bench(Command& gpudoc, Action& action, Context& context) {
   auto f = std::make_shared<BenchFlags>();
-  auto* cmd =
-      app.add_subcommand("bench", "Measure the GPU's real memory and PCIe bandwidth, GEMM throughput and launch cost");
-  apply_help(*cmd, "bench", {{"benchmarks", view::render_bench_list()}});
-  cmd->add_flag("--list", f->list, "list the benchmarks and exit");
-  cmd->add_option("--only", f->only, "run only these keys or groups, comma-separated (hbm,launch.latency)")
-      ->delimiter(',')
-      ->allow_extra_args(false);
-  cmd->add_flag("--quick", f->quick, "fewer repetitions (about a minute for the whole suite)");
-  cmd->add_flag("--full", f->full, "more repetitions, for a baseline to keep");
-  cmd->add_flag("--json", f->json, "print the results (machine, parameters, raw samples) as JSON on stdout");
-  add_number(*cmd, "--device", f->device, kDeviceRange, "CUDA device index (CUDA_VISIBLE_DEVICES applies)");
-  cmd->add_option("--html", f->html,
-                  "also write the results as a page that opens offline: the table, every benchmark's samples in "
-                  "the order measured, the NCCL size curves, the GPU-pair matrices")
-      ->type_name("FILE");
-  cmd->add_option("--from", f->from,
-                  "with --html: make the page from a saved `gpudoc bench --json` output, measuring nothing")
-      ->type_name("RUN.json");
+  Command cmd(gpudoc, "bench", {{"benchmarks", view::render_bench_list()}});
+  cmd.flag("--list", f->list);
+  cmd.option("--only", f->only)->delimiter(',')->allow_extra_args(false);
+  cmd.flag("--quick", f->quick);
+  cmd.flag("--full", f->full);
+  cmd.flag("--json", f->json);
+  cmd.number("--device", f->device, kDeviceRange);
+  cmd.option("--html", f->html);
+  cmd.option("--from", f->from);
   cmd->callback([f, &action, &context] { action = [f, &context] { return run_bench(*f, context); }; });
 }
 

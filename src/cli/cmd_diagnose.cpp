@@ -71,22 +71,16 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
 
 }  // namespace
 
-void add_output_flags(CLI::App& cmd, OutputFlags& out) {
-  cmd.add_flag("--json", out.json, "print the diagnosis as one JSON document on stdout: {\"findings\": [...], ...}");
-  cmd.add_option("--html", out.html,
-                 "also write one self-contained HTML page (zoomable plots, findings marked) to FILE")
-      ->type_name("FILE");
-  cmd.add_option("--min-severity", out.min_severity,
-                 "exit 1 when a finding is at or above this: info, warning, critical")
-      ->capture_default_str();
+void add_output_flags(Command& cmd, OutputFlags& out) {
+  cmd.flag("--json", out.json);
+  cmd.option("--html", out.html);
+  cmd.option("--min-severity", out.min_severity)->capture_default_str();
   // A window shorter than kMinWindowS can never hold enough of the 0.1 s grid to say anything.
-  add_number(cmd, "--window", out.window_s,
+  cmd.number("--window", out.window_s,
              {.min = diagnose::kMinWindowS,
               .max = 1e6,
               .unit = "seconds",
-              .note = "a window holds at least 20 samples of the 0.1 s analysis grid before anything is concluded"},
-             "analyse long traces in windows of this many seconds (default 60; pattern changes between them are "
-             "reported)");
+              .note = "a window holds at least 20 samples of the 0.1 s analysis grid before anything is concluded"});
 }
 
 std::string findings_help() {
@@ -96,23 +90,18 @@ std::string findings_help() {
   return out;
 }
 
-void register_diagnose(CLI::App& app, Action& action, Context& context) {
+void register_diagnose(Command& gpudoc, Action& action, Context& context) {
   auto f = std::make_shared<DiagnoseFlags>();
-  auto* cmd = app.add_subcommand("diagnose", "Say what the GPUs' waveforms mean, with evidence and next steps");
-  apply_help(*cmd, "diagnose", {{"findings", findings_help()}});
-  cmd->add_option("traces", f->traces,
-                  "trace files (.jsonl from gpudoc record) or nvidia-smi CSV logs; with -- CMD: the command");
-  add_output_flags(*cmd, f->out);
-  add_price_flags(*cmd, f->prices);
-  cmd->add_flag("--live", f->live, "sample the live GPUs for --duration seconds (default 30), then diagnose");
-  add_number(*cmd, "-d,--duration", f->run.duration_s, kDurationRange,
-             "--live: how long to look (default 30); -- CMD: stop recording after this long");
-  cmd->add_option("-o,--output", f->run.output, "--live / -- CMD: keep the recorded trace in this file")
-      ->type_name("FILE");
-  cmd->add_flag("--keep-trace", f->run.keep_trace,
-                "--live / -- CMD without -o: also write the trace to a private folder and print its path");
-  cmd->add_flag("-q,--quiet", f->quiet, "no progress messages on stderr");
-  f->run.sampler.add_to(*cmd);
+  Command cmd(gpudoc, "diagnose", {{"findings", findings_help()}});
+  cmd.option("traces", f->traces);
+  add_output_flags(cmd, f->out);
+  add_price_flags(cmd, f->prices);
+  cmd.flag("--live", f->live);
+  cmd.number("-d,--duration", f->run.duration_s, kDurationRange);
+  cmd.option("-o,--output", f->run.output);
+  cmd.flag("--keep-trace", f->run.keep_trace);
+  cmd.flag("-q,--quiet", f->quiet);
+  f->run.sampler.add_to(cmd, diagnose::live_periods());
   cmd->callback([f, &action, &context] {
     action = [f, &context] {
       DiagnoseFlags copy = *f;

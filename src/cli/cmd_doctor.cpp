@@ -77,15 +77,13 @@ int run_doctor(const DoctorFlags& f, Context& context) {
 
 }  // namespace
 
-void register_doctor(CLI::App& app, Action& action, Context& context) {
+void register_doctor(Command& gpudoc, Action& action, Context& context) {
   auto f = std::make_shared<DoctorFlags>();
-  auto* cmd = app.add_subcommand("doctor", "Look at every GPU for a few seconds and say what holds it back");
-  apply_help(*cmd, "doctor", {{"findings", findings_help()}});
-  add_number(*cmd, "-d,--duration", f->duration_s, {.min = 0, .max = 24 * 3600, .above_min = true, .unit = "seconds"},
-             "seconds to look at the GPUs (default 10)");
-  add_output_flags(*cmd, f->out);
-  cmd->add_flag("--replay", f->replay, "diagnose the bundled H200 traces even when a GPU is present");
-  f->sampler.add_to(*cmd);
+  Command cmd(gpudoc, "doctor", {{"findings", findings_help()}});
+  cmd.number("-d,--duration", f->duration_s, {.min = 0, .max = 24 * 3600, .above_min = true, .unit = "seconds"});
+  add_output_flags(cmd, f->out);
+  cmd.flag("--replay", f->replay);
+  f->sampler.add_to(cmd, diagnose::live_periods());
   cmd->callback([f, &action, &context] { action = [f, &context] { return run_doctor(*f, context); }; });
 }
 

@@ -46,7 +46,7 @@ int run_guard(GuardFlags f, Context& ctx) {
     return usage_error("give a command after -- or --pid PID..., not both", f.json);
   auto signals = guard::signal_opt_in_from_text(f.signals);
   if (!signals) return report_error(signals.error(), f.json);
-  auto config = f.sampler.to_config(guard::sampler_periods());
+  auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);
 
   auto records = guard::EventRecords::open({.log = f.log, .store = f.store, .no_store = f.no_store});
@@ -89,26 +89,22 @@ int run_guard(GuardFlags f, Context& ctx) {
 
 }  // namespace
 
-void register_guard(CLI::App& app, Action& action, Context& ctx) {
+void register_guard(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<GuardFlags>();
-  auto* cmd = app.add_subcommand("guard", "Guard a training job against heat, throttling, OOM and GPU faults");
-  apply_help(*cmd, "guard");
-  cmd->add_option("--policy", f->policy, "policy file (docs/guard-policy.md); default: the built-in policy");
-  cmd->add_flag("--show-policy", f->show_policy, "print the built-in policy and exit");
-  cmd->add_flag("--dry-run", f->dry_run, "decide and log only: no advice, no signals");
-  cmd->add_option("--pid", f->pids, "watch these running processes instead of running a command")->delimiter(',');
-  cmd->add_option("--signal", f->signals,
-                  "actions a job that does not acknowledge may receive as signals: checkpoint (SIGUSR1), stop "
-                  "(SIGTERM), e.g. --signal checkpoint,stop");
-  cmd->add_option("--log", f->log, "append every event as a JSON line to this file");
-  cmd->add_option("--store", f->store, "the store for decisions (default: $GPUDOC_STORE or the user's data folder)");
-  cmd->add_flag("--no-store", f->no_store, "do not keep decisions in the store");
-  add_number(*cmd, "--ack-deadline", f->ack_deadline_s, {.min = 0, .max = 3600, .above_min = true, .unit = "seconds"},
-             "seconds an advice waits for its ack (default 10)");
-  f->sampler.add_to(*cmd);
-  cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
-  cmd->add_flag("-q,--quiet", f->quiet, "no lines on stderr");
-  cmd->add_option("command", f->command, "the job to run (after --)");
+  Command cmd(gpudoc, "guard");
+  cmd.option("--policy", f->policy);
+  cmd.flag("--show-policy", f->show_policy);
+  cmd.flag("--dry-run", f->dry_run);
+  cmd.option("--pid", f->pids)->delimiter(',');
+  cmd.option("--signal", f->signals);
+  cmd.option("--log", f->log);
+  cmd.option("--store", f->store);
+  cmd.flag("--no-store", f->no_store);
+  cmd.number("--ack-deadline", f->ack_deadline_s, {.min = 0, .max = 3600, .above_min = true, .unit = "seconds"});
+  f->sampler.add_to(cmd, guard::sampler_periods());
+  cmd.flag("--json", f->json);
+  cmd.flag("-q,--quiet", f->quiet);
+  cmd.option("command", f->command);
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_guard(*f, ctx)); }; });
 }
 

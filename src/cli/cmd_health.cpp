@@ -92,28 +92,16 @@ int run_health(const HealthFlags& f, Context& ctx) {
 
 }  // namespace
 
-void register_health(CLI::App& app, Action& action, Context& ctx) {
+void register_health(Command& gpudoc, Action& action, Context& ctx) {
   auto flags = std::make_shared<HealthFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "health",
-      "Is this GPU node healthy and set up right? Modes, ECC/row remapping, temperatures against the GPU's own "
-      "thresholds, power limit, clocks and PCIe link under a short load, NVLink, XIDs, versions, host settings. "
-      "Exit 1 when a check fails, 3 without a GPU. Changes nothing. With --backend replay:FILE or fake:N it checks "
-      "those GPUs (no load, nothing stored), marked as such.");
-  cmd->add_flag("--json", flags->json, "print the results as JSON");
-  cmd->add_flag("--gate", flags->gate,
-                "quick checks for a scheduler's prolog/epilog (no load): print one line — the failed checks, the "
-                "reason to drain the node — and exit 1 if any failed, else \"ok: ...\" and exit 0 "
-                "(deploy/slurm uses it)");
-  cmd->add_flag("--no-load", flags->no_load, "skip the short GPU load (clocks and PCIe are then not judged)");
-  cmd->add_option("--gpus", flags->gpus, "GPU indices to check (default: all), e.g. --gpus 0,2")
-      ->delimiter(',')
-      ->allow_extra_args(false);
-  add_number(*cmd, "--load-seconds", flags->load_seconds, {.min = 1, .max = 120, .unit = "seconds"},
-             "how long the load runs (default 5)");
-  cmd->add_flag("--no-store", flags->no_store, "do not record the results in the store (for `gpudoc report`)");
-  cmd->add_option("--store", flags->store,
-                  "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
+  Command cmd(gpudoc, "health");
+  cmd.flag("--json", flags->json);
+  cmd.flag("--gate", flags->gate);
+  cmd.flag("--no-load", flags->no_load);
+  cmd.option("--gpus", flags->gpus)->delimiter(',')->allow_extra_args(false);
+  cmd.number("--load-seconds", flags->load_seconds, {.min = 1, .max = 120, .unit = "seconds"});
+  cmd.flag("--no-store", flags->no_store);
+  cmd.option("--store", flags->store);
   cmd->callback([flags, &action, &ctx] { action = [flags, &ctx] { return run_health(*flags, ctx); }; });
 }
 

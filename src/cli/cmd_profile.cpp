@@ -111,25 +111,19 @@ int run_profile(ProfileFlags& f) {
 
 }  // namespace
 
-void register_profile(CLI::App& app, Action& action) {
+void register_profile(Command& gpudoc, Action& action) {
   auto f = std::make_shared<ProfileFlags>();
-  auto* cmd = app.add_subcommand("profile", "Why the GPU waits, kernel by kernel, and whether CUDA Graphs will help");
-  apply_help(*cmd, "profile");
-  cmd->add_option("-o,--output", f->trace_output, "write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
-  cmd->add_option("--html", f->html, "write a self-contained HTML page");
-  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
-             "stop the program after this many seconds (SIGINT, then SIGTERM)");
-  cmd->add_option("--sample", f->sample,
-                  "ON:OFF seconds: trace kernels, copies and API calls ON seconds, then not for OFF, over and "
-                  "over (2:18 traces a tenth of the run); NVTX steps are timed throughout, so the report says "
-                  "what tracing cost the program's steps");
-  add_number(*cmd, "--steps", f->steps, {.min = 1, .max = 1e9, .whole = true},
-             "analyse at most this many steps (after the warm-up step; default: all)");
-  cmd->add_flag("--json", f->json, "print the analysis as JSON on stdout (the program's stdout goes to stderr)");
-  cmd->add_option("--records", f->records_copy, "keep the raw records (docs/profile.md) in this file");
-  cmd->add_option("--input", f->input, "analyse records saved with --records; run nothing");
-  add_price_flags(*cmd, f->prices);
-  cmd->add_option("command", f->command, "the program to profile (after --)");
+  Command cmd(gpudoc, "profile");
+  cmd.option("-o,--output", f->trace_output);
+  cmd.option("--html", f->html);
+  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  cmd.option("--sample", f->sample);
+  cmd.number("--steps", f->steps, {.min = 1, .max = 1e9, .whole = true});
+  cmd.flag("--json", f->json);
+  cmd.option("--records", f->records_copy);
+  cmd.option("--input", f->input);
+  add_price_flags(cmd, f->prices);
+  cmd.option("command", f->command);
   cmd->callback([f, &action] { action = [f] { return exit_code_after_stop(run_profile(*f)); }; });
 }
 

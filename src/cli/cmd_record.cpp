@@ -63,18 +63,15 @@ int run_record(const RecordFlags& f, Context& ctx) {
 
 }  // namespace
 
-void register_record(CLI::App& app, Action& action, Context& ctx) {
+void register_record(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<RecordFlags>();
-  auto* cmd = app.add_subcommand("record", "Record every GPU's telemetry into a trace file");
-  apply_help(*cmd, "record");
-  cmd->add_option("-o,--output", f->output, "trace file to write (- for stdout, without a command)")->required();
-  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
-             "stop after this many seconds (with a command: whichever comes first); left out: until the command "
-             "ends or Ctrl-C");
-  f->sampler.add_to(*cmd);
-  cmd->add_flag("--json", f->json, "print a JSON summary on stdout at the end");
-  cmd->add_flag("-q,--quiet", f->quiet, "no progress or summary on stderr");
-  cmd->add_option("command", f->command, "the command to run and record while it runs (after --)");
+  Command cmd(gpudoc, "record");
+  cmd.option("-o,--output", f->output)->required();
+  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  f->sampler.add_to(cmd);
+  cmd.flag("--json", f->json);
+  cmd.flag("-q,--quiet", f->quiet);
+  cmd.option("command", f->command);
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_record(*f, ctx)); }; });
 }
 

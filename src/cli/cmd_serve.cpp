@@ -34,7 +34,7 @@ core::Result<Settings> settings_of(ServeFlags f) {
   Settings s;
   static_cast<serve::Settings&>(s) = *resolved;
   f.sampler.periods = s.periods;
-  auto config = f.sampler.to_config(serve::default_periods());
+  auto config = f.sampler.to_config();
   if (!config) return config.error();
   s.sampler = std::move(*config);
   return s;
@@ -62,35 +62,26 @@ int run_serve(const ServeFlags& f, Context& ctx) {
 
 }  // namespace
 
-void register_serve(CLI::App& app, Action& action, Context& ctx) {
+void register_serve(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<ServeFlags>();
-  auto* cmd =
-      app.add_subcommand("serve", "Serve live GPU metrics, findings and verdicts to Prometheus and a dashboard");
-  apply_help(*cmd, "serve");
-  cmd->add_option("--listen", f->settings.listen, "HOST:PORT, [IPV6]:PORT or PORT (loopback); default 127.0.0.1:9401");
-  cmd->add_option("--config", f->settings.config, "a JSON file of settings (docs/serve.md); flags override it");
-  cmd->add_option("--web-config-file", f->settings.web_config_file, "TLS and basic auth: exporter-toolkit YAML");
-  cmd->add_option("--log-format", f->settings.log_format, "stderr as text (default), logfmt or json");
-  cmd->add_flag("--dcgm-compatible", f->settings.dcgm_compatible,
-                "also expose dcgm-exporter's metric names and labels (its Grafana dashboard works unchanged)");
+  Command cmd(gpudoc, "serve");
+  cmd.option("--listen", f->settings.listen);
+  cmd.option("--config", f->settings.config);
+  cmd.option("--web-config-file", f->settings.web_config_file);
+  cmd.option("--log-format", f->settings.log_format);
+  cmd.flag("--dcgm-compatible", f->settings.dcgm_compatible);
   // The same ranges as the config file's keys (serve/config.hpp).
-  add_number(*cmd, "--diagnose-window", f->settings.diagnose_window_s, {.min = 2, .max = 3600, .unit = "seconds"},
-             "seconds the sliding diagnosis looks at (default 120)");
-  add_number(*cmd, "--diagnose-every", f->settings.diagnose_every_s, {.min = 1, .max = 3600, .unit = "seconds"},
-             "seconds between two diagnoses (default 10)");
-  add_number(*cmd, "--history", f->settings.history_s, {.min = 60, .max = 86400, .unit = "seconds"},
-             "seconds of waveforms kept for the dashboard (default 600)");
-  cmd->add_flag("--kubernetes-pod-resources{" + std::string(serve::kDefaultPodResourcesSocket) + "}",
-                f->settings.kubernetes_pod_resources, "label GPU series with the kubelet's pod (=SOCKET: its socket)");
-  cmd->add_option("--hpc-job-mapping-dir", f->settings.hpc_job_mapping_dir, "label GPU series with DIR/<gpu>'s job");
-  add_number(*cmd, "--attribution-every", f->settings.attribution_every_s, {.min = 1, .max = 3600, .unit = "seconds"},
-             "seconds between two reads of the kubelet and of the folder (default 10)");
-  cmd->add_option("--store", f->settings.store,
-                  "the store to read verdicts from (default: $GPUDOC_STORE or the user's data folder)");
-  cmd->add_flag("--no-store", f->settings.no_store, "read no store: no health or baseline series");
-  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
-             "stop after this many seconds (default: until SIGINT/SIGTERM)");
-  f->sampler.add_to(*cmd, "serve reads gpm every 1000 ms, not 200 (docs/serve.md)");
+  cmd.number("--diagnose-window", f->settings.diagnose_window_s, {.min = 2, .max = 3600, .unit = "seconds"});
+  cmd.number("--diagnose-every", f->settings.diagnose_every_s, {.min = 1, .max = 3600, .unit = "seconds"});
+  cmd.number("--history", f->settings.history_s, {.min = 60, .max = 86400, .unit = "seconds"});
+  cmd.flag("--kubernetes-pod-resources{" + std::string(serve::kDefaultPodResourcesSocket) + "}",
+           f->settings.kubernetes_pod_resources);
+  cmd.option("--hpc-job-mapping-dir", f->settings.hpc_job_mapping_dir);
+  cmd.number("--attribution-every", f->settings.attribution_every_s, {.min = 1, .max = 3600, .unit = "seconds"});
+  cmd.option("--store", f->settings.store);
+  cmd.flag("--no-store", f->settings.no_store);
+  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  f->sampler.add_to(cmd, serve::default_periods());
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_serve(*f, ctx); }; });
 }
 

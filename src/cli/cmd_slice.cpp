@@ -42,24 +42,19 @@ int run_list(const SliceFlags& f) {
 
 }  // namespace
 
-void register_slice(CLI::App& app, Action& action) {
+void register_slice(Command& gpudoc, Action& action) {
   auto f = std::make_shared<SliceFlags>();
-  auto* cmd = app.add_subcommand("slice", "Run a job in a slice of one GPU: memory and compute limits");
-  apply_help(*cmd, "slice");
-  cmd->add_option("--mem", f->mem, "device memory for the whole job: 40G, 512MiB, 8GB (K/M/G/T are 1024-based)");
-  cmd->add_option(
-      "--sm", f->sm,
-      "share of the GPU in percent, 1-100 (MPS: of its SMs; otherwise: of its time, by throttling launches)");
-  cmd->add_option(
-      "--pcie", f->pcie,
-      "host<->device copy rate for the whole job: 12G or 12GB/s (without MPS; on average over more than 50 ms)");
-  cmd->add_option("--name", f->name, "the slice's name in `gpudoc slice list` (default: the command's name)");
-  cmd->add_flag("-q,--quiet", f->quiet, "say nothing before the job starts");
-  cmd->add_option("command", f->command, "the job to run in the slice (after --)");
-  auto* list = cmd->add_subcommand("list", "The slices that run now: processes, use against limits");
-  list->add_flag("--json", f->list_json, "one JSON document on stdout");
+  Command cmd(gpudoc, "slice");
+  cmd.option("--mem", f->mem);
+  cmd.option("--sm", f->sm);
+  cmd.option("--pcie", f->pcie);
+  cmd.option("--name", f->name);
+  cmd.flag("-q,--quiet", f->quiet);
+  cmd.option("command", f->command);
+  Command list(cmd, "list");
+  list.flag("--json", f->list_json);
   list->callback([f, &action] { action = [f] { return run_list(*f); }; });
-  cmd->callback([f, list, &action] {
+  cmd->callback([f, list = &*list, &action] {
     if (list->parsed()) return;
     action = [f] { return exit_code_after_stop(run_slice(*f)); };
   });

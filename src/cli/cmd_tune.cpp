@@ -101,40 +101,24 @@ int run_tune(TuneFlags& f, Context& ctx) {
 
 }  // namespace
 
-void register_tune(CLI::App& app, Action& action, Context& ctx) {
+void register_tune(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<TuneFlags>();
-  auto* cmd =
-      app.add_subcommand("tune", "Try the changes the diagnosis points to on your job, keep what is measured faster");
-  apply_help(*cmd, "tune");
-  add_number(*cmd, "--budget", f->budget_min, {.min = 0, .max = 10080, .above_min = true, .unit = "minutes"},
-             "the whole pass's time, trials included (default 10)");
-  add_number(*cmd, "--steps", f->request.steps, {.min = 1, .max = 100000, .whole = true},
-             "samples of the job's figure each trial measures after its warm-up (default 20)");
-  add_number(*cmd, "--warmup", f->request.warmup, {.min = 0, .max = 100000, .whole = true},
-             "samples each trial leaves out first (default 3)");
-  cmd->add_option("--metric", f->request.metric,
-                  "the ::gpudoc figure to measure (default: step_ms, or the first step time or throughput the job "
-                  "prints; none: the wall time of whole runs)");
-  cmd->add_option("--only", f->only,
-                  "try exactly these changes (ids or knobs, comma-separated), whatever the "
-                  "diagnosis says");
-  cmd->add_flag("--allow-numerics", f->request.allow_numerics,
-                "changes that may change results (TF32, bf16 autocast) may be kept, when the loss of the first steps "
-                "stays within tolerance");
-  add_number(*cmd, "--min-gain", f->request.min_gain_percent, {.min = 0, .max = 1000, .unit = "percent"},
-             "the smallest speed-up a change is kept for (default 3)");
-  cmd->add_flag("--apply", f->apply,
-                "after tuning, run the job once, whole, with the kept changes (its exit status "
-                "is gpudoc's)");
-  cmd->add_flag("--print", f->print, "print only the lines to apply on stdout (the report goes to stderr)");
-  cmd->add_flag("--json", f->json, "print the report as JSON on stdout");
-  cmd->add_option("--html", f->html, "write the report as a self-contained HTML page");
-  cmd->add_option("--baseline", f->baseline,
-                  "record the tuned job as this baseline (gpudoc baseline check NAME "
-                  "guards the gain)");
-  cmd->add_option("--store", f->store, "the store file for --baseline (as gpudoc baseline's)");
-  cmd->add_option("--logs", f->request.logs_dir, "keep every trial's output in this folder (it must exist)");
-  cmd->add_option("command", f->request.command, "the job to tune (after --)");
+  Command cmd(gpudoc, "tune");
+  cmd.number("--budget", f->budget_min, {.min = 0, .max = 10080, .above_min = true, .unit = "minutes"});
+  cmd.number("--steps", f->request.steps, {.min = 1, .max = 100000, .whole = true});
+  cmd.number("--warmup", f->request.warmup, {.min = 0, .max = 100000, .whole = true});
+  cmd.option("--metric", f->request.metric);
+  cmd.option("--only", f->only);
+  cmd.flag("--allow-numerics", f->request.allow_numerics);
+  cmd.number("--min-gain", f->request.min_gain_percent, {.min = 0, .max = 1000, .unit = "percent"});
+  cmd.flag("--apply", f->apply);
+  cmd.flag("--print", f->print);
+  cmd.flag("--json", f->json);
+  cmd.option("--html", f->html);
+  cmd.option("--baseline", f->baseline);
+  cmd.option("--store", f->store);
+  cmd.option("--logs", f->request.logs_dir);
+  cmd.option("command", f->request.command);
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_tune(*f, ctx)); }; });
 }
 

@@ -40,7 +40,7 @@ core::Result<telemetry::Live> open_watched(const WatchFlags& f, Context& ctx,
 }
 
 int run_watch(const WatchFlags& f, Context& ctx) {
-  auto config = f.sampler.to_config(telemetry::LiveLoop::default_periods());
+  auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);
   std::unique_ptr<telemetry::BackendSource> own;
   auto live = open_watched(f, ctx, own);
@@ -72,22 +72,18 @@ int run_watch(const WatchFlags& f, Context& ctx) {
 
 }  // namespace
 
-void register_watch(CLI::App& app, Action& action, Context& ctx) {
+void register_watch(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<WatchFlags>();
-  auto* cmd = app.add_subcommand("watch", "Live view of every GPU (or replay a recorded trace)");
-  apply_help(*cmd, "watch");
-  cmd->add_option("trace", f->trace, "a trace recorded by `gpudoc record` to replay instead of the live GPUs");
-  add_number(*cmd, "--speed", f->speed,
-             {.min = 0, .max = telemetry::kMaxReplaySpeed, .above_min = true, .unit = "times as fast"},
-             "with TRACE: replay speed (2 = twice as fast; default 1)");
-  add_number(*cmd, "--interval", f->interval_ms, {.min = 100, .max = 3'600'000, .whole = true, .unit = "milliseconds"},
-             "refresh every N milliseconds (default 500)");
-  add_number(*cmd, "-d,--duration", f->duration_s, kDurationRange,
-             "stop after this many seconds (left out: until Ctrl-C or the replay's end)");
-  cmd->add_flag("--once", f->once, "print one frame (after 1.5 s of sampling) and exit");
-  cmd->add_flag("--json", f->json, "print each frame as one JSON line of the latest values instead");
-  cmd->add_flag("--no-clear", f->no_clear, "print frames one after another instead of redrawing");
-  f->sampler.add_to(*cmd);
+  Command cmd(gpudoc, "watch");
+  cmd.option("trace", f->trace);
+  cmd.number("--speed", f->speed,
+             {.min = 0, .max = telemetry::kMaxReplaySpeed, .above_min = true, .unit = "times as fast"});
+  cmd.number("--interval", f->interval_ms, {.min = 100, .max = 3'600'000, .whole = true, .unit = "milliseconds"});
+  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  cmd.flag("--once", f->once);
+  cmd.flag("--json", f->json);
+  cmd.flag("--no-clear", f->no_clear);
+  f->sampler.add_to(cmd, telemetry::LiveLoop::default_periods());
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_watch(*f, ctx); }; });
 }
 

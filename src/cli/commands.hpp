@@ -20,6 +20,8 @@ class App;
 
 namespace gpudoc::cli {
 
+class Command;
+
 // What run() hands every command that reads GPUs, when it registers it: the backend chosen once
 // for the run (--backend, GPUDOC_BACKEND), opened when the command first asks for it.
 struct Context {
@@ -36,25 +38,27 @@ int run(int argc, char** argv);
 // apart with this.
 [[nodiscard]] const std::vector<std::string>& words_after_double_dash();
 
+// Every command, under gpudoc (Command::root), setting `action` to the one the command line chooses.
+void register_commands(Command& gpudoc, Action& action, Context& ctx);
 // The commands that read GPUs get the Context; the others never touch a GPU.
-void register_record(CLI::App& app, Action& action, Context& ctx);
-void register_watch(CLI::App& app, Action& action, Context& ctx);
+void register_record(Command& gpudoc, Action& action, Context& ctx);
+void register_watch(Command& gpudoc, Action& action, Context& ctx);
 void register_trace(CLI::App& app, Action& action);
-void register_bench(CLI::App& app, Action& action, Context& ctx);
-void register_baseline(CLI::App& app, Action& action, Context& ctx);
+void register_bench(Command& gpudoc, Action& action, Context& ctx);
+void register_baseline(Command& gpudoc, Action& action, Context& ctx);
 // baseline's subcommands that only read the store (list, show, history), and the flags every
 // baseline subcommand has (--store, --json).
-void register_baseline_store(CLI::App& baseline, Action& action);
-void add_baseline_store_flags(CLI::App& cmd, std::optional<std::string>& store, bool& json);
-void register_diagnose(CLI::App& app, Action& action, Context& ctx);
-void register_doctor(CLI::App& app, Action& action, Context& ctx);
-void register_health(CLI::App& app, Action& action, Context& ctx);
-void register_guard(CLI::App& app, Action& action, Context& ctx);
-void register_serve(CLI::App& app, Action& action, Context& ctx);
+void register_baseline_store(Command& baseline, Action& action);
+void add_baseline_store_flags(Command& cmd, std::optional<std::string>& store, bool& json);
+void register_diagnose(Command& gpudoc, Action& action, Context& ctx);
+void register_doctor(Command& gpudoc, Action& action, Context& ctx);
+void register_health(Command& gpudoc, Action& action, Context& ctx);
+void register_guard(Command& gpudoc, Action& action, Context& ctx);
+void register_serve(Command& gpudoc, Action& action, Context& ctx);
 void register_report(CLI::App& app, Action& action);
-void register_profile(CLI::App& app, Action& action);
-void register_tune(CLI::App& app, Action& action, Context& ctx);
-void register_slice(CLI::App& app, Action& action);
+void register_profile(Command& gpudoc, Action& action);
+void register_tune(Command& gpudoc, Action& action, Context& ctx);
+void register_slice(Command& gpudoc, Action& action);
 
 // Prints an error for a person (stderr) or, with json, as {"error": {...}} on stdout, and returns
 // the exit code for its kind.

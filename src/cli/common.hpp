@@ -1,14 +1,19 @@
-// Pieces several subcommands share: the sampler's command-line options, the stop signals, and
-// printing JSON. The GPU backend is chosen once (telemetry/backend_source.hpp, held by the Context
-// in cli/commands.hpp).
+// Pieces several subcommands share: a command and its help file (Command), the sampler's and the
+// prices' command-line options, the stop signals, and printing JSON. The GPU backend is chosen
+// once (telemetry/backend_source.hpp, held by the Context in cli/commands.hpp).
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,11 +29,6 @@
 #include "telemetry/backend_source.hpp"
 #include "telemetry/sampler.hpp"
 #include "view/help_text.hpp"
-
-namespace CLI {
-class App;
-class Option;
-}  // namespace CLI
 
 namespace gpudoc::cli {
 
@@ -51,47 +51,106 @@ void print_json(const Json& j, int indent = 2) {
 // A command's own output that gpudoc passes through untouched never comes here.
 void print_text(std::FILE* to, std::string_view text);
 
+// Sets `cmd`'s description and footer from its help file, docs/cli/NAME.txt (view/help_text.hpp),
+// with the @KEY@ parts `fill` gives, and returns the file. A missing or malformed file is a bug of
+// the build: throws std::logic_error naming the file (run() reports it as an internal error, exit 4).
+view::HelpText apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill = {});
+
+// Every duration, count and limit flag of every command is added with add_number: its value is read
+// by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
+// not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the
+// message "FLAG VALUE: why; expected RANGE". The flag's help gets the range appended; the target
+// keeps its default when the flag is not given. docs/limits.md lists every flag's range.
+CLI::Option* add_checked(CLI::App& cmd, const std::string& names, std::function<void(double)> set,
+                         const core::NumberRange& range, const std::string& help);
+template <class T>
+CLI::Option* add_number(CLI::App& cmd, const std::string& names, T& target, const core::NumberRange& range,
+                        const std::string& help) {
+  return add_checked(
+      cmd, names, [&target](double v) { target = static_cast<T>(v); }, range, help);
+}
+
+// A command of gpudoc with its help file, docs/cli/NAME.txt (view/help_text.hpp): its description
+// and footer, and each flag's help by the flag's long name from the file's [options], or for a flag
+// several commands share from the nearest file up the command's path (baseline.record, baseline,
+// gpudoc). A missing file, or a flag no file describes, is a bug of the build: throws
+// std::logic_error naming them (run() reports it as an internal error, exit 4;
+// tests/unit/cli/command_help_test.cpp registers every command and finds it first).
+class Command {
+ public:
+  // gpudoc itself (docs/cli/gpudoc.txt).
+  [[nodiscard]] static Command root(CLI::App& app);
+  // Subcommand WORD of `parent`; its file's name is the parent's and WORD joined by a dot.
+  Command(const Command& parent, const std::string& word, view::HelpFill fill = {});
+
+  CLI::App* operator->() const { return app_; }
+  CLI::App& operator*() const { return *app_; }
+
+  // CLI11's add_option and add_flag, and add_number, with the help and the value's name from the
+  // files; `fill` gives the help's @KEY@ parts.
+  template <class T>
+  CLI::Option* option(const std::string& names, T& target, view::HelpFill fill = {}) {
+    const Help h = help(names, fill);
+    return valued(app_->add_option(names, target, h.text), h);
+  }
+  template <class T>
+  CLI::Option* flag(const std::string& names, T& target) {
+    const Help h = help(names);
+    return valued(app_->add_flag(names, target, h.text), h);
+  }
+  template <class T>
+  CLI::Option* number(const std::string& names, T& target, const core::NumberRange& range) {
+    const Help h = help(names);
+    return valued(add_number(*app_, names, target, range, h.text), h);
+  }
+
+  // The [options] entries of the files read so far that no command took, "docs/cli/NAME.txt
+  // --flag" each (for the test that every entry names a flag).
+  [[nodiscard]] std::vector<std::string> unused_help() const;
+
+ private:
+  struct Help {
+    std::string text;
+    std::string value;
+  };
+  // The files read for the whole command tree, and the entries taken ("NAME --flag").
+  struct Files {
+    std::map<std::string, view::HelpText> by_name;
+    std::set<std::string> taken;
+  };
+  Command(CLI::App* app, std::vector<std::string> path, std::shared_ptr<Files> files, view::HelpFill fill);
+  [[nodiscard]] Help help(const std::string& names, view::HelpFill fill = {}) const;
+  static CLI::Option* valued(CLI::Option* option, const Help& help);
+
+  CLI::App* app_;
+  std::vector<std::string> path_;  // the files to look in: this command's, then up to "gpudoc"
+  std::shared_ptr<Files> files_;
+};
+
 // The Cost block's prices (docs/cost.md): --price-gpu-hour, --price-kwh, --pue, --co2-per-kwh,
 // --currency, --prices FILE, as text; cost::load_prices checks them (over the environment and the
 // prices file) when the command runs, so a bad value is exit 2 naming it and where it came from.
-void add_price_flags(CLI::App& cmd, cost::PriceFlags& prices);
+void add_price_flags(Command& cmd, cost::PriceFlags& prices);
 
-// Sampler flags shared by record, watch, doctor and diagnose: --gpus, --period GROUP=MS. Each takes
-// one word (comma-separated lists), so a positional after it (watch --gpus 0 run.jsonl) stays one.
+// Sampler flags shared by record, watch, doctor, diagnose, guard and serve: --gpus, --period
+// GROUP=MS, --no-xid. Each takes one word (comma-separated lists), so a positional after it (watch
+// --gpus 0 run.jsonl) stays one.
 struct SamplerFlags {
+  using Periods = std::array<std::chrono::milliseconds, gpu::kMetricGroupCount>;
   std::vector<int> gpus;
   std::vector<std::string> periods;  // "fast=100"
   bool no_xid = false;
-  // `defaults_note`: a line after the catalog's defaults, for a command whose own differ.
-  void add_to(CLI::App& cmd, std::string_view defaults_note = {});
-  // The flags applied over `defaults` (a command's own periods; the catalog's by default).
-  // Errors: kUsage for an unknown group, a malformed value, or a period below the sensor's
-  // minimum (the message says why the minimum exists).
-  [[nodiscard]] core::Result<telemetry::SamplerConfig> to_config(
-      const std::array<std::chrono::milliseconds, gpu::kMetricGroupCount>& defaults =
-          telemetry::SamplerConfig::default_periods()) const;
+  Periods defaults = telemetry::SamplerConfig::default_periods();
+  // `defaults`: the command's own periods, which --help lists and to_config starts from.
+  void add_to(Command& cmd, const Periods& own_defaults = telemetry::SamplerConfig::default_periods());
+  // The flags applied over `defaults`. Errors: kUsage for an unknown group, a malformed value, or
+  // a period below the sensor's minimum (the message says why the minimum exists).
+  [[nodiscard]] core::Result<telemetry::SamplerConfig> to_config() const;
 };
 
 // --json: `j` on stdout (print_json); else `text` (print_text). Returns `code`. For a command whose
 // result is one document or one text, both cheap to make.
 int emit(bool json, const nlohmann::json& j, std::string_view text, int code = 0);
-
-// Sets `cmd`'s description and footer from its help file, docs/cli/NAME.txt (view/help_text.hpp),
-// with the @KEY@ parts `fill` gives. A missing or malformed file is a bug of the build: throws
-// std::logic_error naming the file (run() reports it as an internal error, exit 4).
-void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill = {});
-
-// Every duration, count and limit flag of every command is added with add_number: its value is read
-// by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
-// not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the
-// message "FLAG VALUE: why; expected RANGE". The flag's help gets the range appended; `target` keeps
-// its default when the flag is not given. docs/limits.md lists every flag's range.
-CLI::Option* add_number(CLI::App& cmd, const std::string& names, double& target, const core::NumberRange& range,
-                        const std::string& help);
-CLI::Option* add_number(CLI::App& cmd, const std::string& names, int& target, const core::NumberRange& range,
-                        const std::string& help);
-CLI::Option* add_number(CLI::App& cmd, const std::string& names, std::size_t& target, const core::NumberRange& range,
-                        const std::string& help);
 
 // The ranges several commands share. A duration is more than 0 s and at most kMaxDurationSeconds
 // (31.7 years): any clock gpudoc runs on (the steady clock, a replay's at 1000x) holds it in

@@ -41,7 +41,7 @@ core::Status check_output_flags(const OutputFlags& f) {
 
 core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, const LiveFlags& flags,
                                                const OutputFlags& f, bool quiet) {
-  auto config = flags.sampler.to_config(diagnose::live_periods());
+  auto config = flags.sampler.to_config();
   if (!config) return config.error();
   install_stop_handlers();
   return diagnose::record_and_diagnose(live,

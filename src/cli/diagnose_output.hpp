@@ -26,7 +26,7 @@ struct OutputFlags {
 };
 
 // --json, --html, --min-severity, --window.
-void add_output_flags(CLI::App& cmd, OutputFlags& out);
+void add_output_flags(Command& cmd, OutputFlags& out);
 // One line per diagnose finding of the catalog, for --help.
 [[nodiscard]] std::string findings_help();
 

@@ -131,11 +131,18 @@ core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_peri
 }
 
 std::string describe_groups() {
+  std::array<std::chrono::milliseconds, kMetricGroupCount> periods{};
+  for (MetricGroup g : all_groups()) periods[index(g)] = info(g).default_period;
+  return describe_groups(periods);
+}
+
+std::string describe_groups(const std::array<std::chrono::milliseconds, kMetricGroupCount>& periods) {
   std::string out;
   for (MetricGroup g : all_groups()) {
     const auto& gi = info(g);
-    out += fmt::format("  {:<12} {:>6} ms (min {} ms): {}\n", gi.name, gi.default_period.count(), gi.min_period.count(),
-                       gi.why);
+    const auto ms = periods[index(g)].count();
+    out += fmt::format("  {:<12} {:>9} (min {} ms): {}\n", gi.name, ms == 0 ? "off" : fmt::format("{} ms", ms),
+                       gi.min_period.count(), gi.why);
   }
   return out;
 }

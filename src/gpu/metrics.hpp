@@ -143,8 +143,10 @@ using MetricSet = std::bitset<kMetricCount>;
 // from 0 to 86400000 (read by core::parse_number: "fast=1.5: not a whole number; expected ..."), or
 // faster than the group's min_period (with why the minimum exists).
 [[nodiscard]] core::Result<std::pair<MetricGroup, std::chrono::milliseconds>> parse_group_period(std::string_view text);
-// One line per group: name, default period, minimum and why (for --help).
+// One line per group: name, default period, minimum and why (for --help); `periods`: a command's
+// own defaults instead of the catalog's (0: off).
 [[nodiscard]] std::string describe_groups();
+[[nodiscard]] std::string describe_groups(const std::array<std::chrono::milliseconds, kMetricGroupCount>& periods);
 [[nodiscard]] inline std::size_t index(Metric m) { return static_cast<std::size_t>(m); }
 [[nodiscard]] inline std::size_t index(MetricGroup g) { return static_cast<std::size_t>(g); }
 

@@ -34,12 +34,75 @@ core::Status fill_in(std::string& text, HelpFill fill) {
   return core::ok_status();
 }
 
+bool indented(std::string_view line) { return !line.empty() && (line.front() == ' ' || line.front() == '\t'); }
+
+std::string_view strip(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+// An entry's first line: "NAME [VALUE]" up to two spaces or more, then the start of its help.
+core::Status open_option(std::string_view line, std::vector<HelpOption>& out) {
+  const auto gap = line.find("  ");
+  const auto head = strip(line.substr(0, gap));
+  HelpOption o;
+  o.name = std::string(head.substr(0, head.find(' ')));
+  if (const auto space = head.find(' '); space != std::string_view::npos) {
+    o.value = std::string(head.substr(space + 1));
+    if (o.value.find(' ') != std::string::npos)
+      return bad(fmt::format("[options] {}: a name and a value, then two spaces before the help", head));
+  }
+  if (gap != std::string_view::npos) o.text = std::string(strip(line.substr(gap)));
+  for (const auto& seen : out)
+    if (seen.name == o.name) return bad(fmt::format("[options] {} given twice", o.name));
+  out.push_back(std::move(o));
+  return core::ok_status();
+}
+
+core::Result<std::vector<HelpOption>> parse_options(std::string_view text) {
+  std::vector<HelpOption> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const auto line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (strip(line).empty()) continue;
+    if (!indented(line)) {
+      if (auto st = open_option(line, out); !st) return st.error();
+    } else if (out.empty()) {
+      return bad(fmt::format("[options]: \"{}\" continues no entry", strip(line)));
+    } else {
+      auto& text_so_far = out.back().text;
+      text_so_far += (text_so_far.empty() ? "" : " ") + std::string(strip(line));
+    }
+  }
+  for (const auto& o : out)
+    if (o.text.empty()) return bad(fmt::format("[options] {} has no help", o.name));
+  return out;
+}
+
 }  // namespace
+
+const HelpOption* HelpText::option(std::string_view name) const {
+  for (const auto& o : options)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+core::Result<std::string> option_text(const HelpOption& option, HelpFill fill) {
+  std::string text = option.text;
+  if (auto st = fill_in(text, fill); !st) return st.error().with_context(option.name);
+  for (auto at = text.find(" \n"); at != std::string::npos; at = text.find(" \n")) text.erase(at, 1);
+  return text;
+}
 
 core::Result<HelpText> parse_help(std::string_view text, HelpFill fill) {
   HelpText out;
+  std::string options;
   std::string* into = nullptr;
-  bool seen_description = false, seen_footer = false;
+  bool seen_description = false, seen_footer = false, seen_options = false;
   std::string current;
   auto close_section = [&] {
     if (into != nullptr) *into = trimmed(current);
@@ -54,21 +117,27 @@ core::Result<HelpText> parse_help(std::string_view text, HelpFill fill) {
     if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
       close_section();
       const auto name = line.substr(1, line.size() - 2);
-      bool* seen = name == "description" ? &seen_description : name == "footer" ? &seen_footer : nullptr;
+      bool* seen = name == "description" ? &seen_description
+                   : name == "footer"    ? &seen_footer
+                   : name == "options"   ? &seen_options
+                                         : nullptr;
       if (seen == nullptr) return bad(fmt::format("unknown section [{}]", name));
       if (*seen) return bad(fmt::format("section [{}] given twice", name));
       *seen = true;
-      into = name == "description" ? &out.description : &out.footer;
+      into = name == "description" ? &out.description : name == "footer" ? &out.footer : &options;
       continue;
     }
     if (into == nullptr) {
       if (line.empty()) continue;
-      return bad("text before the first [description] or [footer] line");
+      return bad("text before the first [description], [options] or [footer] line");
     }
     current.append(line);
     current.push_back('\n');
   }
   close_section();
+  auto parsed = parse_options(options);
+  if (!parsed) return parsed.error();
+  out.options = std::move(*parsed);
   if (auto st = fill_in(out.description, fill); !st) return st.error();
   if (auto st = fill_in(out.footer, fill); !st) return st.error();
   return out;

@@ -93,6 +93,15 @@ TEST(Metrics, ParseGroupPeriod) {
   EXPECT_EQ(parse_group_period("energy=86400000")->second.count(), 86'400'000);  // a day at most
   const std::string help = describe_groups();
   for (MetricGroup g : all_groups()) EXPECT_NE(help.find(info(g).name), std::string::npos);
+  EXPECT_NE(help.find("fast            100 ms (min 100 ms)"), std::string::npos) << help;
+  // A command's own defaults: a group it leaves off says so.
+  std::array<std::chrono::milliseconds, kMetricGroupCount> periods{};
+  for (MetricGroup g : all_groups()) periods[index(g)] = info(g).default_period;
+  periods[index(MetricGroup::kGpm)] = std::chrono::milliseconds(0);
+  periods[index(MetricGroup::kFast)] = std::chrono::milliseconds(250);
+  const std::string own = describe_groups(periods);
+  EXPECT_NE(own.find("gpm                off (min 100 ms)"), std::string::npos) << own;
+  EXPECT_NE(own.find("fast            250 ms (min 100 ms)"), std::string::npos) << own;
 }
 
 }  // namespace

@@ -42,6 +42,50 @@ TEST(ParseHelp, RefusesWhatTheBuildShouldNeverShip) {
   EXPECT_NE(unfilled.error().message().find("@findings@"), std::string::npos);
 }
 
+TEST(ParseHelp, ReadsOptionsWithTheirValueNamesAndContinuationLines) {
+  auto h = parse_help(
+      "[description]\nIt does.\n[options]\n--output FILE    the trace\n--duration       stop after this\n"
+      "                 many seconds\ncommand\n  the command to run\n\n[footer]\nRun it.\n");
+  ASSERT_TRUE(h) << h.error().message();
+  ASSERT_EQ(h->options.size(), 3u);
+  EXPECT_EQ(h->options[0].name, "--output");
+  EXPECT_EQ(h->options[0].value, "FILE");
+  EXPECT_EQ(h->options[0].text, "the trace");
+  EXPECT_EQ(h->options[1].value, "");
+  EXPECT_EQ(h->options[1].text, "stop after this many seconds");
+  EXPECT_EQ(h->options[2].text, "the command to run");
+  EXPECT_EQ(h->option("--duration"), &h->options[1]);
+  EXPECT_EQ(h->option("--nope"), nullptr);
+  EXPECT_EQ(h->description, "It does.");
+  EXPECT_EQ(h->footer, "Run it.");
+}
+
+TEST(ParseHelp, FillsAnOptionsPlaceholdersWhenItIsAdded) {
+  // The file parses without the option's value; the option's text is filled on its own, and a
+  // value that starts a new line leaves no space at the end of the line before.
+  auto h = parse_help("[options]\n--period GROUP=MS  read a group. Groups:\n   @groups@\n");
+  ASSERT_TRUE(h) << h.error().message();
+  auto text = option_text(h->options[0], {{"groups", "\n  fast 100 ms\n  slow 1000 ms"}});
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(*text, "read a group. Groups:\n  fast 100 ms\n  slow 1000 ms");
+  auto unfilled = option_text(h->options[0]);
+  ASSERT_FALSE(unfilled);
+  EXPECT_NE(unfilled.error().message().find("--period"), std::string::npos) << unfilled.error().message();
+}
+
+TEST(ParseHelp, RefusesMalformedOptions) {
+  for (const char* text :
+       {"[options]\n  continues nothing\n", "[options]\n--a  x\n--a  y\n", "[options]\n--a\n--b  y\n",
+        "[options]\n--a B C  three words\n", "[options]\n--a  x\n[options]\n--b  y\n"}) {
+    auto h = parse_help(text);
+    ASSERT_FALSE(h) << text;
+    EXPECT_EQ(h.error().kind(), core::ErrorKind::kInternal) << text;
+  }
+  auto twice = parse_help("[options]\n--a  x\n--a  y\n");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message().find("--a given twice"), std::string::npos);
+}
+
 // Every file the build embeds reads cleanly with the values its command fills in, and has text.
 TEST(HelpFiles, EveryEmbeddedFileParses) {
   const auto names = help_names();
@@ -49,6 +93,7 @@ TEST(HelpFiles, EveryEmbeddedFileParses) {
     auto h = parse_help(*help_file(name), {{"findings", "F"}, {"benchmarks", "B"}});
     ASSERT_TRUE(h) << name << ": " << h.error().message();
     EXPECT_FALSE(h->description.empty() && h->footer.empty()) << name;
+    for (const auto& o : h->options) EXPECT_FALSE(o.text.empty()) << name << " " << o.name;
   }
   for (const char* n : {"gpudoc", "diagnose", "baseline.record", "trace.info"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
