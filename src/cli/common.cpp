@@ -26,17 +26,15 @@ int emit(bool json, const nlohmann::json& j, std::string_view text, int code) {
   return code;
 }
 
-view::HelpText apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill) {
-  const auto text = view::help_file(name);
-  if (!text) throw std::logic_error(fmt::format("docs/cli/{}.txt is not in the build", name));
-  auto help = view::parse_help(*text, fill);
-  if (!help) throw std::logic_error(fmt::format("docs/cli/{}.txt: {}", name, help.error().message()));
+namespace {
+
+// A command's description and footer from its file. Throws std::logic_error: the file is a bug of
+// the build.
+void describe(CLI::App& cmd, const core::Result<view::HelpText>& help) {
+  if (!help) throw std::logic_error(help.error().message());
   if (!help->description.empty()) cmd.description(help->description);
   if (!help->footer.empty()) cmd.footer(help->footer);
-  return std::move(*help);
 }
-
-namespace {
 
 // The name a flag's help is found by: the long one of "-o,--output", without a default's
 // "{VALUE}"; a positional's own.
@@ -46,51 +44,32 @@ std::string long_name(const std::string& names) {
   return name;
 }
 
-// A subcommand's files: its own ("baseline.record"; a command of gpudoc's is named by its word
-// alone), then its parent's.
-std::vector<std::string> below(const std::vector<std::string>& parent, const std::string& word) {
-  std::vector<std::string> path{parent.size() == 1 ? word : parent.front() + "." + word};
-  path.insert(path.end(), parent.begin(), parent.end());
-  return path;
-}
-
 }  // namespace
 
-Command::Command(CLI::App* app, std::vector<std::string> path, std::shared_ptr<Files> files, view::HelpFill fill)
-    : app_(app), path_(std::move(path)), files_(std::move(files)) {
-  files_->by_name.insert_or_assign(path_.front(), apply_help(*app_, path_.front(), fill));
+void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill) {
+  describe(cmd, view::HelpBook().open(std::string(name), fill));
 }
 
-Command Command::root(CLI::App& app) { return Command(&app, {"gpudoc"}, std::make_shared<Files>(), {}); }
+Command::Command(CLI::App* app, std::string name, std::shared_ptr<view::HelpBook> book, view::HelpFill fill)
+    : app_(app), name_(std::move(name)), book_(std::move(book)) {
+  describe(*app_, book_->open(name_, fill));
+}
+
+Command Command::root(CLI::App& app) { return Command(&app, "gpudoc", std::make_shared<view::HelpBook>(), {}); }
 
 Command::Command(const Command& parent, const std::string& word, view::HelpFill fill)
-    : Command(parent.app_->add_subcommand(word, ""), below(parent.path_, word), parent.files_, fill) {}
+    : Command(parent.app_->add_subcommand(word, ""), parent.name_ == "gpudoc" ? word : parent.name_ + "." + word,
+              parent.book_, fill) {}
 
-Command::Help Command::help(const std::string& names, view::HelpFill fill) const {
-  const std::string flag = long_name(names);
-  for (const auto& name : path_) {
-    const auto* entry = files_->by_name.at(name).option(flag);
-    if (entry == nullptr) continue;
-    auto text = view::option_text(*entry, fill);
-    if (!text) throw std::logic_error(fmt::format("docs/cli/{}.txt: {}", name, text.error().message()));
-    files_->taken.insert(name + " " + flag);
-    return {std::move(*text), entry->value};
-  }
-  throw std::logic_error(fmt::format("{} of gpudoc {}: no help in docs/cli/{}.txt or the files above it", flag,
-                                     path_.front(), path_.front()));
+view::HelpOption Command::help(const std::string& names, view::HelpFill fill) const {
+  auto help = book_->option(name_, long_name(names), fill);
+  if (!help) throw std::logic_error(help.error().message());
+  return std::move(*help);
 }
 
-CLI::Option* Command::valued(CLI::Option* option, const Help& help) {
+CLI::Option* Command::valued(CLI::Option* option, const view::HelpOption& help) {
   if (!help.value.empty()) option->type_name(help.value);
   return option;
-}
-
-std::vector<std::string> Command::unused_help() const {
-  std::vector<std::string> out;
-  for (const auto& [name, file] : files_->by_name)
-    for (const auto& o : file.options)
-      if (files_->taken.count(name + " " + o.name) == 0) out.push_back(fmt::format("docs/cli/{}.txt {}", name, o.name));
-  return out;
 }
 
 void add_price_flags(Command& cmd, cost::PriceFlags& p) {

@@ -10,10 +10,8 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,9 +50,9 @@ void print_json(const Json& j, int indent = 2) {
 void print_text(std::FILE* to, std::string_view text);
 
 // Sets `cmd`'s description and footer from its help file, docs/cli/NAME.txt (view/help_text.hpp),
-// with the @KEY@ parts `fill` gives, and returns the file. A missing or malformed file is a bug of
-// the build: throws std::logic_error naming the file (run() reports it as an internal error, exit 4).
-view::HelpText apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill = {});
+// with the @KEY@ parts `fill` gives. A missing or malformed file is a bug of the build: throws
+// std::logic_error naming the file (run() reports it as an internal error, exit 4).
+void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill = {});
 
 // Every duration, count and limit flag of every command is added with add_number: its value is read
 // by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
@@ -70,12 +68,12 @@ CLI::Option* add_number(CLI::App& cmd, const std::string& names, T& target, cons
       cmd, names, [&target](double v) { target = static_cast<T>(v); }, range, help);
 }
 
-// A command of gpudoc with its help file, docs/cli/NAME.txt (view/help_text.hpp): its description
-// and footer, and each flag's help by the flag's long name from the file's [options], or for a flag
-// several commands share from the nearest file up the command's path (baseline.record, baseline,
-// gpudoc). A missing file, or a flag no file describes, is a bug of the build: throws
-// std::logic_error naming them (run() reports it as an internal error, exit 4;
-// tests/unit/cli/command_help_test.cpp registers every command and finds it first).
+// A command of gpudoc with its help file, docs/cli/NAME.txt: its description and footer, and each
+// flag's help by the flag's long name (view::HelpBook: from the command's file, or for a flag
+// several commands share the nearest file up its path). A missing file, or a flag no file
+// describes, is a bug of the build: throws std::logic_error naming them (run() reports it as an
+// internal error, exit 4; tests/unit/cli/command_help_test.cpp registers every command and finds
+// it first).
 class Command {
  public:
   // gpudoc itself (docs/cli/gpudoc.txt).
@@ -90,41 +88,31 @@ class Command {
   // files; `fill` gives the help's @KEY@ parts.
   template <class T>
   CLI::Option* option(const std::string& names, T& target, view::HelpFill fill = {}) {
-    const Help h = help(names, fill);
+    const auto h = help(names, fill);
     return valued(app_->add_option(names, target, h.text), h);
   }
   template <class T>
   CLI::Option* flag(const std::string& names, T& target) {
-    const Help h = help(names);
+    const auto h = help(names);
     return valued(app_->add_flag(names, target, h.text), h);
   }
   template <class T>
   CLI::Option* number(const std::string& names, T& target, const core::NumberRange& range) {
-    const Help h = help(names);
+    const auto h = help(names);
     return valued(add_number(*app_, names, target, range, h.text), h);
   }
 
-  // The [options] entries of the files read so far that no command took, "docs/cli/NAME.txt
-  // --flag" each (for the test that every entry names a flag).
-  [[nodiscard]] std::vector<std::string> unused_help() const;
+  // The entries of the files read so far that no flag took (view::HelpBook::untaken).
+  [[nodiscard]] std::vector<std::string> unused_help() const { return book_->untaken(); }
 
  private:
-  struct Help {
-    std::string text;
-    std::string value;
-  };
-  // The files read for the whole command tree, and the entries taken ("NAME --flag").
-  struct Files {
-    std::map<std::string, view::HelpText> by_name;
-    std::set<std::string> taken;
-  };
-  Command(CLI::App* app, std::vector<std::string> path, std::shared_ptr<Files> files, view::HelpFill fill);
-  [[nodiscard]] Help help(const std::string& names, view::HelpFill fill = {}) const;
-  static CLI::Option* valued(CLI::Option* option, const Help& help);
+  Command(CLI::App* app, std::string name, std::shared_ptr<view::HelpBook> book, view::HelpFill fill);
+  [[nodiscard]] view::HelpOption help(const std::string& names, view::HelpFill fill = {}) const;
+  static CLI::Option* valued(CLI::Option* option, const view::HelpOption& help);
 
   CLI::App* app_;
-  std::vector<std::string> path_;  // the files to look in: this command's, then up to "gpudoc"
-  std::shared_ptr<Files> files_;
+  std::string name_;                      // "baseline.record"
+  std::shared_ptr<view::HelpBook> book_;  // the whole command tree's
 };
 
 // The Cost block's prices (docs/cost.md): --price-gpu-hour, --price-kwh, --pue, --co2-per-kwh,

@@ -143,6 +143,41 @@ core::Result<HelpText> parse_help(std::string_view text, HelpFill fill) {
   return out;
 }
 
+core::Result<HelpText> HelpBook::open(const std::string& name, HelpFill fill) {
+  const auto text = help_file(name);
+  if (!text) return bad(fmt::format("docs/cli/{}.txt is not in the build", name));
+  auto help = parse_help(*text, fill);
+  if (!help) return help.error().with_context(fmt::format("docs/cli/{}.txt", name));
+  files_.insert_or_assign(name, *help);
+  return help;
+}
+
+core::Result<HelpOption> HelpBook::option(const std::string& name, const std::string& flag, HelpFill fill) {
+  // NAME, then each name it continues ("baseline.record": "baseline"), then gpudoc's.
+  std::vector<std::string> path{name};
+  for (auto dot = name.rfind('.'); dot != std::string::npos && dot > 0; dot = name.rfind('.', dot - 1))
+    path.push_back(name.substr(0, dot));
+  if (name != "gpudoc") path.emplace_back("gpudoc");
+  for (const auto& file : path) {
+    const auto found = files_.find(file);
+    const HelpOption* entry = found == files_.end() ? nullptr : found->second.option(flag);
+    if (entry == nullptr) continue;
+    auto text = option_text(*entry, fill);
+    if (!text) return text.error().with_context(fmt::format("docs/cli/{}.txt", file));
+    taken_.insert(file + " " + flag);
+    return HelpOption{entry->name, entry->value, std::move(*text)};
+  }
+  return bad(fmt::format("{} of gpudoc {}: no help in docs/cli/{}.txt or the files above it", flag, name, name));
+}
+
+std::vector<std::string> HelpBook::untaken() const {
+  std::vector<std::string> out;
+  for (const auto& [name, file] : files_)
+    for (const auto& o : file.options)
+      if (taken_.count(name + " " + o.name) == 0) out.push_back(fmt::format("docs/cli/{}.txt {}", name, o.name));
+  return out;
+}
+
 std::optional<std::string_view> help_file(std::string_view name) {
   const std::string file = fmt::format("{}.txt", name);
   for (const auto& f : detail::help_files())

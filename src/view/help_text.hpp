@@ -27,7 +27,9 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,6 +69,31 @@ using HelpFill = std::initializer_list<std::pair<std::string_view, std::string>>
 // An option's help with its placeholders filled and no space left before a line break (a
 // placeholder's value may start a new line). Errors: kInternal, a placeholder left without a value.
 [[nodiscard]] core::Result<std::string> option_text(const HelpOption& option, HelpFill fill = {});
+
+// The help files of one command tree, read as its commands are added: each file once, a flag's
+// entry from its command's file or the nearest one up the command's path that describes it
+// (baseline.record, baseline, gpudoc), and which entries were taken. Not thread-safe.
+//
+//   HelpBook book;
+//   auto record = book.open("baseline.record");          // Result<HelpText>: description, footer
+//   auto store = book.option("baseline.record", "--store");  // baseline.txt's entry
+class HelpBook {
+ public:
+  // Command NAME's file ("baseline.record"; "gpudoc" for gpudoc itself), its description and footer
+  // filled by `fill` (parse_help). Errors (kInternal): the build has no such file, or parse_help's,
+  // each naming the file.
+  [[nodiscard]] core::Result<HelpText> open(const std::string& name, HelpFill fill = {});
+  // Flag FLAG ("--store"; a positional's name) of command NAME, opened before: its entry with the
+  // text filled by `fill` (option_text), from the nearest file up NAME's path that describes it.
+  // Errors (kInternal): no file there describes it, or option_text's, naming the flag and the file.
+  [[nodiscard]] core::Result<HelpOption> option(const std::string& name, const std::string& flag, HelpFill fill = {});
+  // The entries of the files opened that option() never returned, "docs/cli/NAME.txt --flag" each.
+  [[nodiscard]] std::vector<std::string> untaken() const;
+
+ private:
+  std::map<std::string, HelpText> files_;
+  std::set<std::string> taken_;  // "NAME --flag"
+};
 
 // The help file of command NAME (docs/cli/NAME.txt), as compiled in; nullopt when the build has
 // none. Static storage.

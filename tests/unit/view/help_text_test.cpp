@@ -99,6 +99,44 @@ TEST(HelpFiles, EveryEmbeddedFileParses) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
+TEST(HelpBook, FindsAFlagInTheNearestFileUpTheCommandsPath) {
+  HelpBook book;
+  for (const char* name : {"gpudoc", "baseline", "baseline.record"}) ASSERT_TRUE(book.open(name)) << name;
+  auto own = book.option("baseline.record", "--repeat");  // baseline.record.txt
+  ASSERT_TRUE(own) << own.error().message();
+  EXPECT_NE(own->text.find("golden runs"), std::string::npos) << own->text;
+  auto parents = book.option("baseline.record", "--store");  // baseline.txt
+  ASSERT_TRUE(parents) << parents.error().message();
+  EXPECT_EQ(parents->value, "FILE");
+  auto gpudocs = book.option("baseline.record", "--period", {{"groups", "\n  fast 100 ms"}});  // gpudoc.txt
+  ASSERT_TRUE(gpudocs) << gpudocs.error().message();
+  EXPECT_NE(gpudocs->text.find("Groups and defaults:\n  fast 100 ms"), std::string::npos) << gpudocs->text;
+  // What was not taken is listed, what was is not.
+  const auto untaken = book.untaken();
+  EXPECT_NE(std::find(untaken.begin(), untaken.end(), "docs/cli/baseline.txt --json"), untaken.end());
+  EXPECT_EQ(std::find(untaken.begin(), untaken.end(), "docs/cli/baseline.txt --store"), untaken.end());
+}
+
+TEST(HelpBook, NamesTheFlagOrTheFileItLacks) {
+  HelpBook book;
+  ASSERT_TRUE(book.open("gpudoc"));
+  ASSERT_TRUE(book.open("record"));
+  auto none = book.option("record", "--no-such-flag");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().kind(), core::ErrorKind::kInternal);
+  EXPECT_NE(none.error().message().find("--no-such-flag of gpudoc record"), std::string::npos);
+  EXPECT_NE(none.error().message().find("docs/cli/record.txt"), std::string::npos);
+  auto unfilled = book.option("record", "--period");  // its @groups@ left without a value
+  ASSERT_FALSE(unfilled);
+  EXPECT_NE(unfilled.error().message().find("docs/cli/gpudoc.txt"), std::string::npos) << unfilled.error().message();
+  auto missing = book.open("no-such-command");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("docs/cli/no-such-command.txt"), std::string::npos);
+  // A sibling's file is not up the path: record does not find watch's --once.
+  ASSERT_TRUE(book.open("watch"));
+  EXPECT_FALSE(book.option("record", "--once"));
+}
+
 TEST(HelpFiles, LookupByCommandPath) {
   EXPECT_TRUE(help_file("baseline.record"));
   EXPECT_FALSE(help_file("no-such-command"));
