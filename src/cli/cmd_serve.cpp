@@ -22,35 +22,21 @@ struct ServeFlags {
   SamplerFlags sampler;
 };
 
-// Flags over the config file over the defaults, and the sampler's configuration.
-struct Settings : serve::Settings {
-  telemetry::SamplerConfig sampler;
-};
-
-core::Result<Settings> settings_of(ServeFlags f) {
-  f.settings.periods = f.sampler.periods;
-  auto resolved = serve::resolve(f.settings);
-  if (!resolved) return resolved.error();
-  Settings s;
-  static_cast<serve::Settings&>(s) = *resolved;
-  f.sampler.periods = s.periods;
-  auto config = f.sampler.to_config();
-  if (!config) return config.error();
-  s.sampler = std::move(*config);
-  return s;
-}
-
 int run_serve(const ServeFlags& f, Context& ctx) {
-  auto s = settings_of(f);
+  serve::SettingFlags flags = f.settings;
+  flags.periods = f.sampler.periods;
+  auto s = serve::resolve(flags);  // flags over the config file over the defaults
+  auto sampler = s ? serve::sampler_config(*s, f.sampler.gpus, !f.sampler.no_xid)
+                   : core::Result<telemetry::SamplerConfig>(s.error());
   core::LogSink log(s ? s->log_format : serve::flag_log_format(f.settings));
-  auto live = s ? open_live(ctx, true) : core::Result<telemetry::Live>(s.error());  // the banner: serve::run's
+  auto live = sampler ? open_live(ctx, true) : core::Result<telemetry::Live>(sampler.error());  // the banner: run's
   if (!live) {
     log.write(serve::error_record(live.error()));
     return core::exit_code(live.error().kind());
   }
   return serve::run(*live,
                     {.settings = *s,
-                     .sampler = s->sampler,
+                     .sampler = *sampler,
                      .duration_s = f.duration_s,
                      .assets = [](std::string_view path) -> std::optional<serve::Asset> {
                        auto a = view::dashboard_asset(path);

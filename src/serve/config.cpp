@@ -182,6 +182,16 @@ std::vector<std::string> period_overrides(const ConfigFile& file, const std::vec
   return periods;
 }
 
+core::Result<telemetry::SamplerConfig> sampler_config(const Settings& settings, const std::vector<int>& gpus,
+                                                      bool read_events) {
+  telemetry::SamplerConfig c;
+  c.periods = default_periods();
+  c.gpus = gpus;
+  c.read_events = read_events;
+  if (auto st = c.set_periods(settings.periods); !st) return st.error();
+  return c;
+}
+
 core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile& file) {
   Settings s;
   const std::string listen = !f.listen.empty() ? f.listen : file.listen.value_or("");

@@ -25,6 +25,7 @@
 #include "core/structured_log.hpp"
 #include "gpu/metrics.hpp"
 #include "serve/attributor.hpp"
+#include "telemetry/sampler.hpp"
 
 namespace gpudoc::serve {
 
@@ -115,5 +116,10 @@ inline constexpr std::chrono::milliseconds kGpmPeriod{1000};
 // The GROUP=MS values laid over default_periods(): the config file's, then the flags' --period
 // (the later wins).
 [[nodiscard]] std::vector<std::string> period_overrides(const ConfigFile& file, const std::vector<std::string>& flags);
+// The sampler serve runs for `settings`: default_periods() with settings.periods laid over them, on
+// `gpus` (empty: all), listening for XID events when `read_events`. Errors: kUsage, a period
+// telemetry::SamplerConfig::set_periods refuses (an unknown group, faster than the sensor allows).
+[[nodiscard]] core::Result<telemetry::SamplerConfig> sampler_config(const Settings& settings,
+                                                                    const std::vector<int>& gpus, bool read_events);
 
 }  // namespace gpudoc::serve

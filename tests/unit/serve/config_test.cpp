@@ -28,6 +28,27 @@ TEST(ServeConfig, ListenForms) {
   EXPECT_EQ(parse_listen("localhost:0")->port, 0);
 }
 
+TEST(ServeConfig, TheSamplerStartsFromServesPeriodsWithTheOverridesOverThem) {
+  Settings s;
+  s.periods = {"fast=250", "gpm=200"};
+  auto c = sampler_config(s, {0, 2}, false);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->periods[gpu::index(gpu::MetricGroup::kFast)].count(), 250);
+  EXPECT_EQ(c->periods[gpu::index(gpu::MetricGroup::kGpm)].count(), 200);
+  EXPECT_EQ(c->periods[gpu::index(gpu::MetricGroup::kSlow)], default_periods()[gpu::index(gpu::MetricGroup::kSlow)]);
+  EXPECT_EQ(c->gpus, (std::vector<int>{0, 2}));
+  EXPECT_FALSE(c->read_events);
+  auto plain = sampler_config({}, {}, true);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->periods, default_periods());  // GPM every kGpmPeriod, not the recorder's 200 ms
+  EXPECT_TRUE(plain->read_events);
+  s.periods = {"fast=10"};
+  auto fast = sampler_config(s, {}, true);
+  ASSERT_FALSE(fast);
+  EXPECT_EQ(fast.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_NE(fast.error().message().find("faster than the sensor allows"), std::string::npos) << fast.error().message();
+}
+
 TEST(ServeConfig, ListenErrorsSayWhatWasExpected) {
   for (const char* bad :
        {"", "10.0.0.7:", "10.0.0.7:99999", "10.0.0.7:-1", "10.0.0.7:94x", "::1:9401", "[]:9401", "[::1]9401", "[::1"}) {
