@@ -19,6 +19,7 @@
 
 #include "bench/engine.hpp"
 #include "core/clock.hpp"
+#include "core/number_input.hpp"
 #include "core/result.hpp"
 #include "gpu/backend.hpp"
 #include "telemetry/backend_source.hpp"
@@ -30,6 +31,8 @@ struct PlanRequest {
   Mode mode = Mode::kDefault;
   int device = 0;  // CUDA device index (CUDA_VISIBLE_DEVICES applies)
 };
+// What --device accepts (bench, baseline record --bench): a CUDA device index.
+inline constexpr core::NumberRange kDeviceRange{.min = 0, .max = 1023, .whole = true};
 
 struct Plan {
   std::vector<const Benchmark*> selected;  // registry order

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "baseline/gate.hpp"
+#include "bench/run.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/temp_dir.hpp"
@@ -96,7 +97,7 @@ void add_run_options(Command& cmd, BaselineFlags& f) {
   cmd.number("--repeat", f.run.repeat, {.min = 1, .max = 1000, .whole = true});
   cmd.number("--timeout", f.run.timeout_s,
              {.min = 0,
-              .max = kMaxDurationSeconds,
+              .max = core::kMaxDurationSeconds,
               .above_min = true,
               .unit = "seconds",
               .note = "leave the flag out for no timeout"});
@@ -119,7 +120,7 @@ void register_baseline(Command& gpudoc, Action& action, Context& ctx) {
   rec.flag("--quick", f->run.quick);
   rec.flag("--full", f->run.full);
   rec.flag("--probe", f->run.probe);
-  rec.number("--device", f->run.device, kDeviceRange);
+  rec.number("--device", f->run.device, bench::kDeviceRange);
   add_run_options(rec, *f);
   rec->callback([f, rec = &*rec, &action, &ctx] {
     f->run.bench = rec->count("--bench") > 0;

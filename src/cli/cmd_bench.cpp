@@ -101,7 +101,7 @@ void register_bench(Command& gpudoc, Action& action, Context& context) {
   cmd.flag("--quick", f->quick);
   cmd.flag("--full", f->full);
   cmd.flag("--json", f->json);
-  cmd.number("--device", f->device, kDeviceRange);
+  cmd.number("--device", f->device, bench::kDeviceRange);
   cmd.option("--html", f->html);
   cmd.option("--from", f->from);
   cmd->callback([f, &action, &context] { action = [f, &context] { return run_bench(*f, context); }; });

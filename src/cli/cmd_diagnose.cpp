@@ -97,7 +97,7 @@ void register_diagnose(Command& gpudoc, Action& action, Context& context) {
   add_output_flags(cmd, f->out);
   add_price_flags(cmd, f->prices);
   cmd.flag("--live", f->live);
-  cmd.number("-d,--duration", f->run.duration_s, kDurationRange);
+  cmd.number("-d,--duration", f->run.duration_s, core::kDurationRange);
   cmd.option("-o,--output", f->run.output);
   cmd.flag("--keep-trace", f->run.keep_trace);
   cmd.flag("-q,--quiet", f->quiet);

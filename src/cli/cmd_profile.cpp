@@ -116,7 +116,7 @@ void register_profile(Command& gpudoc, Action& action) {
   Command cmd(gpudoc, "profile");
   cmd.option("-o,--output", f->trace_output);
   cmd.option("--html", f->html);
-  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  cmd.number("-d,--duration", f->duration_s, core::kDurationRange);
   cmd.option("--sample", f->sample);
   cmd.number("--steps", f->steps, {.min = 1, .max = 1e9, .whole = true});
   cmd.flag("--json", f->json);

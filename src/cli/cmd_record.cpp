@@ -39,7 +39,7 @@ int run_record(const RecordFlags& f, Context& ctx) {
   opt.command = f.command;
   opt.sampler = *config;
   opt.wake_interval = live->wall_time(opt.wake_interval);
-  opt.duration = duration_of(f.duration_s);
+  opt.duration = core::duration_of(f.duration_s);
   const bool show_progress = !f.quiet && f.command.empty() && isatty(STDERR_FILENO) != 0;
   if (show_progress)
     opt.on_progress = [&f](double elapsed, std::uint64_t lines) {
@@ -67,7 +67,7 @@ void register_record(Command& gpudoc, Action& action, Context& ctx) {
   auto f = std::make_shared<RecordFlags>();
   Command cmd(gpudoc, "record");
   cmd.option("-o,--output", f->output)->required();
-  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  cmd.number("-d,--duration", f->duration_s, core::kDurationRange);
   f->sampler.add_to(cmd);
   cmd.flag("--json", f->json);
   cmd.flag("-q,--quiet", f->quiet);

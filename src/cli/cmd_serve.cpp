@@ -66,7 +66,7 @@ void register_serve(Command& gpudoc, Action& action, Context& ctx) {
   cmd.number("--attribution-every", f->settings.attribution_every_s, {.min = 1, .max = 3600, .unit = "seconds"});
   cmd.option("--store", f->settings.store);
   cmd.flag("--no-store", f->settings.no_store);
-  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  cmd.number("-d,--duration", f->duration_s, core::kDurationRange);
   f->sampler.add_to(cmd, serve::default_periods());
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return run_serve(*f, ctx); }; });
 }

@@ -79,7 +79,7 @@ void register_watch(Command& gpudoc, Action& action, Context& ctx) {
   cmd.number("--speed", f->speed,
              {.min = 0, .max = telemetry::kMaxReplaySpeed, .above_min = true, .unit = "times as fast"});
   cmd.number("--interval", f->interval_ms, {.min = 100, .max = 3'600'000, .whole = true, .unit = "milliseconds"});
-  cmd.number("-d,--duration", f->duration_s, kDurationRange);
+  cmd.number("-d,--duration", f->duration_s, core::kDurationRange);
   cmd.flag("--once", f->once);
   cmd.flag("--json", f->json);
   cmd.flag("--no-clear", f->no_clear);

@@ -103,11 +103,6 @@ CLI::Option* add_checked(CLI::App& cmd, const std::string& names, std::function<
                                                  : "N");
 }
 
-std::optional<core::Nanos> duration_of(double seconds) {
-  if (!(seconds > 0)) return std::nullopt;
-  return std::chrono::duration_cast<core::Nanos>(std::chrono::duration<double>(std::min(seconds, kMaxDurationSeconds)));
-}
-
 core::Result<telemetry::SamplerConfig> SamplerFlags::to_config() const {
   telemetry::SamplerConfig c;
   c.periods = defaults;

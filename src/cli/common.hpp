@@ -140,21 +140,8 @@ struct SamplerFlags {
 // result is one document or one text, both cheap to make.
 int emit(bool json, const nlohmann::json& j, std::string_view text, int code = 0);
 
-// The ranges several commands share. A duration is more than 0 s and at most kMaxDurationSeconds
-// (31.7 years): any clock gpudoc runs on (the steady clock, a replay's at 1000x) holds it in
-// nanoseconds without overflow; there is no "inf" or 0: leaving the flag out already means until
-// the end or Ctrl-C.
-inline constexpr double kMaxDurationSeconds = 1e9;
-inline constexpr core::NumberRange kDurationRange{.min = 0,
-                                                  .max = kMaxDurationSeconds,
-                                                  .above_min = true,
-                                                  .unit = "seconds",
-                                                  .note = "leave the flag out to run until the end or Ctrl-C"};
-// A CUDA device index (--device).
-inline constexpr core::NumberRange kDeviceRange{.min = 0, .max = 1023, .whole = true};
-
-// A --duration value (seconds, already checked against kDurationRange; 0: not given) as nanoseconds.
-[[nodiscard]] std::optional<core::Nanos> duration_of(double seconds);
+// cmd_report's --since bound, by its short name.
+using core::kMaxDurationSeconds;
 
 // The stop policy of every command (core/stop_signals.hpp), by its short names.
 using core::exit_code_after_stop;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -53,6 +54,11 @@ Result<double> parse_number(std::string_view flag, std::string_view number, cons
   if (range.whole && v != std::floor(v)) return refuse("not a whole number");
   if ((range.above_min ? !(v > range.min) : !(v >= range.min)) || !(v <= range.max)) return refuse("out of range");
   return v;
+}
+
+std::optional<Nanos> duration_of(double seconds) {
+  if (!(seconds > 0)) return std::nullopt;
+  return std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(std::min(seconds, kMaxDurationSeconds)));
 }
 
 Result<std::int64_t> parse_span(std::string_view flag, const std::string& s, double max_seconds) {

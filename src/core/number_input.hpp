@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/clock.hpp"
 #include "core/result.hpp"
 
 namespace gpudoc::core {
@@ -31,6 +32,17 @@ struct NumberRange {
   std::string_view note = {};  // why, or what to do instead; added to the message in parentheses
 };
 
+// The durations a command takes (--duration; --timeout's and --since's bound). A duration is more
+// than 0 s and at most kMaxDurationSeconds (31.7 years): any clock gpudoc runs on (the steady clock,
+// a replay's at 1000x) holds it in nanoseconds without overflow; there is no "inf" or 0: leaving the
+// flag out already means until the end or Ctrl-C.
+inline constexpr double kMaxDurationSeconds = 1e9;
+inline constexpr NumberRange kDurationRange{.min = 0,
+                                            .max = kMaxDurationSeconds,
+                                            .above_min = true,
+                                            .unit = "seconds",
+                                            .note = "leave the flag out to run until the end or Ctrl-C"};
+
 // "seconds, more than 0 and at most 1000000000", "a whole number from 1 to 1000",
 // "milliseconds, a whole number from 100 to 3600000" (no note).
 [[nodiscard]] std::string describe(const NumberRange& range);
@@ -43,6 +55,9 @@ struct NumberRange {
 // whole number", "out of range" (also a number too large or small for a double: 1e400).
 [[nodiscard]] Result<double> parse_number(std::string_view flag, std::string_view number, const NumberRange& range,
                                           std::optional<std::string_view> given = std::nullopt);
+
+// A duration's value (seconds, already checked against kDurationRange; 0: not given) as nanoseconds.
+[[nodiscard]] std::optional<Nanos> duration_of(double seconds);
 
 // A span of time as a number and a unit, "7d", "12h", "30m", "90s", "2w", to nanoseconds: a whole
 // number of the unit, at least 1, and at most `max_seconds` in all, read by parse_number. Errors:

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 namespace gpudoc::core {
@@ -65,6 +66,20 @@ TEST(ParseNumber, DescribesRanges) {
             "milliseconds, a whole number from 100 to 3600000");
   EXPECT_EQ(describe({.min = 2, .max = 1e6, .unit = "seconds"}), "seconds, from 2 to 1000000");
   EXPECT_EQ(describe({.min = 0.5, .max = 1e300}), "a number from 0.5 to 1e+300");
+}
+
+TEST(Duration, MoreThanZeroAndAtMostWhatEveryClockHoldsInNanoseconds) {
+  EXPECT_EQ(describe(kDurationRange), "seconds, more than 0 and at most 1000000000");
+  EXPECT_EQ(why("0", kDurationRange, "--duration"),
+            "--duration 0: out of range; expected seconds, more than 0 and at most 1000000000 (leave the flag out to "
+            "run until the end or Ctrl-C)");
+  EXPECT_EQ(why("1e10", kDurationRange, "--duration").substr(0, 28), "--duration 1e10: out of rang");
+  EXPECT_EQ(why("1e9", kDurationRange, "--duration"), "ok");
+  EXPECT_FALSE(duration_of(0));  // not given
+  EXPECT_EQ(duration_of(1.5), std::chrono::milliseconds(1500));
+  // The longest duration in nanoseconds, far from the overflow of a 64-bit count (9.2e18).
+  EXPECT_EQ(duration_of(kMaxDurationSeconds)->count(), 1'000'000'000'000'000'000);
+  EXPECT_EQ(duration_of(1e12), duration_of(kMaxDurationSeconds));  // never more
 }
 
 TEST(ParseSpan, ANumberAndAUnitToNanoseconds) {
