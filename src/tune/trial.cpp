@@ -128,7 +128,7 @@ std::function<bool(const baseline::MetricsCollector&)> enough_of(const TrialSpec
     if (it == m.figures().end() || it->second.empty()) return false;
     const double elapsed = std::chrono::duration<double>(SteadyClock::now() - t0).count();
     if (!p->first_sample_s) p->first_sample_s = elapsed;
-    return it->second.size() >= need && elapsed >= min_run_s;
+    return it->second.size() >= need && elapsed - *p->first_sample_s >= min_run_s;
   };
 }
 

@@ -78,7 +78,8 @@ struct TrialSpec {
   Work work{};
   double timeout_s = 0;  // 0: none
   // The diagnosis run: the GPUs recorded into this trace while it runs, and kept running until it
-  // has run this long (and done its work).
+  // has done its work and run this long past its first reported figure (its start-up, imports and
+  // CUDA context, is not what the diagnosis needs to read).
   std::string trace_path{};
   double min_run_s = 0;
 };

@@ -27,8 +27,8 @@ using SteadyClock = std::chrono::steady_clock;
 // What stopping a trial's job adds to it (SIGTERM, the group gone), in the estimate of a trial.
 constexpr double kStopS = 0.2;
 
-// The plain run lasts at least this long (when the budget allows), so that the diagnosis has a
-// span past the job's start-up to read.
+// The plain run lasts at least this long past the job's first reported figure (when the budget
+// allows), so that the diagnosis has a span of the job's steady work to read.
 constexpr double kDiagnoseMinS = 15;
 
 core::Status check_request(const Request& r) {

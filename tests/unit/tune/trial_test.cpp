@@ -134,6 +134,20 @@ TEST_F(TrialTest, ThePlainRunFindsTheFigure) {
   EXPECT_THAT(t->samples, ::testing::ElementsAre(2, 3, 4));
 }
 
+// The diagnosis run's minimum length counts from the job's first figure, not from its start: a
+// slow start-up (imports, the CUDA context) leaves the diagnosis nothing of the steady work.
+TEST_F(TrialTest, TheDiagnosisRunLastsItsMinimumPastTheStartUp) {
+  TrialSpec s = spec("sleep 1; " + std::string(kSteps), 3);
+  s.min_run_s = 0.8;
+  auto t = run_trial(s, env());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->status, TrialStatus::kOk);
+  ASSERT_TRUE(t->startup_s);
+  EXPECT_GE(*t->startup_s, 1.0);
+  EXPECT_GE(t->wall_s, *t->startup_s + 0.8);
+  EXPECT_LT(t->wall_s, 30);  // hang guard: normally ~2 s
+}
+
 // What the shim reports ($GPUDOC_TUNE_REPORT): the patches that changed something, and what its
 // observe patch saw.
 TEST_F(TrialTest, TheShimsReportIsRead) {
