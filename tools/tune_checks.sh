@@ -5,7 +5,10 @@
 #   starved   a ResNet-like CNN fed by a slow Dataset, num_workers=0, pin_memory=False: a loader
 #             change kept, at least 2x faster, reproduced within 5 points;
 #   launch    a batch-1 inference loop bound by kernel launches: what is kept, reproduced within 5 points;
-#   healthy   a bf16 LM-like loop that keeps the GPU busy (negative control): nothing kept.
+#   healthy   a bf16 LM-like loop that keeps the GPU busy (negative control): nothing kept;
+#   heldout   a job never used while gpudoc tune was written (workloads/jobs/image_classify.py: a
+#             torchvision ResNet-18 fed by two DataLoader workers decoding and augmenting JPEGs on
+#             the CPU): whatever is kept, reproduced within 5 points.
 # Every report (text, JSON, HTML), trial log and check lands in OUTDIR; a summary at the end.
 # About 14 minutes of device time (budgets 5 + 5 + 1.5 minutes, and the independent runs): a trial
 # of these jobs takes ~14 s on an H200 host (Python, PyTorch and CUDA start-up included), and one
@@ -14,7 +17,8 @@
 #
 #   tools/tune_checks.sh OUTDIR GPUDOC
 #
-# TUNE_CHECKS: a subset of "starved launch healthy". Exit 1 when a check fails, 2 on bad usage.
+# TUNE_CHECKS: a subset of "starved launch healthy heldout" (heldout: about 5 more minutes).
+# Exit 1 when a check fails, 2 on bad usage.
 set -uo pipefail
 out=${1:?usage: tools/tune_checks.sh OUTDIR GPUDOC}
 gpudoc=${2:?usage: tools/tune_checks.sh OUTDIR GPUDOC}
@@ -28,7 +32,7 @@ export TORCHINDUCTOR_CACHE_DIR="$out/torchinductor" TRITON_CACHE_DIR="$out/trito
 # The jobs' speed must depend on what gpudoc sets, not on this shell's environment.
 unset OMP_NUM_THREADS PYTORCH_CUDA_ALLOC_CONF CUDA_MODULE_LOADING CUDA_DEVICE_MAX_CONNECTIONS
 export NCCL_NVLS_ENABLE=0
-groups=" ${TUNE_CHECKS:-starved launch healthy} "
+groups=" ${TUNE_CHECKS:-starved launch healthy heldout} "
 on() { [[ "$groups" == *" $1 "* ]]; }
 failed=0
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc;
@@ -76,6 +80,11 @@ fi
 if on healthy; then
   tune healthy 1.5 10 -- python3 "$here/workloads/tune/healthy_lm.py" --steps 100000 || failed=1
   check healthy --expect nothing
+fi
+if on heldout; then
+  tune heldout 4 10 -- python3 "$here/workloads/jobs/image_classify.py" --arch resnet18 --batch-size 64 \
+    --duration 3600 || failed=1
+  check heldout --expect kept --runs 1
 fi
 echo "tune_checks.sh: $([ $failed -eq 0 ] && echo all passed || echo some FAILED); details in $out" | tee -a "$out/summary.txt"
 exit $failed
