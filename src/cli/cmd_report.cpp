@@ -14,6 +14,7 @@
 #include "fleet/report.hpp"
 #include "store/guard_history.hpp"
 #include "store/health_history.hpp"
+#include "view/fleet_html.hpp"
 #include "view/guard_report.hpp"
 #include "view/health_report.hpp"
 
@@ -34,13 +35,19 @@ struct ReportFlags {
 
 // --fleet: serve's counters read back from Prometheus (fleet/report.hpp).
 int run_fleet(const ReportFlags& f, std::int64_t since_s, double now_s) {
-  if (f.prometheus.empty() || f.html || f.guard)
-    return usage_error("--fleet needs --prometheus URL (and takes neither --html nor --guard)", f.json);
+  if (f.prometheus.empty() || f.guard)
+    return usage_error("--fleet needs --prometheus URL (and does not take --guard)", f.json);
   auto prom = fleet::Prometheus::open(f.prometheus);
   if (!prom) return report_error(prom.error(), f.json);
   auto r = fleet::build_report(*prom, {.end_s = now_s, .since_s = since_s, .by = f.by});
   if (!r) return report_error(r.error(), f.json);
+  if (f.html) {
+    auto page = view::fleet_html(*r);
+    if (!page) return report_error(page.error(), f.json);
+    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
+  }
   f.json ? print_json(fleet::to_json(*r)) : print_text(stdout, fleet::render_text(*r));
+  if (f.html && !f.json) print_text(stdout, fmt::format("HTML report: {}\n", *f.html));
   return core::kExitOk;
 }
 

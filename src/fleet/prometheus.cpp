@@ -1,4 +1,4 @@
-// Instant queries over Prometheus's HTTP API (prometheus.hpp), by cpp-httplib.
+// Instant and range queries over Prometheus's HTTP API (prometheus.hpp), by a small HTTP/1.0 client.
 #include "fleet/prometheus.hpp"
 
 #include <cctype>
@@ -93,19 +93,51 @@ core::Result<Reply> post(const Url& u, const std::string& url, const std::string
   return Reply{.status = status, .body = in.substr(head_end + 4)};
 }
 
-core::Result<Answer> parse_answer(const std::string& url, const std::string& body) {
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+// The answer's JSON once it says "success" (its warnings kept in `warnings`), else the error.
+core::Result<nlohmann::json> parse_success(const std::string& url, const std::string& body,
+                                           std::vector<std::string>& warnings) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return unreachable(url, "the answer is not JSON (is this Prometheus?)");
-  Answer a;
   for (const char* key : {"warnings", "infos"})
     if (j.contains(key) && j[key].is_array())
       for (const auto& w : j[key])
-        if (w.is_string()) a.warnings.push_back(w.get<std::string>());
+        if (w.is_string()) warnings.push_back(w.get<std::string>());
   if (j.value("status", "") != "success")
     return core::Error(core::ErrorKind::kBadInput, fmt::format("Prometheus at {} refused the query: {}: {}", url,
                                                                j.value("errorType", "error"), j.value("error", "")));
-  const auto& data = j.contains("data") ? j["data"] : nlohmann::json();
-  const std::string type = data.is_object() ? data.value("resultType", "") : "";
+  return j.contains("data") && j["data"].is_object() ? std::move(j["data"]) : nlohmann::json::object();
+}
+
+std::map<std::string, std::string> labels_of(const nlohmann::json& r) {
+  std::map<std::string, std::string> out;
+  if (r.contains("metric") && r["metric"].is_object())
+    for (const auto& [k, v] : r["metric"].items())
+      if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
+}
+
+core::Result<RangeAnswer> parse_range(const std::string& url, const std::string& body) {
+  RangeAnswer a;
+  auto data = parse_success(url, body, a.warnings);
+  if (!data) return data.error();
+  if (data->value("resultType", "") != "matrix" || !(*data)["result"].is_array())
+    return unreachable(url, fmt::format("expected a matrix answer, got '{}'", data->value("resultType", "")));
+  for (const auto& r : (*data)["result"]) {
+    Series s{.labels = labels_of(r), .points = {}};
+    if (r.contains("values") && r["values"].is_array())
+      for (const auto& v : r["values"])
+        if (v.is_array() && v.size() == 2 && v[0].is_number()) s.points.emplace_back(v[0].get<double>(), number(v[1]));
+    a.series.push_back(std::move(s));
+  }
+  return a;
+}
+
+core::Result<Answer> parse_answer(const std::string& url, const std::string& body) {
+  Answer a;
+  auto parsed = parse_success(url, body, a.warnings);
+  if (!parsed) return parsed.error();
+  nlohmann::json& data = *parsed;  // non-const: a missing "result" reads as null
+  const std::string type = data.value("resultType", "");
   if (type == "scalar" && data["result"].is_array() && data["result"].size() == 2) {
     a.samples.push_back({.labels = {}, .value = number(data["result"][1])});
     return a;
@@ -113,10 +145,7 @@ core::Result<Answer> parse_answer(const std::string& url, const std::string& bod
   if (type != "vector" || !data["result"].is_array())
     return unreachable(url, fmt::format("expected a vector answer, got '{}'", type));
   for (const auto& r : data["result"]) {
-    Sample s;
-    if (r.contains("metric") && r["metric"].is_object())
-      for (const auto& [k, v] : r["metric"].items())
-        if (v.is_string()) s.labels[k] = v.get<std::string>();
+    Sample s{.labels = labels_of(r), .value = 0};
     if (r.contains("value") && r["value"].is_array() && r["value"].size() == 2) s.value = number(r["value"][1]);
     a.samples.push_back(std::move(s));
   }
@@ -163,6 +192,17 @@ core::Result<Answer> Prometheus::query(const std::string& promql, double time_s)
   if (res->status != 200 && res->status != 400 && res->status != 422 && res->status != 503)
     return unreachable(text_, fmt::format("HTTP {} from /api/v1/query", res->status));
   return parse_answer(text_, res->body);
+}
+
+core::Result<RangeAnswer> Prometheus::query_range(const std::string& promql, double start_s, double end_s,
+                                                  double step_s) const {
+  const std::string form =
+      fmt::format("query={}&start={:.3f}&end={:.3f}&step={:.3f}", form_escape(promql), start_s, end_s, step_s);
+  auto res = post(url_, text_, url_.prefix + "/api/v1/query_range", form, timeout_s_);
+  if (!res) return res.error();
+  if (res->status != 200 && res->status != 400 && res->status != 422 && res->status != 503)
+    return unreachable(text_, fmt::format("HTTP {} from /api/v1/query_range", res->status));
+  return parse_range(text_, res->body);
 }
 
 }  // namespace gpudoc::fleet

@@ -104,7 +104,13 @@ nlohmann::json to_json(const FleetReport& r) {
           {"vanished_nodes", r.vanished},
           {"counter_resets", r.resets},
           {"warnings", r.warnings},
-          {"notes", r.notes}};
+          {"notes", r.notes},
+          {"timeline",
+           {{"step_s", r.timeline.step_s},
+            {"end_unix_s", r.timeline.end_s},
+            {"useful_s", r.timeline.useful_s},
+            {"lost_s", r.timeline.lost_s},
+            {"unexplained_s", r.timeline.unexplained_s}}}};
 }
 
 std::string render_text(const FleetReport& r) {

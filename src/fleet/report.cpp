@@ -205,6 +205,31 @@ core::Status read_nodes(Querier& q, const Prometheus& p, double end_s, FleetRepo
   return core::ok_status();
 }
 
+// The timeline: one range query per kind, aggregated by Prometheus; a step without data reads 0.
+core::Status read_timeline(const Prometheus& p, const ReportOptions& o, FleetReport& r) {
+  Timeline& t = r.timeline;
+  t.step_s = std::max(60.0, std::round(static_cast<double>(o.since_s) / 28 / 60) * 60);
+  const auto steps = static_cast<std::size_t>(std::max(1.0, std::floor(static_cast<double>(o.since_s) / t.step_s)));
+  for (std::size_t i = 0; i < steps; ++i) t.end_s.push_back(o.end_s - static_cast<double>(steps - 1 - i) * t.step_s);
+  for (auto [name, field] : {std::pair{kUseful, &Timeline::useful_s}, std::pair{kLost, &Timeline::lost_s},
+                             std::pair{kUnexplained, &Timeline::unexplained_s}}) {
+    auto a = p.query_range(fmt::format("sum(increase({}[{:.0f}s]))", name, t.step_s), t.end_s.front(), t.end_s.back(),
+                           t.step_s);
+    if (!a) return a.error();
+    for (auto& w : a->warnings)
+      if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
+    std::vector<double>& v = t.*field;
+    v.assign(t.end_s.size(), 0.0);
+    for (const auto& series : a->series)
+      for (const auto& [at, value] : series.points) {
+        const double k = std::round((at - t.end_s.front()) / t.step_s);
+        if (k >= 0 && k < static_cast<double>(v.size()) && std::isfinite(value))
+          v[static_cast<std::size_t>(k)] += value;
+      }
+  }
+  return core::ok_status();
+}
+
 void add_notes(FleetReport& r) {
   if (r.nodes.empty())
     r.notes.push_back(
@@ -253,6 +278,7 @@ core::Result<FleetReport> build_report(const Prometheus& prom, const ReportOptio
   if (!jobs) return jobs.error();
   r.worst_jobs = std::move(*jobs);
   if (r.worst_jobs.size() > o.top) r.worst_jobs.resize(o.top);
+  if (auto s = read_timeline(prom, o, r); !s) return s.error();
   add_notes(r);
   return r;
 }

@@ -68,6 +68,17 @@ struct Totals {
   double unpriced_s = 0;  // GPU time observed on GPUs without a GPU-hour price
 };
 
+// The period in equal steps (about 28 of them, whole minutes, at least one): each step's GPU time
+// useful, lost to findings and unexplained, summed over the fleet (increase() over the step). The
+// HTML page plots it.
+struct Timeline {
+  double step_s = 0;
+  std::vector<double> end_s{};  // each step's end, Unix seconds
+  std::vector<double> useful_s{};
+  std::vector<double> lost_s{};
+  std::vector<double> unexplained_s{};
+};
+
 struct FleetReport {
   std::string url{};
   double start_s = 0, end_s = 0;
@@ -83,6 +94,7 @@ struct FleetReport {
   double resets = 0;                    // counter resets (serve restarts) in the period
   std::vector<std::string> warnings{};  // Prometheus's: partial data
   std::vector<std::string> notes{};
+  Timeline timeline{};
 };
 
 // Errors: the first query's (Prometheus unreachable: kEnvironment; refused: kBadInput); a bad

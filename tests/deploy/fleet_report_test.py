@@ -5,10 +5,13 @@ the counters stand still: the report's GPU time observed, useful and lost per ca
 Prometheus with increase()) equal the counters' final values within 2 %; one
 node's serve is then stopped and restarted on the same port (its replay again from the start), and
 the report's total for that node equals the counts before and after the restart within one scrape
-interval; a Prometheus that cannot be reached is exit 3 naming it.
+interval; a Prometheus that cannot be reached is exit 3 naming it. The report's HTML page (written
+by the same run that prints the JSON) opens offline in headless Chromium, draws its plots without a
+script error, and every figure it shows is the JSON's, at the JSON's place.
 
     python3 fleet_report_test.py SOURCE_DIR GPUDOC_BINARY
 """
+import html.parser
 import json
 import os
 import pathlib
@@ -143,6 +146,41 @@ class FleetReportOnPrometheus(unittest.TestCase):
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn("top causes of waste", text.stdout)
 
+    def test_1b_the_page_says_what_the_json_says(self):
+        browser = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+                        if os.access(p, os.X_OK)), None)
+        if browser is None:
+            if os.environ.get("GPUDOC_ALLOW_NO_BROWSER") == "1":
+                self.skipTest("no chromium and GPUDOC_ALLOW_NO_BROWSER=1")
+            self.fail("chromium not found (scripts/setup.sh installs Debian's chromium)")
+        self.settled(self.started)
+        page = pathlib.Path(self.dir, "fleet.html")
+        r = self.report("--json", "--by", "node", "--html", str(page))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        dom = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+             f"--user-data-dir={self.dir}/profile", "--window-size=1280,2000", "--virtual-time-budget=10000",
+             "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+        self.assertIn('data-rendered="ok"', dom, "the page's script did not finish")
+        self.assertNotIn("data-errors=", dom, "a script error on the page")
+        self.assertIn('data-plots="3"', dom, "the timeline, causes and groups plots")
+        figures = Figures()
+        figures.feed(dom)
+        self.assertGreater(len(figures.found), 40, "the tables' figures")
+        paths = {path for path, _, _, _ in figures.found}
+        for want in ("totals.gpu_hours", "totals.useful_share", "causes.0.gpu_hours", "groups.0.lost_s",
+                     "totals.money.USD"):
+            self.assertIn(want, paths)
+        for path, value, scale, text in figures.found:
+            at = doc
+            for key in path.split("."):
+                at = at[int(key)] if isinstance(at, list) else at[key]
+            self.assertEqual(value, at, path)  # the exact number, as in the JSON
+            shown = float(text.split()[0])
+            decimals = len(text.split()[0].partition(".")[2])
+            self.assertAlmostEqual(shown, at * scale, delta=0.51 * 10 ** -decimals, msg=f"{path}: {text}")
+
     def test_2_a_restart_changes_no_total_by_more_than_a_scrape(self):
         node, port = "node-a", self.ports["node-a"]
         before = self.settled(self.started)[node]  # its replay has ended: the counts so far
@@ -169,6 +207,29 @@ class FleetReportOnPrometheus(unittest.TestCase):
         bad = subprocess.run([GPUDOC, "report", "--fleet", "--prometheus", "ftp://x"], capture_output=True,
                              text=True, timeout=60)
         self.assertEqual(bad.returncode, 2, bad.stderr)
+
+
+class Figures(html.parser.HTMLParser):
+    """The page's figures: (JSON path, exact value, scale, the text shown) of every element with
+    data-figure."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self.open = [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "data-figure" in a:
+            self.open = [a["data-figure"], float(a["data-value"]), float(a.get("data-scale", 1)), ""]
+
+    def handle_data(self, data):
+        if self.open is not None:
+            self.open[3] += data
+
+    def handle_endtag(self, tag):
+        if self.open is not None:
+            self.found.append(tuple(self.open))
+            self.open = None
 
 
 if __name__ == "__main__":
