@@ -104,12 +104,7 @@ CLI::Option* add_checked(CLI::App& cmd, const std::string& names, std::function<
 }
 
 core::Result<telemetry::SamplerConfig> SamplerFlags::to_config() const {
-  telemetry::SamplerConfig c;
-  c.periods = defaults;
-  c.gpus = gpus;
-  c.read_events = !no_xid;
-  if (auto st = c.set_periods(periods); !st) return st.error();
-  return c;
+  return telemetry::SamplerConfig::with_periods(defaults, periods, gpus, !no_xid);
 }
 
 core::Result<telemetry::Live> open_live(Context& ctx, bool quiet) {

@@ -184,12 +184,7 @@ std::vector<std::string> period_overrides(const ConfigFile& file, const std::vec
 
 core::Result<telemetry::SamplerConfig> sampler_config(const Settings& settings, const std::vector<int>& gpus,
                                                       bool read_events) {
-  telemetry::SamplerConfig c;
-  c.periods = default_periods();
-  c.gpus = gpus;
-  c.read_events = read_events;
-  if (auto st = c.set_periods(settings.periods); !st) return st.error();
-  return c;
+  return telemetry::SamplerConfig::with_periods(default_periods(), settings.periods, gpus, read_events);
 }
 
 core::Result<Settings> resolve_settings(const SettingFlags& f, const ConfigFile& file) {

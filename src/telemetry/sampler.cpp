@@ -398,4 +398,15 @@ core::Status SamplerConfig::set_periods(const std::vector<std::string>& group_ms
   return core::ok_status();
 }
 
+core::Result<SamplerConfig> SamplerConfig::with_periods(
+    const std::array<std::chrono::milliseconds, gpu::kMetricGroupCount>& defaults,
+    const std::vector<std::string>& group_ms, const std::vector<int>& gpus, bool read_events) {
+  SamplerConfig c;
+  c.periods = defaults;
+  c.gpus = gpus;
+  c.read_events = read_events;
+  if (auto st = c.set_periods(group_ms); !st) return st.error();
+  return c;
+}
+
 }  // namespace gpudoc::telemetry

@@ -55,6 +55,13 @@ struct SamplerConfig {
   // Errors: kUsage "--period ..." for an unknown group, a malformed value, or a period below the
   // sensor's minimum (gpu::parse_group_period says why the minimum exists).
   [[nodiscard]] core::Status set_periods(const std::vector<std::string>& group_ms);
+
+  // The sampler a command runs: `defaults` (the command's own periods) with `group_ms` laid over
+  // them (set_periods), on `gpus` (empty: all), polling XID events when `read_events`. Errors:
+  // set_periods'.
+  [[nodiscard]] static core::Result<SamplerConfig> with_periods(
+      const std::array<std::chrono::milliseconds, gpu::kMetricGroupCount>& defaults,
+      const std::vector<std::string>& group_ms, const std::vector<int>& gpus, bool read_events);
 };
 
 // One unit of sampler output.

@@ -351,5 +351,25 @@ TEST(SamplerConfigPeriods, GroupValuesLaidOverTheDefaultsTheLaterWinning) {
   }
 }
 
+TEST(SamplerConfigPeriods, ACommandsSamplerIsItsOwnDefaultsWithTheGroupValuesOverThem) {
+  auto defaults = SamplerConfig::default_periods();
+  defaults[gpu::index(gpu::MetricGroup::kSlow)] = std::chrono::milliseconds(5000);
+  auto c = SamplerConfig::with_periods(defaults, {"fast=250"}, {1, 3}, false);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->periods[gpu::index(gpu::MetricGroup::kFast)], std::chrono::milliseconds(250));
+  EXPECT_EQ(c->periods[gpu::index(gpu::MetricGroup::kSlow)], std::chrono::milliseconds(5000));
+  EXPECT_EQ(c->gpus, (std::vector<int>{1, 3}));
+  EXPECT_FALSE(c->read_events);
+  auto plain = SamplerConfig::with_periods(SamplerConfig::default_periods(), {}, {}, true);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->periods, SamplerConfig::default_periods());
+  EXPECT_TRUE(plain->gpus.empty());
+  EXPECT_TRUE(plain->read_events);
+  auto bad = SamplerConfig::with_periods(defaults, {"nosuch=100"}, {}, true);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind(), core::ErrorKind::kUsage);
+  EXPECT_NE(bad.error().message().find("nosuch"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace gpudoc::telemetry
