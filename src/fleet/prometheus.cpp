@@ -1,6 +1,7 @@
 // Instant and range queries over Prometheus's HTTP API (prometheus.hpp), by a small HTTP/1.0 client.
 #include "fleet/prometheus.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -61,7 +62,10 @@ core::Result<Reply> post(const Url& u, const std::string& url, const std::string
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
     fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
-    timeval tv{.tv_sec = static_cast<time_t>(timeout_s), .tv_usec = 0};
+    // The fraction kept: a timeval of 0 s 0 us would mean no timeout at all.
+    const double wait_s = std::max(timeout_s, 0.001);
+    timeval tv{.tv_sec = static_cast<time_t>(wait_s),
+               .tv_usec = static_cast<suseconds_t>((wait_s - std::floor(wait_s)) * 1e6)};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
