@@ -161,7 +161,9 @@ core::Result<Answer> parse_answer(const std::string& url, const std::string& bod
 core::Result<Url> parse_url(const std::string& text) {
   static const std::regex kUrl(R"(^(http)://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\])(?::([0-9]{1,5}))?(/[^?#]*)?$)");
   std::smatch m;
-  if (!std::regex_match(text, m, kUrl))
+  // No space or control character in the path either: it goes into the request line as it is.
+  const bool plain = std::none_of(text.begin(), text.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; });
+  if (!plain || !std::regex_match(text, m, kUrl))
     return core::Error(core::ErrorKind::kUsage,
                        fmt::format("--prometheus {}: expected http://HOST[:PORT][/PATH] (https: not yet; a local proxy "
                                    "such as the Prometheus host's own port)",

@@ -69,7 +69,7 @@ TEST(ParseUrl, OtherSchemesAndGarbageAreUsageErrorsNamingTheUrl) {
   for (const std::string bad :
        {"https://prom:9090", "ftp://prom", "prom:9090", "//prom:9090", "http://", "http://prom:", "http://prom:abc",
         "http://prom:123456", "http://prom:0", "http://prom:65536", "http://prom:9090?x=1", "http://prom/p#f",
-        "http://us er@prom", "", "not a url"}) {
+        "http://us er@prom", "http://prom/a b", "http://prom/x\r\nX-Evil: 1", "", "not a url"}) {
     auto u = parse_url(bad);
     ASSERT_FALSE(u) << "'" << bad << "' was taken as host '" << u->host << "' prefix '" << u->prefix << "'";
     EXPECT_EQ(u.error().kind(), core::ErrorKind::kUsage) << bad;
