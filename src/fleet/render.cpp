@@ -15,7 +15,8 @@ double share(double part, double whole) { return whole > 0 ? part / whole : 0; }
 
 std::string money_text(const Money& m) {
   std::string out;
-  for (const auto& [cur, v] : m) out += fmt::format("{}{:.2f} {}", out.empty() ? "" : " + ", v, cur);
+  for (const auto& [cur, v] : m)
+    out += fmt::format("{}{:.2f} {}", out.empty() ? "" : " + ", v, core::terminal_safe(cur));  // a label's value
   return out.empty() ? "-" : out;
 }
 

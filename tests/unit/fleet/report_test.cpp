@@ -643,7 +643,7 @@ TEST(FleetReport, NamesFromPrometheusAreDataNotMarkup) {
   FakePrometheus f;
   const std::string node = "node\"\n\x1b]0;owned\x07:9400";
   const std::string id = "evil \"id\"\n{}";
-  const std::string kHostileCurrency = "US\"D";
+  const std::string kHostileCurrency = "U\x1b[7mSD\n";
   f.gpus.push_back(
       {.labels = {{"instance", node}, {"uuid", "GPU-\"q\""}, {"namespace", kHostileNamespace}},
        .now =
@@ -683,6 +683,7 @@ TEST(FleetReport, NamesFromPrometheusAreDataNotMarkup) {
   EXPECT_THAT(text, HasSubstr(R"(warning (Prometheus): warned\x0a\x1b[2Jcleared)"));
   EXPECT_EQ(text.find("\n{}"), std::string::npos) << text;
   EXPECT_EQ(text.find("\ncleared"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr(R"(money 1.00 U\x1b[7mSD\x0a)"));
 }
 
 }  // namespace
