@@ -44,13 +44,13 @@ void register_commands(Command& gpudoc, Action& action, Context& ctx) {
   register_diagnose(gpudoc, action, ctx);
   register_watch(gpudoc, action, ctx);
   register_record(gpudoc, action, ctx);
-  register_trace(*gpudoc, action);
+  register_trace(gpudoc, action);
   register_bench(gpudoc, action, ctx);
   register_baseline(gpudoc, action, ctx);
   register_health(gpudoc, action, ctx);
   register_guard(gpudoc, action, ctx);
   register_serve(gpudoc, action, ctx);
-  register_report(*gpudoc, action);
+  register_report(gpudoc, action);
   register_profile(gpudoc, action);
   register_tune(gpudoc, action, ctx);
   register_slice(gpudoc, action);

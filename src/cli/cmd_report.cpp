@@ -90,21 +90,18 @@ int run_report(const ReportFlags& f) {
 
 }  // namespace
 
-void register_report(CLI::App& app, Action& action) {
+void register_report(Command& gpudoc, Action& action) {
   auto f = std::make_shared<ReportFlags>();
-  CLI::App* cmd = app.add_subcommand("report", "History of the health checks, or of the guard's decisions");
-  apply_help(*cmd, "report");
-  cmd->add_option("--since", f->since, "how far back: 7d (default), 12h, 2w, ...");
-  cmd->add_option("--html", f->html, "also write one self-contained HTML page (zoomable plots, opens offline) to FILE")
-      ->type_name("FILE");
-  cmd->add_option("--store", f->store, "the store file (default: $GPUDOC_STORE or ~/.local/share/gpudoc/gpudoc.db)");
-  cmd->add_flag("--json", f->json, "print the series as JSON");
-  cmd->add_flag("--fleet", f->fleet, "the fleet's GPU time, waste by cause and money from Prometheus (docs/cost.md)");
-  cmd->add_option("--prometheus", f->prometheus, "with --fleet: the Prometheus server")->type_name("URL");
-  cmd->add_option("--by", f->by, "with --fleet: group by node, namespace (default), pod or job");
-  cmd->add_option("--until", f->until, "with --fleet: the period's end, Unix seconds or RFC 3339 (default: now)")
-      ->type_name("TIME");
-  cmd->add_flag("--guard", f->guard, "the guard's decisions and actions (gpudoc guard) instead of the health history");
+  Command cmd(gpudoc, "report");
+  cmd.option("--since", f->since);
+  cmd.option("--html", f->html);
+  cmd.option("--store", f->store);
+  cmd.flag("--json", f->json);
+  cmd.flag("--fleet", f->fleet);
+  cmd.option("--prometheus", f->prometheus);
+  cmd.option("--by", f->by);
+  cmd.option("--until", f->until);
+  cmd.flag("--guard", f->guard);
   cmd->callback([f, &action] { action = [f] { return run_report(*f); }; });
 }
 

@@ -58,31 +58,23 @@ int run_counters(CountersOptions opts) {
 }
 }  // namespace
 
-void register_trace(CLI::App& app, Action& action) {
-  auto* trace = app.add_subcommand("trace", "Inspect recorded traces (the files `gpudoc record` writes)");
+void register_trace(Command& gpudoc, Action& action) {
+  Command trace(gpudoc, "trace");
   trace->require_subcommand(1);
-  apply_help(*trace, "trace");
 
   auto opts = std::make_shared<InfoOptions>();
-  auto* info = trace->add_subcommand("info", "Check a trace and summarise what it holds");
-  info->add_option("FILE", opts->path, "the trace (JSON Lines, usually *.jsonl)")->required();
-  info->add_flag("--json", opts->json, "print the summary (or the error) as JSON on stdout");
-  apply_help(*info, "trace.info");
+  Command info(trace, "info");
+  info.option("FILE", opts->path)->required();
+  info.flag("--json", opts->json);
   info->callback([&action, opts] { action = [opts] { return run_info(*opts); }; });
 
   auto c = std::make_shared<CountersOptions>();
-  auto* counters =
-      trace->add_subcommand("counters", "The fleet counters serve would export for a trace, as OpenMetrics");
-  counters->add_option("FILE", c->path, "the trace (JSON Lines, usually *.jsonl)")->required();
-  add_number(*counters, "--every", c->replay.every_s, {.min = 1, .max = 3600, .whole = true, .unit = "seconds"},
-             "a diagnosis and a scrape this often (serve's --diagnose-every; default 10)");
-  add_number(*counters, "--window", c->replay.window_s, {.min = 2, .max = 3600, .whole = true, .unit = "seconds"},
-             "the sliding diagnosis' window (serve's --diagnose-window; default 120)");
-  counters->add_option("--instance", c->replay.instance, "the instance label a scrape adds (default: none)")
-      ->type_name("NAME");
-  counters->add_option("--start", c->start, "the trace's start, Unix seconds or RFC 3339 (default: its own)")
-      ->type_name("TIME");
-  apply_help(*counters, "trace.counters");
+  Command counters(trace, "counters");
+  counters.option("FILE", c->path)->required();
+  counters.number("--every", c->replay.every_s, {.min = 1, .max = 3600, .whole = true, .unit = "seconds"});
+  counters.number("--window", c->replay.window_s, {.min = 2, .max = 3600, .whole = true, .unit = "seconds"});
+  counters.option("--instance", c->replay.instance);
+  counters.option("--start", c->start);
   counters->callback([&action, c] { action = [c] { return run_counters(*c); }; });
 }
 

@@ -14,10 +14,6 @@
 #include "core/result.hpp"
 #include "telemetry/backend_source.hpp"
 
-namespace CLI {
-class App;
-}
-
 namespace gpudoc::cli {
 
 class Command;
@@ -43,7 +39,7 @@ void register_commands(Command& gpudoc, Action& action, Context& ctx);
 // The commands that read GPUs get the Context; the others never touch a GPU.
 void register_record(Command& gpudoc, Action& action, Context& ctx);
 void register_watch(Command& gpudoc, Action& action, Context& ctx);
-void register_trace(CLI::App& app, Action& action);
+void register_trace(Command& gpudoc, Action& action);
 void register_bench(Command& gpudoc, Action& action, Context& ctx);
 void register_baseline(Command& gpudoc, Action& action, Context& ctx);
 // baseline's subcommands that only read the store (list, show, history), and the flags every
@@ -55,7 +51,7 @@ void register_doctor(Command& gpudoc, Action& action, Context& ctx);
 void register_health(Command& gpudoc, Action& action, Context& ctx);
 void register_guard(Command& gpudoc, Action& action, Context& ctx);
 void register_serve(Command& gpudoc, Action& action, Context& ctx);
-void register_report(CLI::App& app, Action& action);
+void register_report(Command& gpudoc, Action& action);
 void register_profile(Command& gpudoc, Action& action);
 void register_tune(Command& gpudoc, Action& action, Context& ctx);
 void register_slice(Command& gpudoc, Action& action);

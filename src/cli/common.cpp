@@ -46,10 +46,6 @@ std::string long_name(const std::string& names) {
 
 }  // namespace
 
-void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill) {
-  describe(cmd, view::HelpBook().open(std::string(name), fill));
-}
-
 Command::Command(CLI::App* app, std::string name, std::shared_ptr<view::HelpBook> book, view::HelpFill fill)
     : app_(app), name_(std::move(name)), book_(std::move(book)) {
   describe(*app_, book_->open(name_, fill));

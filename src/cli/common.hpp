@@ -49,11 +49,6 @@ void print_json(const Json& j, int indent = 2) {
 // A command's own output that gpudoc passes through untouched never comes here.
 void print_text(std::FILE* to, std::string_view text);
 
-// Sets `cmd`'s description and footer from its help file, docs/cli/NAME.txt (view/help_text.hpp),
-// with the @KEY@ parts `fill` gives. A missing or malformed file is a bug of the build: throws
-// std::logic_error naming the file (run() reports it as an internal error, exit 4).
-void apply_help(CLI::App& cmd, std::string_view name, view::HelpFill fill = {});
-
 // Every duration, count and limit flag of every command is added with add_number: its value is read
 // by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
 // not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the

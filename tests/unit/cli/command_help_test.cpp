@@ -1,5 +1,5 @@
-// cli::Command: a command's help from its file, docs/cli/NAME.txt — every flag of every command has
-// help, and every [options] entry of the files is some command's flag.
+// cli::Command: a command's help from its file, docs/cli/NAME.txt — its description and footer, every
+// flag of every command has help, and every [options] entry of the files is some command's flag.
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
@@ -67,6 +67,25 @@ TEST(CommandHelp, AFlagNoFileDescribesIsABugOfTheBuild) {
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("--no-such-flag"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("docs/cli/record.txt"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CommandHelp, SetsDescriptionAndFooterWithTheFilledParts) {
+  CLI::App app{"", "gpudoc"};
+  Command gpudoc = Command::root(app);
+  Command bench(gpudoc, "bench", {{"benchmarks", "  BENCHMARK-LIST\n"}});
+  EXPECT_NE(bench->get_description().find("BENCHMARK-LIST"), std::string::npos);
+  EXPECT_NE(bench->get_footer().find("Exit codes"), std::string::npos);
+}
+
+TEST(HelpFiles, ACommandNamesAFileTheBuildLacks) {
+  CLI::App app{"", "gpudoc"};
+  Command gpudoc = Command::root(app);
+  try {
+    Command missing(gpudoc, "no-such-command");
+    FAIL() << "expected a logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("docs/cli/no-such-command.txt"), std::string::npos) << e.what();
   }
 }
 
