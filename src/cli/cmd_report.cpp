@@ -52,7 +52,7 @@ int run_fleet(const ReportFlags& f, std::int64_t since_s, double now_s) {
 }
 
 int run_report(const ReportFlags& f) {
-  auto since = core::parse_span("--since", f.since, kMaxDurationSeconds);
+  auto since = core::parse_span("--since", f.since, core::kMaxDurationSeconds);
   if (!since) return report_error(since.error(), f.json);
   const auto now_ns = core::SystemClock().unix_now_ns();
   const auto until = f.until ? core::parse_instant("--until", *f.until) : static_cast<double>(now_ns) / 1e9;

@@ -86,17 +86,18 @@ void SamplerFlags::add_to(Command& cmd, const Periods& own_defaults) {
   cmd.flag("--no-xid", no_xid);
 }
 
-CLI::Option* add_checked(CLI::App& cmd, const std::string& names, std::function<void(double)> set,
-                         const core::NumberRange& range, const std::string& help) {
+CLI::Option* Command::checked(const std::string& names, std::function<void(double)> set,
+                              const core::NumberRange& range) {
+  const auto h = help(names);
   auto read = [flag = long_name(names), range, set = std::move(set)](const std::string& text) {
     auto value = core::parse_number(flag, text, range);
     if (!value) throw CLI::ValidationError(value.error().message());
     set(*value);
   };
-  return cmd.add_option_function<std::string>(names, std::move(read), help + " [" + core::describe(range) + "]")
-      ->type_name(range.unit == "seconds"        ? "S"
-                  : range.unit == "milliseconds" ? "MS"
-                                                 : "N");
+  auto* option =
+      app_->add_option_function<std::string>(names, std::move(read), h.text + " [" + core::describe(range) + "]");
+  option->type_name(range.unit == "seconds" ? "S" : range.unit == "milliseconds" ? "MS" : "N");
+  return valued(option, h);
 }
 
 core::Result<telemetry::SamplerConfig> SamplerFlags::to_config() const {

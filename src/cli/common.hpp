@@ -5,11 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,7 +15,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "baseline/workload_run.hpp"
 #include "core/number_input.hpp"
 #include "core/result.hpp"
 #include "core/stop_signals.hpp"
@@ -49,20 +45,6 @@ void print_json(const Json& j, int indent = 2) {
 // A command's own output that gpudoc passes through untouched never comes here.
 void print_text(std::FILE* to, std::string_view text);
 
-// Every duration, count and limit flag of every command is added with add_number: its value is read
-// by core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
-// not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the
-// message "FLAG VALUE: why; expected RANGE". The flag's help gets the range appended; the target
-// keeps its default when the flag is not given. docs/limits.md lists every flag's range.
-CLI::Option* add_checked(CLI::App& cmd, const std::string& names, std::function<void(double)> set,
-                         const core::NumberRange& range, const std::string& help);
-template <class T>
-CLI::Option* add_number(CLI::App& cmd, const std::string& names, T& target, const core::NumberRange& range,
-                        const std::string& help) {
-  return add_checked(
-      cmd, names, [&target](double v) { target = static_cast<T>(v); }, range, help);
-}
-
 // A command of gpudoc with its help file, docs/cli/NAME.txt: its description and footer, and each
 // flag's help by the flag's long name (view::HelpBook: from the command's file, or for a flag
 // several commands share the nearest file up its path). A missing file, or a flag no file
@@ -79,8 +61,8 @@ class Command {
   CLI::App* operator->() const { return app_; }
   CLI::App& operator*() const { return *app_; }
 
-  // CLI11's add_option and add_flag, and add_number, with the help and the value's name from the
-  // files; `fill` gives the help's @KEY@ parts.
+  // CLI11's add_option and add_flag with the help and the value's name from the files; `fill`
+  // gives the help's @KEY@ parts.
   template <class T>
   CLI::Option* option(const std::string& names, T& target, view::HelpFill fill = {}) {
     const auto h = help(names, fill);
@@ -91,10 +73,15 @@ class Command {
     const auto h = help(names);
     return valued(app_->add_flag(names, target, h.text), h);
   }
+  // Every duration, count and limit flag of every command is added here: its value is read by
+  // core::parse_number (core/number_input.hpp) while the command line is parsed, so a value that is
+  // not a finite number in the flag's range ends gpudoc with exit 2 before anything runs, with the
+  // message "FLAG VALUE: why; expected RANGE". The flag's help gets the range appended; the target
+  // keeps its default when the flag is not given. docs/limits.md lists every flag's range.
   template <class T>
   CLI::Option* number(const std::string& names, T& target, const core::NumberRange& range) {
-    const auto h = help(names);
-    return valued(add_number(*app_, names, target, range, h.text), h);
+    return checked(
+        names, [&target](double v) { target = static_cast<T>(v); }, range);
   }
 
   // The entries of the files read so far that no flag took (view::HelpBook::untaken).
@@ -104,6 +91,7 @@ class Command {
   Command(CLI::App* app, std::string name, std::shared_ptr<view::HelpBook> book, view::HelpFill fill);
   [[nodiscard]] view::HelpOption help(const std::string& names, view::HelpFill fill = {}) const;
   static CLI::Option* valued(CLI::Option* option, const view::HelpOption& help);
+  CLI::Option* checked(const std::string& names, std::function<void(double)> set, const core::NumberRange& range);
 
   CLI::App* app_;
   std::string name_;                      // "baseline.record"
@@ -135,15 +123,11 @@ struct SamplerFlags {
 // result is one document or one text, both cheap to make.
 int emit(bool json, const nlohmann::json& j, std::string_view text, int code = 0);
 
-// cmd_report's --since bound, by its short name.
-using core::kMaxDurationSeconds;
-
 // The stop policy of every command (core/stop_signals.hpp), by its short names.
 using core::exit_code_after_stop;
 using core::install_stop_handlers;
 using core::stop_requests;
 using core::stop_signal;
-using core::wait_for_stop;
 
 // How a command that reads live GPUs starts: opens the run's GPUs (the Context's backend, at least
 // one GPU), installs the stop handlers, and says whose GPUs these are when they are not this

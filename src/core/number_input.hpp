@@ -1,5 +1,5 @@
 // gpudoc::core number input — the one checked reading of every number a person hands gpudoc on its
-// command line: each duration, count and limit flag of every command (cli/common.hpp add_number),
+// command line: each duration, count and limit flag of every command (cli/common.hpp Command::number),
 // and the numeric part of the flags that carry a unit (--period GROUP=MS, --since 7d). A value is a
 // plain decimal number (2, 0.5, 1e3) that is finite and inside the flag's documented range, else a
 // usage error (exit 2) that names the flag, the value as given and the range. docs/limits.md lists
