@@ -20,7 +20,8 @@ struct DiagnoseFlags {
   cost::PriceFlags prices;  // the Cost block's (docs/cost.md)
   bool live = false;
   bool quiet = false;
-  LiveFlags run;  // --duration, -o, --keep-trace, the sampler's flags, the command
+  diagnose::LiveRun run;  // --duration, -o, --keep-trace, the command
+  SamplerFlags sampler;
 };
 
 constexpr double kDefaultLiveSeconds = 30;
@@ -44,21 +45,17 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
     return usage_error("--duration, -o and --keep-trace apply to --live and -- CMD only", f.out.json);
 
   if (!record_mode) {
-    std::vector<Diagnosed> items;
-    for (const auto& path : f.traces) {
-      auto d = diagnose::diagnose_file(path, f.out.options());
-      if (!d) return report_error(d.error(), f.out.json);
-      items.push_back(std::move(*d));
-    }
+    auto items = diagnose::diagnose_files(f.traces, f.out.options());
+    if (!items) return report_error(items.error(), f.out.json);
     PrintContext ctx;
     ctx.prices = &*prices;
-    return print_diagnoses(items, f.out, ctx);
+    return print_diagnoses(*items, f.out, ctx);
   }
 
   if (f.run.command.empty() && f.run.duration_s == 0) f.run.duration_s = kDefaultLiveSeconds;
   auto live = context.backend.open_gpus();
   if (!live) return report_error(live.error(), f.out.json);
-  auto r = record_live(*live, f.run, f.out, f.quiet || f.out.json);
+  auto r = record_live(*live, f.run, f.sampler, f.out, f.quiet || f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
   auto summary = view::live_summary(*r);
   PrintContext ctx{.banner = live->banner, .extra = std::move(summary.extra), .closing = summary.closing};
@@ -83,16 +80,9 @@ void add_output_flags(Command& cmd, OutputFlags& out) {
               .note = "a window holds at least 20 samples of the 0.1 s analysis grid before anything is concluded"});
 }
 
-std::string findings_help() {
-  std::string out = "Findings (docs/findings.md):\n";
-  for (const auto& e : findings::catalog())
-    if (e.area == "diagnose") out += fmt::format("  {:<17} {}\n", e.id, e.title);
-  return out;
-}
-
 void register_diagnose(Command& gpudoc, Action& action, Context& context) {
   auto f = std::make_shared<DiagnoseFlags>();
-  Command cmd(gpudoc, "diagnose", {{"findings", findings_help()}});
+  Command cmd(gpudoc, "diagnose", {{"findings", view::findings_help()}});
   cmd.option("traces", f->traces);
   add_output_flags(cmd, f->out);
   add_price_flags(cmd, f->prices);
@@ -101,7 +91,7 @@ void register_diagnose(Command& gpudoc, Action& action, Context& context) {
   cmd.option("-o,--output", f->run.output);
   cmd.flag("--keep-trace", f->run.keep_trace);
   cmd.flag("-q,--quiet", f->quiet);
-  f->run.sampler.add_to(cmd, diagnose::live_periods());
+  f->sampler.add_to(cmd, diagnose::live_periods());
   cmd->callback([f, &action, &context] {
     action = [f, &context] {
       DiagnoseFlags copy = *f;

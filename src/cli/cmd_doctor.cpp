@@ -59,10 +59,7 @@ int run_doctor(const DoctorFlags& f, Context& context) {
       return run_replay(f, core::first_clause(live.error().message()), live.error().message());
     return report_error(live.error(), f.out.json);
   }
-  LiveFlags run;
-  run.duration_s = f.duration_s;
-  run.sampler = f.sampler;
-  auto r = record_live(*live, run, f.out, f.out.json);
+  auto r = record_live(*live, {.duration_s = f.duration_s}, f.sampler, f.out, f.out.json);
   if (!r) return report_error(r.error(), f.out.json);
   PrintContext ctx{.banner = live->banner,
                    .closing = view::doctor_closing(f.duration_s, live->real(), live->replay != nullptr)};
@@ -79,7 +76,7 @@ int run_doctor(const DoctorFlags& f, Context& context) {
 
 void register_doctor(Command& gpudoc, Action& action, Context& context) {
   auto f = std::make_shared<DoctorFlags>();
-  Command cmd(gpudoc, "doctor", {{"findings", findings_help()}});
+  Command cmd(gpudoc, "doctor", {{"findings", view::findings_help()}});
   cmd.number("-d,--duration", f->duration_s, {.min = 0, .max = 24 * 3600, .above_min = true, .unit = "seconds"});
   add_output_flags(cmd, f->out);
   cmd.flag("--replay", f->replay);

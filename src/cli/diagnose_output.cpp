@@ -39,20 +39,15 @@ core::Status check_output_flags(const OutputFlags& f) {
   return core::ok_status();
 }
 
-core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, const LiveFlags& flags,
-                                               const OutputFlags& f, bool quiet) {
-  auto config = flags.sampler.to_config();
+core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, diagnose::LiveRun run,
+                                               const SamplerFlags& sampler, const OutputFlags& f, bool quiet) {
+  auto config = sampler.to_config();
   if (!config) return config.error();
+  run.sampler = std::move(*config);
+  run.command_stdout_to_stderr = f.json;
+  run.narrate = quiet ? nullptr : stderr;
   install_stop_handlers();
-  return diagnose::record_and_diagnose(live,
-                                       {.duration_s = flags.duration_s,
-                                        .command = flags.command,
-                                        .output = flags.output,
-                                        .keep_trace = flags.keep_trace,
-                                        .command_stdout_to_stderr = f.json,
-                                        .sampler = *config,
-                                        .narrate = quiet ? nullptr : stderr},
-                                       f.options(), stop_requests());
+  return diagnose::record_and_diagnose(live, run, f.options(), stop_requests());
 }
 
 int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, const PrintContext& ctx) {

@@ -27,25 +27,17 @@ struct OutputFlags {
 
 // --json, --html, --min-severity, --window.
 void add_output_flags(Command& cmd, OutputFlags& out);
-// One line per diagnose finding of the catalog, for --help.
-[[nodiscard]] std::string findings_help();
 
 // Checks the flags before any work is done (an --html without web assets fails before a live run).
 // Errors: kUsage (bad --min-severity), kEnvironment (no web assets for --html).
 [[nodiscard]] core::Status check_output_flags(const OutputFlags& f);
 
-struct LiveFlags {
-  double duration_s = 0;             // 0: until the command exits (or Ctrl-C)
-  std::vector<std::string> command;  // record while this runs
-  std::string output;                // -o
-  bool keep_trace = false;
-  SamplerFlags sampler;
-};
-
-// diagnose::record_and_diagnose with the stop handlers installed and, unless `quiet`, what it does
-// said on stderr (a progress line on a terminal when there is no command).
-[[nodiscard]] core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, const LiveFlags& run,
-                                                             const OutputFlags& f, bool quiet);
+// diagnose::record_and_diagnose of `run` (its duration, command, output and keep_trace) on the
+// sampler `sampler` gives, with the stop handlers installed and, unless `quiet`, what it does said
+// on stderr (a progress line on a terminal when there is no command).
+[[nodiscard]] core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, diagnose::LiveRun run,
+                                                             const SamplerFlags& sampler, const OutputFlags& f,
+                                                             bool quiet);
 
 struct PrintContext {
   std::string banner{};                             // text report and page, e.g. the replay notice

@@ -76,6 +76,16 @@ core::Result<Diagnosed> diagnose_file(const std::string& path, const Options& op
   return diagnose_trace(std::move(*trace), path, options, source_name);
 }
 
+core::Result<std::vector<Diagnosed>> diagnose_files(const std::vector<std::string>& paths, const Options& options) {
+  std::vector<Diagnosed> items;
+  for (const auto& path : paths) {
+    auto d = diagnose_file(path, options);
+    if (!d) return d.error();
+    items.push_back(std::move(*d));
+  }
+  return items;
+}
+
 std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> live_periods() {
   auto periods = telemetry::SamplerConfig::default_periods();
   periods[gpu::index(gpu::MetricGroup::kUtilization)] = std::chrono::milliseconds(1000);

@@ -39,17 +39,21 @@ struct Diagnosed {
 [[nodiscard]] core::Result<Diagnosed> diagnose_file(const std::string& path, const Options& options,
                                                     const std::string& source_name = "");
 
+// diagnose_file for each of `paths`, in order. Errors: the first file's that fails.
+[[nodiscard]] core::Result<std::vector<Diagnosed>> diagnose_files(const std::vector<std::string>& paths,
+                                                                  const Options& options);
+
 // The sampler's periods for a short live look: the recorder's, with utilization drained every
 // second (not every 10 s as in a long recording) so that the look ends with its last seconds in it.
 [[nodiscard]] std::array<std::chrono::milliseconds, gpu::kMetricGroupCount> live_periods();
 
 struct LiveRun {
   double duration_s = 0;                  // 0: until the command exits (or a stop request)
-  std::vector<std::string> command;       // record while this runs
-  std::string output;                     // also write the trace here; empty: no file (unless keep_trace)
+  std::vector<std::string> command{};     // record while this runs
+  std::string output{};                   // also write the trace here; empty: no file (unless keep_trace)
   bool keep_trace = false;                // without output: write it in a private folder and say where
   bool command_stdout_to_stderr = false;  // the caller prints a document on stdout
-  telemetry::SamplerConfig sampler;
+  telemetry::SamplerConfig sampler{};
   // When set, what the run does is said here: the backend's banner, what is sampled for how long
   // or while which command runs, and, on a terminal and without a command, a progress line about
   // once a second. Everything from the command line or the backend is shown terminal-safe.

@@ -103,4 +103,11 @@ ReplayWords doctor_replay_words(std::size_t traces, const std::string& dir, cons
   return w;
 }
 
+std::string findings_help() {
+  std::string out = "Findings (docs/findings.md):\n";
+  for (const auto& e : findings::catalog())
+    if (e.area == "diagnose") out += fmt::format("  {:<17} {}\n", e.id, e.title);
+  return out;
+}
+
 }  // namespace gpudoc::view

@@ -1,5 +1,6 @@
 // gpudoc::view diagnoses — one or several diagnoses (diagnose, doctor) as gpudoc prints them: the
-// JSON document and the terminal report with its closing verdict line. Pure: no I/O.
+// JSON document and the terminal report with its closing verdict line; the findings their --help
+// lists. Pure: no I/O.
 //
 //   auto tally = view::tally(items, threshold);
 //   print(view::diagnoses_json(items, threshold, tally));   // or
@@ -55,6 +56,10 @@ struct LiveSummary {
 // `gpudoc doctor`'s words around a diagnosis. A live look: the last line says how long it looked
 // and what to run next; on a replay or fake GPUs, whose they were.
 [[nodiscard]] std::string doctor_closing(double duration_s, bool real_gpus, bool replay);
+
+// "Findings (docs/findings.md):" and one line per diagnose finding of the catalog (id, title): the
+// list diagnose's and doctor's --help show.
+[[nodiscard]] std::string findings_help();
 
 // doctor on the bundled traces: the banner over each report, the line above them (which names why
 // there is no live GPU unless the replay was asked for) and the last line.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/temp_dir.hpp"
 #include "telemetry/backend_source.hpp"
 
 namespace gpudoc::diagnose {
@@ -78,6 +79,28 @@ TEST(DiagnoseSession, SaysNothingWithoutANarrateStream) {
   auto r = record_and_diagnose(*live, run, Options{}, stops);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->command_exit_code.value_or(-1), 0);
+}
+
+TEST(DiagnoseSession, SeveralFilesAreDiagnosedInOrderAndTheFirstThatFailsNamesItself) {
+  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
+  auto live = source.open_gpus();
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  auto dir = core::PrivateDir::create("gpudoc-session-test");
+  ASSERT_TRUE(dir) << dir.error().message();
+  LiveRun run = on_gpu0();
+  run.duration_s = 1;
+  run.output = dir->file("a.jsonl");
+  std::atomic<int> stops{0};
+  ASSERT_TRUE(record_and_diagnose(*live, run, Options{}, stops));
+  auto items = diagnose_files({run.output, run.output}, Options{});
+  ASSERT_TRUE(items) << items.error().message();
+  ASSERT_EQ(items->size(), 2u);
+  EXPECT_EQ((*items)[1].diagnosis.source, run.output);
+  EXPECT_TRUE(diagnose_files({}, Options{})->empty());
+  const std::string missing = dir->file("missing.jsonl");
+  auto failed = diagnose_files({run.output, missing, dir->file("also-missing.jsonl")}, Options{});
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().message().find(missing), std::string::npos) << failed.error().message();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,19 @@ TEST(Diagnoses, DoctorSaysWhoseGpusItLookedAt) {
             std::string::npos);
   EXPECT_NE(unasked.closing.find("gpudoc diagnose /usr/share/gpudoc/traces/*.jsonl"), std::string::npos);
   EXPECT_EQ(doctor_replay_words(3, "/d", "--replay was given", true).intro.rfind("This is a REPLAY", 0), 0U);
+}
+
+TEST(Diagnoses, TheFindingsHelpListsEveryDiagnoseFindingOfTheCatalogAndNoOther) {
+  const std::string help = findings_help();
+  EXPECT_EQ(help.rfind("Findings (docs/findings.md):\n", 0), 0u) << help;
+  EXPECT_NE(help.find("\n  sawtooth          Sawtooth: the GPU waits for its input\n"), std::string::npos) << help;
+  std::size_t diagnose_entries = 0;
+  for (const auto& e : findings::catalog()) {
+    const bool listed = help.find("\n  " + std::string(e.id) + " ") != std::string::npos;
+    EXPECT_EQ(listed, e.area == "diagnose") << e.id;
+    diagnose_entries += e.area == "diagnose" ? 1 : 0;
+  }
+  EXPECT_EQ(static_cast<std::size_t>(std::count(help.begin(), help.end(), '\n')), diagnose_entries + 1);
 }
 
 }  // namespace
