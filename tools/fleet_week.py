@@ -32,8 +32,8 @@ UTC; the report runs with --since Dd --until END: the first scrape is 30 s after
 the last 30 s before END, so the range holds the whole week, every series starts at 0 inside it
 (increase() then adds nothing before the first sample) and the last is extrapolated by 30 s at
 most (0.005 % of a week). The report is run once to warm up, then three times --by namespace (the
-wall time is the median, the peak RSS the largest: the child's, from wait4 in a small launcher),
-and once each --by node, pod and job.
+wall time is the median, the peak RSS the largest: the child's, from wait4 in a small launcher; the
+1-minute load average before and after them is kept), and once each --by node, pod and job.
 
 Checks (exit 1 when one fails): the GPU time observed, useful and unexplained, the energy, each
 cause's GPU time and energy, the money, the GPU time of each namespace and of the vanished node,
@@ -440,7 +440,7 @@ def markdown(r: dict) -> str:
     lines += ["", "| stage | value |", "|---|---|"]
     for k in ("export_s", "write_s", "openmetrics_mb", "backfill_s", "promtool_peak_rss_mb", "tsdb_mb",
               "prometheus_start_s", "prometheus_peak_rss_mb", "report_wall_s", "report_peak_rss_mb",
-              "measure_floor_rss_mb"):
+              "measure_floor_rss_mb", "load_before", "load_after"):
         lines.append(f"| {k} | {m[k]:.2f} |")
     for b, v in r["report_by"].items():
         lines.append(f"| report --by {b}: wall s, peak RSS MB | {v['wall_s']:.2f}, {v['peak_rss_mb']:.1f} |")
@@ -469,9 +469,11 @@ def measure(a, prometheus: str, promtool: str, work: pathlib.Path) -> Tuple[dict
     try:
         measured["prometheus_start_s"] = time.monotonic() - t
         run_report(a.gpudoc, port, fleet, "namespace", work / "warm.json")  # warm-up: caches, pages
+        measured["load_before"] = os.getloadavg()[0]  # the machine may be shared: say how loaded it was
         runs = [run_report(a.gpudoc, port, fleet, "namespace", work / f"run{k}.json") for k in range(3)]
         measured["report_wall_s"] = statistics.median(r[0] for r in runs)
         measured["report_peak_rss_mb"] = max(r[1] for r in runs)
+        measured["load_after"] = os.getloadavg()[0]
         by, reports = {}, {"namespace": runs[-1][2]}
         for b in ("node", "pod", "job"):
             wall, rss, reports[b] = run_report(a.gpudoc, port, fleet, b, work / f"by-{b}.json")
