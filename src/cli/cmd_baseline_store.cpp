@@ -6,7 +6,6 @@
 #include "baseline/gate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/file.hpp"
 #include "view/baseline_html.hpp"
 #include "view/baseline_report.hpp"
 
@@ -46,10 +45,9 @@ int run_history(const StoreFlags& f) {
     for (const auto& d : r.damaged)
       print_text(stderr, fmt::format("gpudoc: note: run {} is damaged in the store: {}\n", r.id, d));
   if (f.html) {
-    auto page =
-        view::render_baseline_history_html(view::history_page(b->info, b->runs, b->golden, b->config, b->store_path));
-    if (!page) return report_error(page.error(), f.json);
-    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
+    const auto page = view::history_page(b->info, b->runs, b->golden, b->config, b->store_path);
+    if (auto st = write_page(*f.html, view::render_baseline_history_html(page)); !st)
+      return report_error(st.error(), f.json);
   }
   nlohmann::json j = view::history_json(b->info, b->runs);
   if (f.html) j["html"] = *f.html;

@@ -32,13 +32,6 @@ struct BenchFlags {
   std::optional<std::string> from;  // render this saved `bench --json` instead of running
 };
 
-// Writes the page for `report` to `path`. Errors: the renderer's, or kIo naming the file.
-core::Status write_html(const nlohmann::json& report, const std::string& path) {
-  auto page = view::render_bench_html(report);
-  if (!page) return page.error();
-  return core::write_file(path, *page);
-}
-
 // --from FILE --html PAGE: a saved run as a page; nothing is measured.
 int render_saved(const BenchFlags& f) {
   if (!f.html) return usage_error("--from renders a saved run as a page: give --html FILE too", f.json);
@@ -76,13 +69,10 @@ int run_bench(const BenchFlags& f, Context& context) {
   if (tty) std::fputs("\r\033[K", stderr);
 
   const nlohmann::json j = bench::to_json(rep);
-  if (f.json)
-    print_json(j);
-  else
-    print_text(stdout, view::render_bench_text(rep));  // GPU and host names: terminal-safe
+  emit(f.json, j, view::render_bench_text(rep));  // GPU and host names: terminal-safe
   if (f.html) {
     // The results are printed first: a page that cannot be written loses none of them.
-    if (auto st = write_html(j, *f.html); !st) {
+    if (auto st = write_page(*f.html, view::render_bench_html(j)); !st) {
       report_error(st.error(), false);
       return std::max(bench::exit_code(rep), core::exit_code(st.error().kind()));
     }

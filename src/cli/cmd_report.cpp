@@ -9,7 +9,6 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
-#include "core/file.hpp"
 #include "core/number_input.hpp"
 #include "fleet/report.hpp"
 #include "store/guard_history.hpp"
@@ -41,14 +40,11 @@ int run_fleet(const ReportFlags& f, std::int64_t since_s, double now_s) {
   if (!prom) return report_error(prom.error(), f.json);
   auto r = fleet::build_report(*prom, {.end_s = now_s, .since_s = since_s, .by = f.by});
   if (!r) return report_error(r.error(), f.json);
-  if (f.html) {
-    auto page = view::fleet_html(*r);
-    if (!page) return report_error(page.error(), f.json);
-    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
-  }
-  f.json ? print_json(fleet::to_json(*r)) : print_text(stdout, fleet::render_text(*r));
-  if (f.html && !f.json) print_text(stdout, fmt::format("HTML report: {}\n", *f.html));
-  return core::kExitOk;
+  if (f.html)
+    if (auto st = write_page(*f.html, view::fleet_html(*r)); !st) return report_error(st.error(), f.json);
+  // Node, namespace and job names come from Prometheus's labels: shown terminal-safe.
+  return emit(f.json, fleet::to_json(*r),
+              fleet::render_text(*r) + (f.html ? fmt::format("HTML report: {}\n", *f.html) : ""));
 }
 
 int run_report(const ReportFlags& f) {
@@ -62,30 +58,19 @@ int run_report(const ReportFlags& f) {
     if (f.html) return usage_error("--html is for the health history, not --guard", f.json);
     auto events = store::guard_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
     if (!events) return report_error(events.error(), f.json);
-    if (f.json)
-      print_json(view::guard_events_json(*events));
-    else
-      print_text(stdout, view::render_guard_events_text(*events));
-    return core::kExitOk;
+    return emit(f.json, view::guard_events_json(*events), view::render_guard_events_text(*events));
   }
   auto rows = store::health_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
   if (!rows) return report_error(rows.error(), f.json);
   std::vector<view::StoredHealthRun> runs;
   for (auto& r : *rows) runs.push_back({r.time_unix_ns, std::move(r.payload)});
   const view::HealthHistory h = view::build_health_history(runs);
-  if (f.html) {
-    auto page = view::render_health_history_html(h, f.since);
-    if (!page) return report_error(page.error(), f.json);
-    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
-  }
-  if (f.json) {
-    print_json(view::to_json(h));
-  } else {
-    // Host names, checks and evidence come from the store: shown terminal-safe.
-    print_text(stdout, view::render_health_history_text(h, f.since));
-    if (f.html) print_text(stdout, fmt::format("HTML report: {}\n", *f.html));
-  }
-  return core::kExitOk;
+  if (f.html)
+    if (auto st = write_page(*f.html, view::render_health_history_html(h, f.since)); !st)
+      return report_error(st.error(), f.json);
+  // Host names, checks and evidence come from the store: shown terminal-safe.
+  return emit(f.json, view::to_json(h),
+              view::render_health_history_text(h, f.since) + (f.html ? fmt::format("HTML report: {}\n", *f.html) : ""));
 }
 
 }  // namespace

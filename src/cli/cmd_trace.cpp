@@ -30,11 +30,7 @@ struct InfoOptions {
 int run_info(const InfoOptions& opts) {
   auto stats = telemetry::trace_stats_of_file(opts.path);
   if (!stats) return report_error(stats.error(), opts.json);
-  if (opts.json)
-    print_json(view::trace_info_json(opts.path, *stats));
-  else
-    print_text(stdout, view::render_trace_info(opts.path, *stats));
-  return core::kExitOk;
+  return emit(opts.json, view::trace_info_json(opts.path, *stats), view::render_trace_info(opts.path, *stats));
 }
 
 struct CountersOptions {

@@ -9,7 +9,6 @@
 #include "baseline/gate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "core/file.hpp"
 #include "core/temp_dir.hpp"
 #include "health/host.hpp"
 #include "tune/apply.hpp"
@@ -66,9 +65,7 @@ int run_tune(TuneFlags& f, Context& ctx) {
   if (!report) return report_error(report.error(), f.json);
   nlohmann::json j = tune::to_json(*report);
   if (f.html) {
-    auto page = view::tune_html(*report);
-    if (!page) return report_error(page.error(), f.json);
-    if (auto st = core::write_file(*f.html, *page); !st) return report_error(st.error(), f.json);
+    if (auto st = write_page(*f.html, view::tune_html(*report)); !st) return report_error(st.error(), f.json);
     j["html"] = *f.html;
   }
   int code = report->exit_code;

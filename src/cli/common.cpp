@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "cli/commands.hpp"
+#include "core/file.hpp"
 #include "core/text.hpp"
 
 namespace gpudoc::cli {
@@ -18,12 +19,9 @@ void print_text(std::FILE* to, std::string_view text) {
   std::fputs(core::terminal_safe(text, core::Newlines::kKeep).c_str(), to);
 }
 
-int emit(bool json, const nlohmann::json& j, std::string_view text, int code) {
-  if (json)
-    print_json(j);
-  else
-    print_text(stdout, text);
-  return code;
+core::Status write_page(const std::string& path, const core::Result<std::string>& page) {
+  if (!page) return page.error();
+  return core::write_file(path, *page);
 }
 
 namespace {

@@ -119,9 +119,21 @@ struct SamplerFlags {
   [[nodiscard]] core::Result<telemetry::SamplerConfig> to_config() const;
 };
 
-// --json: `j` on stdout (print_json); else `text` (print_text). Returns `code`. For a command whose
-// result is one document or one text, both cheap to make.
-int emit(bool json, const nlohmann::json& j, std::string_view text, int code = 0);
+// --json: `j` on stdout (print_json, an ordered_json's keys in their order); else `text`
+// (print_text). Returns `code`. For a command whose result is one document or one text, both cheap
+// to make.
+template <class Json = nlohmann::json>
+int emit(bool json, const Json& j, std::string_view text, int code = 0) {
+  if (json)
+    print_json(j);
+  else
+    print_text(stdout, text);
+  return code;
+}
+
+// --html FILE: the page a view rendered, written to `path`. Errors: the renderer's, or
+// core::write_file's (kIo naming the path and why).
+[[nodiscard]] core::Status write_page(const std::string& path, const core::Result<std::string>& page);
 
 // The stop policy of every command (core/stop_signals.hpp), by its short names.
 using core::exit_code_after_stop;
