@@ -138,6 +138,11 @@ class FleetReportOnPrometheus(unittest.TestCase):
         self.assertTrue(lost, want)
         for cause, v in lost.items():
             self.assertAlmostEqual(causes.get(cause, 0), v, delta=0.02 * v, msg=cause)
+        say("report against the counters: " + ", ".join(
+            [f"observed {rep['totals']['observed_s']:.1f} s / {want['observed']:.1f} s "
+             f"({percent(rep['totals']['observed_s'], want['observed'])})",
+             f"useful {percent(rep['totals']['useful_s'], want['useful'])}"] +
+            [f"{c} {causes.get(c, 0):.1f} s / {v:.1f} s ({percent(causes.get(c, 0), v)})" for c, v in sorted(lost.items())]))
         self.assertEqual(sorted(rep["nodes"]), sorted(NODES))
         self.assertEqual({g["key"] for g in rep["groups"]}, set(NODES))
         self.assertIn("USD", rep["totals"]["money"])  # node-a's price
@@ -196,6 +201,8 @@ class FleetReportOnPrometheus(unittest.TestCase):
         got = next(g for g in rep["groups"] if g["key"] == node)
         want = before["observed"] + final[node]["observed"]
         self.assertAlmostEqual(got["observed_s"], want, delta=1.0)  # one second of one GPU
+        say(f"{node} restarted: report {got['observed_s']:.2f} s, counts before and after {want:.2f} s "
+            f"({got['observed_s'] - want:+.2f} s; a scrape is 0.5 s of one GPU)")
         self.assertGreaterEqual(rep["counter_resets"], 1)
         self.assertTrue(any("restarted" in n for n in rep["notes"]), rep["notes"])
 
@@ -207,6 +214,15 @@ class FleetReportOnPrometheus(unittest.TestCase):
         bad = subprocess.run([GPUDOC, "report", "--fleet", "--prometheus", "ftp://x"], capture_output=True,
                              text=True, timeout=60)
         self.assertEqual(bad.returncode, 2, bad.stderr)
+
+
+def percent(got, want):
+    return f"{100 * (got - want) / want:+.2f} %" if want else "n/a"
+
+
+def say(line):
+    """The measured figures, on stderr for the results page (docs/results/cost.md)."""
+    print("measured: " + line, file=sys.stderr, flush=True)
 
 
 class Figures(html.parser.HTMLParser):
