@@ -115,6 +115,8 @@ echo "gpu_tests.sh: $gpus GPU(s); gpudoc: $gpudoc; logs: $out"
 if [[ -n "$build" ]]; then
   step gpu_tests 0 0 ctest --test-dir "$build" -L gpu --output-on-failure
 else
+  # Built elsewhere, they would look for gpudoc and the test data where they were built.
+  export GPUDOC_TEST_GPUDOC="$gpudoc" GPUDOC_TEST_SOURCE_DIR="$repo"
   for t in "$bin"/test_*_live; do
     [[ -x "$t" ]] && step "$(basename "$t")" 0 0 "$t"
   done
@@ -142,12 +144,17 @@ load_gpu() {
 }
 step baseline_record_hw 0 0 "$gpudoc" baseline record gpu-tests-hw --bench hbm.copy --quick
 step baseline_check_hw 0 0 "$gpudoc" baseline check gpu-tests-hw
+# Two loaders, started apart: one alone leaves the GPU idle between its benchmarks (a new process,
+# its CUDA context, the results checked), and a confirming re-run landing there reads no regression.
 load_gpu 120 &
-loader=$!
-sleep 5   # the load's CUDA context is up and copying
+loaders=$!
+sleep 2
+load_gpu 120 &
+loaders="$loaders $!"
+sleep 5   # both loads' CUDA contexts are up and copying
 step baseline_check_hw_loaded 1 0 "$gpudoc" baseline check gpu-tests-hw
-kill "$loader" 2>/dev/null
-wait "$loader" 2>/dev/null
+kill $loaders 2>/dev/null
+wait $loaders 2>/dev/null
 sleep 2
 step baseline_check_hw_after 0 0 "$gpudoc" baseline check gpu-tests-hw
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -39,7 +40,12 @@ inline CliRun run_shell(const std::string& cmd) {
   return r;
 }
 
-inline std::string gpudoc_binary() { return std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc"; }
+// The gpudoc under test: the build's, or GPUDOC_TEST_GPUDOC when the tests run from a folder of
+// binaries built elsewhere (tools/gpu_tests.sh --bin sets it, and GPUDOC_TEST_SOURCE_DIR below).
+inline std::string gpudoc_binary() {
+  const char* set = std::getenv("GPUDOC_TEST_GPUDOC");
+  return set != nullptr && *set != '\0' ? std::string(set) : std::string(GPUDOC_BINARY_DIR) + "/src/cli/gpudoc";
+}
 
 inline CliRun run_gpudoc(const std::string& args) { return run_shell(gpudoc_binary() + " " + args + " 2>&1"); }
 
@@ -85,6 +91,9 @@ inline std::string wait_for_line(const std::string& path) {
 
 inline bool nvml_present() { return dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr; }
 
-inline std::string data_file(const std::string& name) { return std::string(GPUDOC_SOURCE_DIR) + "/tests/data/" + name; }
+inline std::string data_file(const std::string& name) {
+  const char* set = std::getenv("GPUDOC_TEST_SOURCE_DIR");
+  return (set != nullptr && *set != '\0' ? std::string(set) : std::string(GPUDOC_SOURCE_DIR)) + "/tests/data/" + name;
+}
 
 }  // namespace gpudoc::testing
