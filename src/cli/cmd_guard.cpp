@@ -21,18 +21,13 @@ namespace {
 
 struct GuardFlags {
   std::optional<std::string> policy;
-  bool dry_run = false;
   bool show_policy = false;
-  std::vector<int> pids;
   std::string signals;
-  std::optional<std::string> log;
-  std::optional<std::string> store;
-  bool no_store = false;
+  guard::RecordsOptions records;  // --log, --store, --no-store
   bool json = false;
   bool quiet = false;
-  double ack_deadline_s = 10.0;
+  guard::SessionOptions session;  // --dry-run, --pid, --ack-deadline, the command
   SamplerFlags sampler;
-  std::vector<std::string> command;
 };
 
 int run_guard(GuardFlags f, Context& ctx) {
@@ -42,14 +37,14 @@ int run_guard(GuardFlags f, Context& ctx) {
     std::fputs(std::string(guard::default_policy_text()).c_str(), stdout);
     return 0;
   }
-  if (f.command.empty() == f.pids.empty())
+  if (f.session.command.empty() == f.session.pids.empty())
     return usage_error("give a command after -- or --pid PID..., not both", f.json);
   auto signals = guard::signal_opt_in_from_text(f.signals);
   if (!signals) return report_error(signals.error(), f.json);
   auto config = f.sampler.to_config();
   if (!config) return report_error(config.error(), f.json);
 
-  auto records = guard::EventRecords::open({.log = f.log, .store = f.store, .no_store = f.no_store});
+  auto records = guard::EventRecords::open(f.records);
   if (!records) return report_error(records.error(), f.json);
   auto live = open_live(ctx, true);  // the banner after the store's warnings
   if (!live) return report_error(live.error(), f.json);
@@ -57,20 +52,13 @@ int run_guard(GuardFlags f, Context& ctx) {
   auto channel = guard::ChannelServer::open(*live->clock);
   if (!channel) return report_error(channel.error(), f.json);
 
-  guard::SessionOptions o;
+  guard::SessionOptions o = f.session;
   o.policy = std::move(*policy);
-  o.dry_run = f.dry_run;
-  o.command = f.command;
-  for (int p : f.pids) o.pids.push_back(static_cast<pid_t>(p));
   o.signal_opt_in = *signals;
   o.sampler = *config;
   o.real_gpus = live->real();
   o.clock_speed = live->speed > 0 ? live->speed : 1.0;
-  o.ack_deadline_s = f.ack_deadline_s;
-  o.fatal_xid = [](std::uint64_t xid) {
-    const auto c = health::classify_xid(xid);
-    return c == health::XidClass::kResetGpu || c == health::XidClass::kReboot;
-  };
+  o.fatal_xid = health::xid_needs_reset;
   if (!f.quiet) print_banner(*live);
   guard::EventSink sink = [&](const nlohmann::json& e) {
     records->keep(e);
@@ -94,17 +82,18 @@ void register_guard(Command& gpudoc, Action& action, Context& ctx) {
   Command cmd(gpudoc, "guard");
   cmd.option("--policy", f->policy);
   cmd.flag("--show-policy", f->show_policy);
-  cmd.flag("--dry-run", f->dry_run);
-  cmd.option("--pid", f->pids)->delimiter(',');
+  cmd.flag("--dry-run", f->session.dry_run);
+  cmd.option("--pid", f->session.pids)->delimiter(',');
   cmd.option("--signal", f->signals);
-  cmd.option("--log", f->log);
-  cmd.option("--store", f->store);
-  cmd.flag("--no-store", f->no_store);
-  cmd.number("--ack-deadline", f->ack_deadline_s, {.min = 0, .max = 3600, .above_min = true, .unit = "seconds"});
+  cmd.option("--log", f->records.log);
+  cmd.option("--store", f->records.store);
+  cmd.flag("--no-store", f->records.no_store);
+  cmd.number("--ack-deadline", f->session.ack_deadline_s,
+             {.min = 0, .max = 3600, .above_min = true, .unit = "seconds"});
   f->sampler.add_to(cmd, guard::sampler_periods());
   cmd.flag("--json", f->json);
   cmd.flag("-q,--quiet", f->quiet);
-  cmd.option("command", f->command);
+  cmd.option("command", f->session.command);
   cmd->callback([f, &action, &ctx] { action = [f, &ctx] { return exit_code_after_stop(run_guard(*f, ctx)); }; });
 }
 

@@ -97,6 +97,8 @@ inline constexpr double kClockTolerance = 0.03;
 enum class XidClass { kApplication, kResetGpu, kReboot, kInformational, kUnknown };
 [[nodiscard]] const char* to_string(XidClass c) noexcept;  // "application", "reset_gpu", "reboot", ...
 [[nodiscard]] XidClass classify_xid(std::uint64_t xid) noexcept;
+// kResetGpu or kReboot: no work on the GPU can be trusted until it is reset (the guard's fatal XIDs).
+[[nodiscard]] bool xid_needs_reset(std::uint64_t xid) noexcept;
 [[nodiscard]] std::string_view xid_description(std::uint64_t xid) noexcept;  // "" when not listed
 // The catalog's immediate action for `xid`, verbatim ("RESTART_BM", "WORKFLOW_XID_48"); "" when not listed.
 [[nodiscard]] std::string_view xid_catalog_action(std::uint64_t xid) noexcept;

@@ -116,6 +116,11 @@ XidClass classify_xid(std::uint64_t xid) noexcept {
   return e != nullptr ? e->cls : XidClass::kUnknown;
 }
 
+bool xid_needs_reset(std::uint64_t xid) noexcept {
+  const XidClass c = classify_xid(xid);
+  return c == XidClass::kResetGpu || c == XidClass::kReboot;
+}
+
 std::string_view xid_description(std::uint64_t xid) noexcept {
   const XidEntry* e = find(xid);
   return e != nullptr ? e->description : std::string_view{};

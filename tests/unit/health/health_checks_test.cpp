@@ -289,6 +289,10 @@ TEST(HealthXid, Xid79NeedsARebootXid13IsTheApplications) {
   EXPECT_EQ(classify_xid(95), XidClass::kResetGpu);
   EXPECT_EQ(classify_xid(94), XidClass::kApplication);
   EXPECT_EQ(classify_xid(12345), XidClass::kUnknown);
+  EXPECT_TRUE(xid_needs_reset(79));
+  EXPECT_TRUE(xid_needs_reset(48));
+  EXPECT_FALSE(xid_needs_reset(13));
+  EXPECT_FALSE(xid_needs_reset(12345));
 
   XidInput app;
   app.nvml_events_watched = true;
