@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,13 @@ bool write_chrome_trace(const RecordSet& set, std::ostream& out) {
   out << "\n]}\n";
   out.flush();
   return static_cast<bool>(out);
+}
+
+core::Status save_chrome_trace(const RecordSet& set, const std::string& path) {
+  std::ofstream out(path);
+  if (!out || !write_chrome_trace(set, out))
+    return core::Error(core::ErrorKind::kIo, fmt::format("writing the trace {}", path));
+  return core::ok_status();
 }
 
 }  // namespace gpudoc::profile
