@@ -3,8 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cstdio>
-
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/diagnose_output.hpp"
@@ -45,7 +43,7 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
     return usage_error("--duration, -o and --keep-trace apply to --live and -- CMD only", f.out.json);
 
   if (!record_mode) {
-    auto items = diagnose::diagnose_files(f.traces, f.out.options());
+    auto items = diagnose::diagnose_files(f.traces, f.out.options);
     if (!items) return report_error(items.error(), f.out.json);
     PrintContext ctx;
     ctx.prices = &*prices;
@@ -67,18 +65,6 @@ int run_diagnose(DiagnoseFlags f, Context& context) {
 }
 
 }  // namespace
-
-void add_output_flags(Command& cmd, OutputFlags& out) {
-  cmd.flag("--json", out.json);
-  cmd.option("--html", out.html);
-  cmd.option("--min-severity", out.min_severity)->capture_default_str();
-  // A window shorter than kMinWindowS can never hold enough of the 0.1 s grid to say anything.
-  cmd.number("--window", out.window_s,
-             {.min = diagnose::kMinWindowS,
-              .max = 1e6,
-              .unit = "seconds",
-              .note = "a window holds at least 20 samples of the 0.1 s analysis grid before anything is concluded"});
-}
 
 void register_diagnose(Command& gpudoc, Action& action, Context& context) {
   auto f = std::make_shared<DiagnoseFlags>();

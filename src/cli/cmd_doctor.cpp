@@ -1,8 +1,6 @@
 // gpudoc doctor: the first thing to run. A short live look at every GPU and its diagnosis; on a
 // machine without a GPU, a replay of real H200 traces bundled with gpudoc, saying so plainly.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 
@@ -27,18 +25,15 @@ struct DoctorFlags {
 int run_replay(const DoctorFlags& f, const std::string& why, const std::string& full_reason) {
   auto dir = telemetry::find_bundled_traces(telemetry::kShowcaseTraces[0]);
   if (!dir) return report_error(dir.error().with_context(why), f.out.json);
-  std::vector<Diagnosed> items;
-  for (const char* name : telemetry::kShowcaseTraces) {
-    auto d = diagnose::diagnose_file((*dir / name).string(), f.out.options(), name);
-    if (!d) return report_error(d.error(), f.out.json);
-    items.push_back(std::move(*d));
-  }
+  const std::vector<std::string> names(telemetry::kShowcaseTraces.begin(), telemetry::kShowcaseTraces.end());
+  auto items = diagnose::diagnose_files(names, f.out.options, *dir);
+  if (!items) return report_error(items.error(), f.out.json);
   const bool asked = f.replay;
-  const auto words = view::doctor_replay_words(items.size(), dir->string(), why, asked);
+  const auto words = view::doctor_replay_words(items->size(), dir->string(), why, asked);
   PrintContext ctx{.banner = words.banner, .closing = words.closing, .replay = true};
   ctx.extra = {{"replay", true}, {"replay_reason", full_reason}, {"replay_dir", dir->string()}};
   if (!f.out.json) print_text(stdout, words.intro);
-  int code = print_diagnoses(items, f.out, ctx);
+  int code = print_diagnoses(*items, f.out, ctx);
   // Without a GPU, whatever the replayed traces show, this machine has nothing to vouch for:
   // environment. With --replay the replay is what was asked for, and its findings decide.
   if (asked) return code;

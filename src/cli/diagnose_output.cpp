@@ -6,28 +6,29 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 #include "cli/commands.hpp"
 #include "core/file.hpp"
 #include "view/cost_view.hpp"
-#include "view/diagnose_html.hpp"
 #include "view/diagnoses.hpp"
 #include "view/web_assets.hpp"
 
 namespace gpudoc::cli {
-namespace {
 
-findings::Severity threshold_of(const OutputFlags& f) {
-  return findings::parse_severity(f.min_severity).value_or(findings::Severity::kWarning);
+findings::Severity OutputFlags::threshold() const {
+  return findings::parse_severity(min_severity).value_or(findings::Severity::kWarning);
 }
 
-}  // namespace
-
-diagnose::Options OutputFlags::options() const {
-  diagnose::Options o;
-  o.window_s = window_s;
-  return o;
+void add_output_flags(Command& cmd, OutputFlags& out) {
+  cmd.flag("--json", out.json);
+  cmd.option("--html", out.html);
+  cmd.option("--min-severity", out.min_severity)->capture_default_str();
+  // A window shorter than kMinWindowS can never hold enough of the 0.1 s grid to say anything.
+  cmd.number("--window", out.options.window_s,
+             {.min = diagnose::kMinWindowS,
+              .max = 1e6,
+              .unit = "seconds",
+              .note = "a window holds at least 20 samples of the 0.1 s analysis grid before anything is concluded"});
 }
 
 core::Status check_output_flags(const OutputFlags& f) {
@@ -47,18 +48,14 @@ core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, diag
   run.command_stdout_to_stderr = f.json;
   run.narrate = quiet ? nullptr : stderr;
   install_stop_handlers();
-  return diagnose::record_and_diagnose(live, run, f.options(), stop_requests());
+  return diagnose::record_and_diagnose(live, run, f.options, stop_requests());
 }
 
 int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, const PrintContext& ctx) {
-  const auto threshold = threshold_of(f);
+  const auto threshold = f.threshold();
   const auto tally = view::tally(items, threshold);
   if (!f.html.empty()) {
-    std::vector<view::HtmlReport> reports;
-    for (const auto& it : items) reports.push_back({&it.trace, &it.diagnosis});
-    std::string title = items.size() == 1 ? std::filesystem::path(items[0].diagnosis.source).filename().string()
-                                          : fmt::format("{} traces", items.size());
-    auto page = view::render_diagnose_html(reports, {.title = title, .banner = ctx.banner, .prices = ctx.prices});
+    auto page = view::diagnoses_html(items, {.banner = ctx.banner, .prices = ctx.prices});
     if (!page) return report_error(page.error().with_context(fmt::format("--html {}", f.html)), f.json);
     if (auto st = core::write_file(f.html, *page); !st) return report_error(st.error(), f.json);
     print_text(stderr,
@@ -67,7 +64,7 @@ int print_diagnoses(const std::vector<Diagnosed>& items, const OutputFlags& f, c
   if (f.json) {
     auto j = view::diagnoses_json(items, threshold, tally);
     if (ctx.prices != nullptr) view::add_costs(j, items, *ctx.prices);
-    for (auto it = ctx.extra.begin(); it != ctx.extra.end(); ++it) j[it.key()] = it.value();
+    j.update(ctx.extra);  // the command's own keys, over the diagnoses'
     print_json(j);
     return tally.exit_code();
   }

@@ -21,8 +21,9 @@ struct OutputFlags {
   bool json = false;
   std::string html;                      // write the page here when not empty
   std::string min_severity = "warning";  // exit 1 when a finding is at or above it
-  double window_s = 60;
-  [[nodiscard]] diagnose::Options options() const;
+  diagnose::Options options;             // --window
+  // --min-severity's (once check_output_flags has accepted it).
+  [[nodiscard]] findings::Severity threshold() const;
 };
 
 // --json, --html, --min-severity, --window.

@@ -76,10 +76,11 @@ core::Result<Diagnosed> diagnose_file(const std::string& path, const Options& op
   return diagnose_trace(std::move(*trace), path, options, source_name);
 }
 
-core::Result<std::vector<Diagnosed>> diagnose_files(const std::vector<std::string>& paths, const Options& options) {
+core::Result<std::vector<Diagnosed>> diagnose_files(const std::vector<std::string>& paths, const Options& options,
+                                                    const std::filesystem::path& dir) {
   std::vector<Diagnosed> items;
   for (const auto& path : paths) {
-    auto d = diagnose_file(path, options);
+    auto d = dir.empty() ? diagnose_file(path, options) : diagnose_file((dir / path).string(), options, path);
     if (!d) return d.error();
     items.push_back(std::move(*d));
   }

@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -39,9 +40,11 @@ struct Diagnosed {
 [[nodiscard]] core::Result<Diagnosed> diagnose_file(const std::string& path, const Options& options,
                                                     const std::string& source_name = "");
 
-// diagnose_file for each of `paths`, in order. Errors: the first file's that fails.
+// diagnose_file for each of `paths`, in order. With `dir` (doctor's bundled traces), each path is a
+// file name in it, and the name is what the diagnosis calls it. Errors: the first file's that fails.
 [[nodiscard]] core::Result<std::vector<Diagnosed>> diagnose_files(const std::vector<std::string>& paths,
-                                                                  const Options& options);
+                                                                  const Options& options,
+                                                                  const std::filesystem::path& dir = {});
 
 // The sampler's periods for a short live look: the recorder's, with utilization drained every
 // second (not every 10 s as in a long recording) so that the look ends with its last seconds in it.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <vector>
+
 #include "core/result.hpp"
 #include "core/text.hpp"
 #include "cost/job.hpp"
@@ -43,6 +46,18 @@ nlohmann::json diagnoses_json(std::span<const diagnose::Diagnosed> items, findin
   j["max_severity"] = tally.worst ? nlohmann::json(findings::to_string(*tally.worst)) : nlohmann::json(nullptr);
   j["exit_code"] = tally.exit_code();
   return j;
+}
+
+std::string diagnoses_title(std::span<const diagnose::Diagnosed> items) {
+  if (items.size() == 1) return std::filesystem::path(items[0].diagnosis.source).filename().string();
+  return fmt::format("{} traces", items.size());
+}
+
+core::Result<std::string> diagnoses_html(std::span<const diagnose::Diagnosed> items, HtmlOptions options) {
+  std::vector<HtmlReport> reports;
+  for (const auto& it : items) reports.push_back({&it.trace, &it.diagnosis});
+  if (options.title.empty()) options.title = diagnoses_title(items);
+  return render_diagnose_html(reports, options);
 }
 
 std::string render_diagnoses(std::span<const diagnose::Diagnosed> items, findings::Severity threshold,

@@ -1,10 +1,11 @@
 // gpudoc::view diagnoses — one or several diagnoses (diagnose, doctor) as gpudoc prints them: the
 // JSON document and the terminal report with its closing verdict line; the findings their --help
-// lists. Pure: no I/O.
+// lists, and their --html page. Pure: no I/O.
 //
 //   auto tally = view::tally(items, threshold);
 //   print(view::diagnoses_json(items, threshold, tally));   // or
 //   print(view::render_diagnoses(items, threshold, tally, {.color = tty}));
+//   auto page = view::diagnoses_html(items, {.banner = banner});   // Result<std::string>
 #pragma once
 
 #include <cstddef>
@@ -14,9 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.hpp"
 #include "cost/prices.hpp"
 #include "diagnose/session.hpp"
 #include "findings/finding.hpp"
+#include "view/diagnose_html.hpp"
 
 namespace gpudoc::view {
 
@@ -32,6 +35,13 @@ struct Tally {
 // Both with "threshold", "max_severity" and "exit_code".
 [[nodiscard]] nlohmann::json diagnoses_json(std::span<const diagnose::Diagnosed> items, findings::Severity threshold,
                                             const Tally& tally);
+
+// The page of one or several diagnoses with their traces' curves (render_diagnose_html), titled
+// diagnoses_title(items) unless `options` gives a title. Errors: render_diagnose_html's (kEnvironment
+// without web assets).
+[[nodiscard]] core::Result<std::string> diagnoses_html(std::span<const diagnose::Diagnosed> items, HtmlOptions options);
+// The one trace's file name ("run.jsonl" for /data/run.jsonl), or "N traces" for several.
+[[nodiscard]] std::string diagnoses_title(std::span<const diagnose::Diagnosed> items);
 
 struct DiagnosesText {
   bool color = false;

@@ -97,6 +97,9 @@ TEST(DiagnoseSession, SeveralFilesAreDiagnosedInOrderAndTheFirstThatFailsNamesIt
   ASSERT_EQ(items->size(), 2u);
   EXPECT_EQ((*items)[1].diagnosis.source, run.output);
   EXPECT_TRUE(diagnose_files({}, Options{})->empty());
+  auto named = diagnose_files({"a.jsonl"}, Options{}, dir->path());  // a name in a folder: called by its name
+  ASSERT_TRUE(named) << named.error().message();
+  EXPECT_EQ((*named)[0].diagnosis.source, "a.jsonl");
   const std::string missing = dir->file("missing.jsonl");
   auto failed = diagnose_files({run.output, missing, dir->file("also-missing.jsonl")}, Options{});
   ASSERT_FALSE(failed);

@@ -70,6 +70,22 @@ TEST(Diagnoses, TheVerdictLinePromisesExit1OnlyForThisMachine) {
             std::string::npos);
 }
 
+TEST(Diagnoses, ThePageIsTitledByItsTraceOrTheirNumber) {
+  std::vector<diagnose::Diagnosed> items;
+  items.push_back(with_findings("/data/run.jsonl", {findings::Severity::kWarning}));
+  EXPECT_EQ(diagnoses_title(items), "run.jsonl");
+  auto page = diagnoses_html(items, {.banner = "REPLAY"});
+  if (!page && page.error().kind() == core::ErrorKind::kEnvironment) GTEST_SKIP() << "built without uPlot";
+  ASSERT_TRUE(page.ok()) << page.error().message();
+  EXPECT_NE(page->find("<title>gpudoc diagnose — run.jsonl</title>"), std::string::npos);
+  EXPECT_NE(page->find("REPLAY"), std::string::npos);
+  auto titled = diagnoses_html(items, {.title = "mine"});
+  ASSERT_TRUE(titled.ok());
+  EXPECT_NE(titled->find("<title>gpudoc diagnose — mine</title>"), std::string::npos);
+  items.push_back(with_findings("/data/b.jsonl", {}));
+  EXPECT_EQ(diagnoses_title(items), "2 traces");
+}
+
 TEST(Diagnoses, ALiveRunSaysTheCommandsExitCodeAndWhereTheTraceIs) {
   diagnose::LiveResult r;
   r.command_exit_code = 3;
