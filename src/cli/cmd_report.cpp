@@ -4,8 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cstdio>
-
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/clock.hpp"
@@ -62,9 +60,7 @@ int run_report(const ReportFlags& f) {
   }
   auto rows = store::health_results_since(f.store, now_ns > *since ? now_ns - *since : 0);
   if (!rows) return report_error(rows.error(), f.json);
-  std::vector<view::StoredHealthRun> runs;
-  for (auto& r : *rows) runs.push_back({r.time_unix_ns, std::move(r.payload)});
-  const view::HealthHistory h = view::build_health_history(runs);
+  const view::HealthHistory h = view::build_health_history(*rows);
   if (f.html)
     if (auto st = write_page(*f.html, view::render_health_history_html(h, f.since)); !st)
       return report_error(st.error(), f.json);

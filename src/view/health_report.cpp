@@ -40,7 +40,7 @@ const std::vector<std::pair<std::string, std::string>>& health_series_names() {
   return k;
 }
 
-HealthHistory build_health_history(const std::vector<StoredHealthRun>& rows) {
+HealthHistory build_health_history(const std::vector<store::StoredResult>& rows) {
   HealthHistory h;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (std::size_t i = 0; i < rows.size(); ++i) {

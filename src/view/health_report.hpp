@@ -3,8 +3,8 @@
 // terminal sparklines, JSON, or one self-contained HTML page with a zoomable plot per series (uPlot,
 // embedded, opens offline). Pure: the caller reads the store.
 //
-//   std::vector<view::StoredHealthRun> runs = ...;        // each stored health result: time, payload
-//   view::HealthHistory h = view::build_health_history(runs);
+//   auto rows = store::health_results_since(store_flag, since_ns);   // each stored health result
+//   view::HealthHistory h = view::build_health_history(*rows);
 //   std::fputs(view::render_health_history_text(h, "7d").c_str(), stdout);
 //   auto page = view::render_health_history_html(h, "7d");   // Result<std::string>
 #pragma once
@@ -18,14 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "store/results.hpp"
 
 namespace gpudoc::view {
-
-// One stored `gpudoc health --json` document and when it was taken.
-struct StoredHealthRun {
-  std::int64_t time_unix_ns = 0;
-  nlohmann::json payload;
-};
 
 struct HealthHistory {
   std::vector<double> times_s;  // unix seconds, per run
@@ -37,8 +32,9 @@ struct HealthHistory {
 // The plotted series: a value name in a check's "values" -> its label.
 [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& health_series_names();
 
-// Runs in time order. Payloads without "checks" or "values" add nothing; never throws on their shape.
-[[nodiscard]] HealthHistory build_health_history(const std::vector<StoredHealthRun>& runs);
+// Stored `gpudoc health --json` documents (each row's payload, taken at its time), in time order.
+// Payloads without "checks" or "values" add nothing; never throws on their shape.
+[[nodiscard]] HealthHistory build_health_history(const std::vector<store::StoredResult>& runs);
 // `since` is the --since text shown in the heading ("7d").
 [[nodiscard]] std::string render_health_history_text(const HealthHistory& h, const std::string& since);
 // Errors: kEnvironment when this build has no web assets.
