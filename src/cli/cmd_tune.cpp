@@ -4,12 +4,12 @@
 #include <fmt/format.h>
 
 #include <optional>
-#include <sstream>
 
 #include "baseline/gate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/temp_dir.hpp"
+#include "core/text.hpp"
 #include "health/host.hpp"
 #include "tune/apply.hpp"
 #include "tune/tune.hpp"
@@ -30,18 +30,10 @@ struct TuneFlags {
   std::optional<std::string> store;
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 int run_tune(TuneFlags& f, Context& ctx) {
   if (f.apply && f.print) return usage_error("--apply and --print: give one", f.json);
   f.request.budget_s = f.budget_min * 60;
-  f.request.only = split_commas(f.only);
+  f.request.only = core::split_list(f.only);
   std::optional<store::Database> store;
   if (f.baseline) {  // fails now, not after minutes of tuning
     auto s = baseline::open_store(f.store, baseline::StoreUse::kWrite);

@@ -159,4 +159,14 @@ std::string first_clause(std::string why) {
   return why;
 }
 
+std::vector<std::string> split_list(std::string_view text, char separator) {
+  std::vector<std::string> items;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(separator), text.size());
+    if (end > 0) items.emplace_back(text.substr(0, end));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+  return items;
+}
+
 }  // namespace gpudoc::core

@@ -22,6 +22,9 @@ namespace gpudoc::core {
 // ("cannot load libnvidia-ml.so.1 (no such file); ..." -> "cannot load libnvidia-ml.so.1"); the
 // whole message when that would leave nothing.
 [[nodiscard]] std::string first_clause(std::string message);
+// The items of a list written as one word, "a,b,,c" -> {"a", "b", "c"} (empty items dropped), as a
+// flag that takes a comma-separated list gives it.
+[[nodiscard]] std::vector<std::string> split_list(std::string_view text, char separator = ',');
 [[nodiscard]] std::string human_bytes(double bytes);       // "1.5 GiB"
 [[nodiscard]] std::string human_duration(double seconds);  // "1h 02m", "3.2 s", "850 ms"
 // A measured figure with its unit: bytes ("By") as human_bytes, "percent" as "%", no unit for

@@ -15,6 +15,15 @@ TEST(Text, SparklineScalesAndShowsGaps) {
   EXPECT_EQ(sparkline(flat, 5, 5), "▁▁");
 }
 
+TEST(Text, SplitListDropsEmptyItems) {
+  EXPECT_EQ(split_list("a,b,,c"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(split_list(",loader,"), (std::vector<std::string>{"loader"}));
+  EXPECT_EQ(split_list("one"), (std::vector<std::string>{"one"}));
+  EXPECT_TRUE(split_list("").empty());
+  EXPECT_TRUE(split_list(",,").empty());
+  EXPECT_EQ(split_list("x:y", ':'), (std::vector<std::string>{"x", "y"}));
+}
+
 TEST(Text, HumanUnits) {
   EXPECT_EQ(human_bytes(512), "512 B");
   EXPECT_EQ(human_bytes(1536), "1.5 KiB");
