@@ -96,11 +96,7 @@ int run(int argc, char** argv) {
     }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version: printed, exit 0
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::ostringstream out, err;  // the message quotes the arguments: shown terminal-safe

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <csignal>
 #include <cstdio>
 
 #include "baseline/gate.hpp"

@@ -4,7 +4,6 @@
 // `gpudoc trace counters FILE`: serve's fleet counters for the trace, scrape by scrape, as
 // OpenMetrics with timestamps (serve/replay_counters.hpp).
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>

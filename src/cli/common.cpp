@@ -3,9 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <functional>
 #include <stdexcept>
 
