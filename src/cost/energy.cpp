@@ -9,11 +9,6 @@
 namespace gpudoc::cost {
 namespace {
 
-struct Span {
-  Micros from = 0;
-  Micros to = 0;
-};
-
 // The energy of the counter pairs inside [start, until): each pair (values not going back) in
 // proportion to the power drawn inside the run, or by time where the power is not known over it.
 double counter_energy(const EnergyInput& in, Micros start, Micros until, std::vector<Span>& covered, EnergyTotal& out) {
@@ -24,11 +19,12 @@ double counter_energy(const EnergyInput& in, Micros start, Micros until, std::ve
     const CounterReading& b = in.counter[k + 1];
     if (b.t <= a.t) continue;
     if (b.value < a.value) {
-      if (!noted)
-        out.notes.push_back(fmt::format(
-            "the energy counter went back at {:.1f} s (from {} to {} mJ: the driver reloaded and it restarted); that "
-            "stretch comes from the power readings",
-            seconds(b.t), a.value, b.value));
+      std::string note = fmt::format(
+          "the energy counter went back at {:.1f} s (from {} to {} mJ: the driver reloaded and it restarted); that "
+          "stretch comes from the power readings",
+          seconds(b.t), a.value, b.value);
+      if (!noted && std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+        out.notes.push_back(std::move(note));
       noted = true;
       continue;
     }
@@ -70,6 +66,48 @@ std::string method_of(const EnergyTotal& e, Micros run) {
   return m;
 }
 
+// The energy over `stretches` (sorted, not overlapping, inside the run): the counter pairs, the
+// power readings where they are not, the mean power of those where neither is.
+EnergyTotal stretches_energy(const EnergyInput& in, std::span<const Span> stretches, EnergyTotal out) {
+  double counter_mj = 0, power_mj = 0;
+  Micros unknown = 0, length = 0;
+  for (const Span& s : stretches) {
+    if (s.to <= s.from) continue;
+    length += s.to - s.from;
+    std::vector<Span> covered;
+    counter_mj += counter_energy(in, s.from, s.to, covered, out);
+    for (const Span& g : gaps_between(std::move(covered), s.from, s.to)) {
+      const PowerIntegral p = integrate(in.power, g.from, g.to);
+      power_mj += p.joules * 1000;
+      out.by_power += p.known;
+      unknown += (g.to - g.from) - p.known;
+    }
+  }
+  if (in.counter.size() < 2 && length > 0)
+    out.notes.push_back(in.counter.empty()
+                            ? "no energy counter readings: the energy is the integral of the power readings"
+                            : "the energy counter was read once: the energy is the integral of the "
+                              "power readings");
+  double estimate_mj = 0;
+  const Micros known = out.by_counter + out.by_power;
+  if (unknown > 0) {
+    if (known == 0) {
+      out.notes.push_back("no energy counter or power reading in the run: its energy is not known");
+      return out;
+    }
+    estimate_mj = (counter_mj + power_mj) / static_cast<double>(known) * static_cast<double>(unknown);
+    out.estimated = unknown;
+    if (worth_saying(unknown, length))
+      out.notes.push_back(fmt::format(
+          "{:.1f} s of the run had neither a counter nor a power reading: estimated at the mean power of the rest",
+          seconds(unknown)));
+  }
+  out.counter_part = std::llround(counter_mj);
+  out.total = std::llround(counter_mj + power_mj + estimate_mj);
+  out.method = length > 0 ? method_of(out, length) : "none";
+  return out;
+}
+
 }  // namespace
 
 EnergyTotal run_energy(const EnergyInput& in) {
@@ -85,39 +123,28 @@ EnergyTotal run_energy(const EnergyInput& in) {
   const PowerIntegral whole = integrate(in.power, start, until);
   out.power_joules = whole.joules;
   out.power_known = whole.known;
-  std::vector<Span> covered;
-  const double counter_mj = counter_energy(in, start, until, covered, out);
-  double power_mj = 0;
-  Micros unknown = 0;
-  for (const Span& g : gaps_between(std::move(covered), start, until)) {
-    const PowerIntegral p = integrate(in.power, g.from, g.to);
-    power_mj += p.joules * 1000;
-    out.by_power += p.known;
-    unknown += (g.to - g.from) - p.known;
+  const Span run{start, until};
+  return stretches_energy(in, std::span<const Span>(&run, 1), std::move(out));
+}
+
+EnergyTotal energy_over(const EnergyInput& in, std::span<const Span> stretches) {
+  std::vector<Span> sorted;
+  for (const Span& s : stretches) {
+    const Span c{std::max(s.from, in.start), std::min(s.to, std::max(in.end, in.start))};
+    if (c.to <= c.from) continue;
+    if (!sorted.empty() && c.from <= sorted.back().to)
+      sorted.back().to = std::max(sorted.back().to, c.to);
+    else
+      sorted.push_back(c);
   }
-  if (in.counter.size() < 2 && until > start)
-    out.notes.push_back(in.counter.empty()
-                            ? "no energy counter readings: the energy is the integral of the power readings"
-                            : "the energy counter was read once: the energy is the integral of the "
-                              "power readings");
-  double estimate_mj = 0;
-  const Micros known = out.by_counter + out.by_power;
-  if (unknown > 0) {
-    if (known == 0) {
-      out.notes.push_back("no energy counter or power reading in the run: its energy is not known");
-      return out;
-    }
-    estimate_mj = (counter_mj + power_mj) / static_cast<double>(known) * static_cast<double>(unknown);
-    out.estimated = unknown;
-    if (worth_saying(unknown, until - start))
-      out.notes.push_back(fmt::format(
-          "{:.1f} s of the run had neither a counter nor a power reading: estimated at the mean power of the rest",
-          seconds(unknown)));
+  EnergyTotal out;
+  out.until = std::max(in.end, in.start);
+  for (const Span& s : sorted) {
+    const PowerIntegral p = integrate(in.power, s.from, s.to);
+    out.power_joules += p.joules;
+    out.power_known += p.known;
   }
-  out.counter_part = std::llround(counter_mj);
-  out.total = std::llround(counter_mj + power_mj + estimate_mj);
-  out.method = until > start ? method_of(out, until - start) : "none";
-  return out;
+  return stretches_energy(in, sorted, std::move(out));
 }
 
 std::vector<PowerPiece> power_curve(std::span<const double> t_s, std::span<const double> watts, const CurveOptions& o) {

@@ -88,6 +88,24 @@ TEST(CostEnergy, AGpuThatStoppedAnsweringHasNoEnergyAfterIt) {
   EXPECT_NE(e.notes.front().find("stopped answering"), std::string::npos);
 }
 
+// A profile's analysed steps: only the stretches count, the counter interpolated at their ends.
+TEST(CostEnergy, OverStretchesOnlyTheirTimeCountsAndTouchingOnesMerge) {
+  EnergyInput in{.start = 0, .end = s(1)};
+  in.counter = {{0, 0}, {s(1), 1'000'000}};
+  const std::vector<Span> apart{{0, s(0.4)}, {s(0.6), s(1)}};
+  const EnergyTotal e = energy_over(in, apart);
+  ASSERT_TRUE(e.total);
+  EXPECT_EQ(*e.total, 800'000);
+  EXPECT_EQ(e.by_counter, s(0.8));
+  EXPECT_EQ(e.method, "counter");
+  const std::vector<Span> overlapping{{0, s(0.5)}, {s(0.3), s(0.6)}, {s(0.6), s(0.7)}, {s(2), s(3)}};
+  EXPECT_EQ(*energy_over(in, overlapping).total, 700'000);  // merged; outside the run: clipped
+  // One stretch is run_energy of it.
+  const std::vector<Span> whole{{0, s(1)}};
+  EXPECT_EQ(*energy_over(in, whole).total, *run_energy(in).total);
+  EXPECT_FALSE(energy_over({.start = 0, .end = s(1)}, whole).total);  // no reading: not known
+}
+
 TEST(CostPowerCurve, ReadingsMovedBackAndJoinedWhereTheyAreClose) {
   const std::vector<double> t{1.0, 1.1, 1.2, 5.0};
   const std::vector<double> w{100, 200, 300, 50};
