@@ -576,6 +576,7 @@ Profile analyse(const RecordSet& set, const AnalysisOptions& options) {
     }
     p.advice = advise(p.steps, set, options);
   }
+  p.energy = device_energy(set, p.device);
   // A sampled run says so even when its windows caught no kernel.
   if (!set.windows.empty()) {
     const std::string nvtx = "nvtx:";

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "profile/energy.hpp"
 #include "profile/records.hpp"
 
 namespace gpudoc::profile {
@@ -126,6 +127,7 @@ struct Profile {
   std::uint64_t over_file_limit = 0;  // counted, not written (the records file at its bound)
   bool complete = false;
   std::vector<std::string> warnings;
+  DeviceEnergy energy{};  // the device's NVML energy counter on CUPTI's clock (device_energy)
 };
 
 [[nodiscard]] Profile analyse(const RecordSet& set, const AnalysisOptions& options);

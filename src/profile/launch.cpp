@@ -5,15 +5,21 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <thread>
 
 #include "core/process.hpp"
 #include "core/temp_dir.hpp"
+#include "gpu/nvml/nvml_backend.hpp"
+#include "profile/energy_sampler.hpp"
 #include "profile/record_format.hpp"
 
 namespace gpudoc::profile {
@@ -118,6 +124,7 @@ core::Result<int> run_injected(const InjectedRun& run, const std::atomic<int>& s
   auto last_signal = start;
   core::GroupStopper stopper;
   while (!child->poll()) {
+    if (run.while_running) run.while_running();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const auto now = std::chrono::steady_clock::now();
     if (stop_requests.load() > 0) {
@@ -161,6 +168,62 @@ std::string records_path(const std::string& dir, std::uint32_t pid) {
   return dir + "/records-" + std::to_string(pid) + ".txt";
 }
 
+core::Status append_energy(const std::string& path, const RecordSet& set) {
+  auto fail = [&path](const std::string& why) {
+    return core::Error(core::ErrorKind::kIo, fmt::format("appending the energy readings to {}: {}", path, why));
+  };
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return fail(ec.message());
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  if (f == nullptr) return fail(std::strerror(errno));
+  // The end of the last whole line: a cut-short line after it is dropped (the reader skips it anyway).
+  std::uint64_t keep = size;
+  std::vector<char> block(4096);
+  while (keep > 0) {
+    const std::uint64_t from = keep > block.size() ? keep - block.size() : 0;
+    const std::size_t n = static_cast<std::size_t>(keep - from);
+    if (std::fseek(f, static_cast<long>(from), SEEK_SET) != 0 || std::fread(block.data(), 1, n, f) != n) break;
+    std::size_t i = n;
+    while (i > 0 && block[i - 1] != '\n') --i;
+    if (i > 0) {
+      keep = from + i;
+      break;
+    }
+    keep = from;
+  }
+  const std::string lines = energy_lines(set.energy, set.energy_notes);
+  const bool ok = std::fflush(f) == 0 && (keep == size || ::ftruncate(fileno(f), static_cast<off_t>(keep)) == 0) &&
+                  std::fseek(f, static_cast<long>(keep), SEEK_SET) == 0 &&
+                  std::fwrite(lines.data(), 1, lines.size(), f) == lines.size();
+  const int saved = errno;
+  if (std::fclose(f) != 0 || !ok) return fail(std::strerror(ok ? errno : saved));
+  return core::ok_status();
+}
+
+namespace {
+
+// Every GPU's energy counter through NVML, for the run of a profiled program; null (and `notes` say
+// why) where NVML cannot be used.
+std::unique_ptr<gpu::Backend> energy_backend(std::vector<std::string>& notes) {
+  if (const char* spec = std::getenv("GPUDOC_BACKEND");
+      spec != nullptr && *spec != '\0' && std::string(spec) != "nvml") {
+    notes.push_back(
+        fmt::format("GPUDOC_BACKEND={}: gpudoc profile reads the energy counter through NVML only: the "
+                    "energy is not known",
+                    spec));
+    return nullptr;
+  }
+  auto backend = gpu::open_nvml_backend();
+  if (!backend) {
+    notes.push_back(fmt::format("NVML could not be used ({}): the energy is not known", backend.error().message()));
+    return nullptr;
+  }
+  return std::move(*backend);
+}
+
+}  // namespace
+
 core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<int>& stop_requests, bool& stopped) {
   stopped = false;
   if (auto alone = no_other_injection(); !alone) return alone.error();
@@ -170,14 +233,24 @@ core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<
   if (!cupti) return cupti.error();
   auto dir = core::PrivateDir::create("gpudoc-profile");
   if (!dir) return dir.error();
+  std::vector<std::string> energy_notes;
+  const std::unique_ptr<gpu::Backend> nvml = energy_backend(energy_notes);
+  std::optional<EnergySampler> sampler;
+  if (nvml) sampler.emplace(*nvml, kEnergyPeriod);
+  if (sampler) sampler->read_now();
   auto code = run_injected({.command = run.command,
                             .library = *library,
                             .cupti = *cupti,
                             .output_dir = dir->path(),
                             .sample_env = run.sample_env,
                             .duration_s = run.duration_s,
-                            .stdout_to_stderr = run.stdout_to_stderr},
+                            .stdout_to_stderr = run.stdout_to_stderr,
+                            .while_running =
+                                [&sampler] {
+                                  if (sampler) sampler->poll();
+                                }},
                            stop_requests);
+  if (sampler) sampler->read_now();
   if (!code) return code.error();
   Profiled out;
   out.exit_code = *code;
@@ -187,11 +260,17 @@ core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<
     return set.error();
   }
   out.records = std::move(*set);
+  if (sampler) {
+    out.records.energy = sampler->readings();
+    energy_notes.insert(energy_notes.end(), sampler->notes().begin(), sampler->notes().end());
+  }
+  out.records.energy_notes = std::move(energy_notes);
   if (!run.records_copy.empty()) {
     std::error_code ec;
     std::filesystem::copy_file(records_path(dir->path(), out.records.pid), run.records_copy,
                                std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) return core::Error(core::ErrorKind::kIo, fmt::format("writing {}: {}", run.records_copy, ec.message()));
+    if (auto appended = append_energy(run.records_copy, out.records); !appended) return appended.error();
   }
   return out;
 }

@@ -15,8 +15,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,12 +46,13 @@ namespace gpudoc::profile {
 
 struct InjectedRun {
   std::vector<std::string> command;
-  std::string library;             // libgpudoc_profile.so
-  std::vector<std::string> cupti;  // find_cupti()'s list, not empty
-  std::string output_dir;          // where the injection library writes records-PID.txt
-  std::string sample_env;          // sample_to_env()'s value; empty: trace throughout
-  double duration_s = 0;           // > 0: stop the program after this many seconds
-  bool stdout_to_stderr = false;   // the program's stdout goes to stderr (gpudoc's is JSON)
+  std::string library;                    // libgpudoc_profile.so
+  std::vector<std::string> cupti;         // find_cupti()'s list, not empty
+  std::string output_dir;                 // where the injection library writes records-PID.txt
+  std::string sample_env;                 // sample_to_env()'s value; empty: trace throughout
+  double duration_s = 0;                  // > 0: stop the program after this many seconds
+  bool stdout_to_stderr = false;          // the program's stdout goes to stderr (gpudoc's is JSON)
+  std::function<void()> while_running{};  // called about every 20 ms while the program runs
 };
 
 // Runs the program with the injection library, in a process group of its own, and returns its
@@ -65,6 +68,14 @@ struct InjectedRun {
 
 // The path of process `pid`'s records file in `dir`.
 [[nodiscard]] std::string records_path(const std::string& dir, std::uint32_t pid);
+
+// How often `gpudoc profile` reads the energy counters while the program runs (docs/profile.md).
+inline constexpr std::chrono::milliseconds kEnergyPeriod{100};
+
+// Appends `set`'s energy readings and notes (energy_lines) to the records file at `path`; a last
+// line cut short (no newline: the program was killed mid-write, and the reader skips it) is removed
+// first, so the lines after it stay whole. Errors: kIo naming the file.
+[[nodiscard]] core::Status append_energy(const std::string& path, const RecordSet& set);
 
 struct ProfileRun {
   std::vector<std::string> command;
@@ -83,8 +94,10 @@ struct Profiled {
 // `gpudoc profile -- CMD`: checks that no other tool injects, finds the injection library and
 // CUPTI, runs the program under them with its records in a private folder (removed after), reads
 // back the records of the process that ran the most kernels and, when asked, keeps a copy of its
-// file. `stopped` is set when the program was stopped by a stop request before its records were
-// written (nothing to analyse: the caller exits 128 + N). Errors: no_other_injection's,
+// file. While the program runs, every GPU's NVML energy counter is read (EnergySampler, every
+// kEnergyPeriod; without NVML the reason is kept instead) into the records' energy and
+// energy_notes, and appended to the copy (J and U lines). `stopped` is set when the program was stopped by a stop
+// request before its records were written (nothing to analyse: the caller exits 128 + N). Errors: no_other_injection's,
 // find_injection_library's, find_cupti's, run_injected's, pick_records', kIo (the copy).
 [[nodiscard]] core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<int>& stop_requests,
                                                      bool& stopped);

@@ -17,8 +17,14 @@
 //   O  TIMESTAMP                    tracing (re)started: a sampling window opens (format 2)
 //   F  TIMESTAMP                    tracing stopped until the next O line (format 2)
 //   E  TIMESTAMP DROPPED            written at a clean exit; a file without it was cut short
+//   T  TIMESTAMP MONOTONIC          CUPTI's clock and the host's CLOCK_MONOTONIC read together (format 3)
+//   P  DEV PCI_BUS_ID               the PCI bus id of a CUDA device of the process (format 3)
+//   J  MONOTONIC PCI_BUS_ID MJ      a GPU's NVML total-energy counter (millijoules) read at CLOCK_MONOTONIC
+//                                   MONOTONIC by `gpudoc profile`, which appends them (format 3)
+//   U  MESSAGE                      why `gpudoc profile` read no energy counter (format 3)
 //
-// Times are CUPTI timestamps in nanoseconds. Text fields are escaped (escape_field) so a name can
+// Times are CUPTI timestamps in nanoseconds, but MONOTONIC: CLOCK_MONOTONIC nanoseconds, which the
+// T lines map to CUPTI's clock (profile/energy.hpp). Text fields are escaped (escape_field) so a name can
 // never break a line or a field; a last line without its newline (a job killed mid-write) is
 // skipped by the reader. Header-only and free of gpudoc's other libraries: the injection library
 // includes it.
@@ -29,7 +35,7 @@
 
 namespace gpudoc::profile {
 
-inline constexpr int kRecordFormatVersion = 2;  // 2: O and F lines (sampling windows)
+inline constexpr int kRecordFormatVersion = 3;  // 2: O and F lines (sampling windows); 3: T, P, J, U (energy)
 inline constexpr std::string_view kRecordMagic = "gpudoc-profile";
 
 // Environment the parent (`gpudoc profile`) hands the job.

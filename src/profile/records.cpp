@@ -145,6 +145,17 @@ struct Reader {
         break;
       }
       case 'E': set.complete = true; break;
+      case 'T': set.clock_pairs.push_back({l.num<std::uint64_t>(1), l.num<std::uint64_t>(2)}); break;
+      case 'P': set.device_buses.push_back({l.num<std::uint32_t>(1), l.text(2)}); break;
+      case 'J': {
+        EnergyReading e{l.num<std::uint64_t>(1), l.text(2), l.num<std::int64_t>(3)};
+        if (l.ok && e.millijoules < 0) return fmt::format("an energy reading below 0 ({} mJ)", e.millijoules);
+        set.energy.push_back(std::move(e));
+        break;
+      }
+      case 'U':
+        if (set.energy_notes.size() < kMaxWarnings) set.energy_notes.push_back(l.text(1));
+        break;
       default: return fmt::format("unknown record kind '{}'", kind);
     }
     return timed(l, {});
@@ -265,6 +276,21 @@ core::Result<RecordSet> read_records_text(std::string_view text, const std::stri
                                           const core::InputLimits& limits) {
   core::LineReader lines = core::LineReader::of_text(text, what, limits);
   return read_records(lines);
+}
+
+std::string energy_lines(const std::vector<EnergyReading>& readings, const std::vector<std::string>& notes) {
+  std::string out;
+  for (const auto& r : readings) {
+    out += fmt::format("J\t{}\t", r.monotonic_ns);
+    append_escaped(out, r.pci_bus_id);
+    out += fmt::format("\t{}\n", r.millijoules);
+  }
+  for (const auto& n : notes) {
+    out += "U\t";
+    append_escaped(out, n);
+    out += '\n';
+  }
+  return out;
 }
 
 core::Result<RecordSet> read_records_file(const std::string& path) {

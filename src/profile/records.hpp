@@ -84,6 +84,26 @@ struct TraceWindow {
   [[nodiscard]] std::uint64_t end_by(std::uint64_t last) const { return std::min(end_ns, std::max(last, start_ns)); }
 };
 
+// CUPTI's timestamp and the host's CLOCK_MONOTONIC, read together by the injection library (T line):
+// what maps a time of one clock to the other (profile/energy.hpp).
+struct ClockPair {
+  std::uint64_t cupti_ns = 0, monotonic_ns = 0;
+};
+
+// A CUDA device of the process (the DEV of its records) and its PCI bus id as CUDA writes it (P line).
+struct DeviceBus {
+  std::uint32_t device = 0;
+  std::string pci_bus_id{};
+};
+
+// One reading of a GPU's NVML total-energy counter, taken by `gpudoc profile` while the program ran
+// (J line): CLOCK_MONOTONIC nanoseconds, the GPU's PCI bus id as NVML writes it, millijoules.
+struct EnergyReading {
+  std::uint64_t monotonic_ns = 0;
+  std::string pci_bus_id{};
+  std::int64_t millijoules = 0;
+};
+
 struct RecordSet {
   std::uint32_t pid = 0;
   std::uint32_t cupti_version = 0;
@@ -102,6 +122,10 @@ struct RecordSet {
   // kernel, copy and memset records without a time (CUPTI's forced flush at a sampling window's end
   // hands back a kernel still running with no end time: 0), left out of the vectors above
   std::uint64_t untimed = 0;
+  std::vector<ClockPair> clock_pairs{};     // the T lines, in the order written
+  std::vector<DeviceBus> device_buses{};    // the P lines
+  std::vector<EnergyReading> energy{};      // the J lines, in the order written
+  std::vector<std::string> energy_notes{};  // the U lines: why no counter was read
 };
 
 // What gpudoc reads of one records file (docs/limits.md): lines of at most 64 KiB (a kernel's
@@ -132,5 +156,10 @@ inline constexpr std::size_t kMaxWarnings = 100;
                                                         const core::InputLimits& limits = kRecordsInput);
 // The same for a file, read under kRecordsInput.
 [[nodiscard]] core::Result<RecordSet> read_records_file(const std::string& path);
+
+// The J lines of `readings` and the U lines of `notes`, as `gpudoc profile` appends them to a records
+// file (read_records reads them back into RecordSet::energy and energy_notes).
+[[nodiscard]] std::string energy_lines(const std::vector<EnergyReading>& readings,
+                                       const std::vector<std::string>& notes);
 
 }  // namespace gpudoc::profile

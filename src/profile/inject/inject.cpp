@@ -116,6 +116,54 @@ void text_field(std::string& o, const char* v) {
   append_escaped(o, v == nullptr ? "" : v);
 }
 
+// A T line: CUPTI's clock and CLOCK_MONOTONIC read together (the monotonic time is the mean of one
+// read before and one after), so `gpudoc profile`, which stamps its energy readings with
+// CLOCK_MONOTONIC, can place them on CUPTI's clock. Appended to the text buffer; `flush` writes it.
+void clock_pair_locked(State& s, bool flush) {
+  timespec before{}, after{};
+  uint64_t cupti = 0;
+  clock_gettime(CLOCK_MONOTONIC, &before);
+  const bool ok = s.api.cuptiGetTimestamp(&cupti) == CUPTI_SUCCESS;
+  clock_gettime(CLOCK_MONOTONIC, &after);
+  if (!ok) return;
+  const auto ns = [](const timespec& t) {
+    return static_cast<unsigned long long>(t.tv_sec) * 1'000'000'000ULL + static_cast<unsigned long long>(t.tv_nsec);
+  };
+  s.out += 'T';
+  field(s.out, cupti);
+  field(s.out, ns(before) + (ns(after) - ns(before)) / 2);
+  s.out += '\n';
+  if (flush) write_out_locked(s);
+}
+
+// P lines: the PCI bus id of each CUDA device, from the driver this process has loaded (the driver
+// called InitializeInjection), so `gpudoc profile` can tell which GPU's energy counter is the
+// profiled device's. Returns false while the driver is not ready yet (the caller tries again).
+bool device_bus_lines(State& s) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (cuda == nullptr) return true;  // not loaded under that name: nothing to say
+  using GetCount = int (*)(int*);
+  using GetBusId = int (*)(char*, int, int);
+  auto count_fn = reinterpret_cast<GetCount>(dlsym(cuda, "cuDeviceGetCount"));
+  auto bus_fn = reinterpret_cast<GetBusId>(dlsym(cuda, "cuDeviceGetPCIBusId"));
+  int count = 0;
+  const bool ready = count_fn != nullptr && bus_fn != nullptr && count_fn(&count) == 0;
+  if (ready) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (int d = 0; d < count; ++d) {
+      char bus[64] = {};
+      if (bus_fn(bus, static_cast<int>(sizeof bus) - 1, d) != 0) continue;
+      s.out += 'P';
+      field(s.out, static_cast<unsigned long long>(d));
+      text_field(s.out, bus);
+      s.out += '\n';
+    }
+    write_out_locked(s);
+  }
+  dlclose(cuda);
+  return ready || count_fn == nullptr || bus_fn == nullptr;
+}
+
 void append_api_name(State& s, char domain, unsigned cbid) {
   auto& seen = domain == 'R' ? s.named_runtime : s.named_driver;
   if (!seen.insert(cbid).second) return;
@@ -256,6 +304,7 @@ void at_exit() {
   s.api.cuptiGetTimestamp(&now);
   std::lock_guard<std::mutex> lock(s.mu);
   report_over_limit_locked(s);
+  clock_pair_locked(s, false);
   s.out += 'E';
   field(s.out, now);
   field(s.out, s.dropped + s.over_limit);
@@ -446,6 +495,7 @@ void* background(void*) {
   bool tracing = true;
   std::int64_t next_flush = monotonic_ms() + kFlushMs;
   std::int64_t next_toggle = sampling ? monotonic_ms() + s.sample.on_ms : INT64_MAX;
+  int buses_left = 20;  // flushes at which to try the P lines until the driver answers
   for (;;) {
     sleep_ms(std::min(next_flush, next_toggle) - monotonic_ms());
     if (s.disabled.load() || getpid() != s.pid) return nullptr;
@@ -464,6 +514,10 @@ void* background(void*) {
     if (now >= next_flush) {
       s.api.cuptiActivityFlushAll(0);
       next_flush = now + kFlushMs;
+      if (buses_left > 0 && device_bus_lines(s)) buses_left = 0;
+      if (buses_left > 0) --buses_left;
+      std::lock_guard<std::mutex> lock(s.mu);
+      clock_pair_locked(s, true);
     }
   }
 }
@@ -494,6 +548,7 @@ bool start_activity(State& s) {
     s.out += kRecordMagic;
     field(s.out, kRecordFormatVersion), field(s.out, static_cast<unsigned>(s.pid)), field(s.out, version);
     s.out += '\n';
+    clock_pair_locked(s, false);
     write_out_locked(s);
   }
   // A subscriber of our own: when torch.profiler or Nsight already holds CUPTI this is where it shows.

@@ -90,7 +90,9 @@ TEST(Records, AFileThatIsNotAProfileSaysSo) {
   EXPECT_EQ(empty.error().message(), "records-7.txt: empty or not a gpudoc profile (no H line)");
   auto newer = read("H\tgpudoc-profile\t9\t7\t1\n");
   ASSERT_FALSE(newer.ok());
-  EXPECT_EQ(newer.error().message(), "records-7.txt line 1: format version 9 is newer than this gpudoc reads (2)");
+  EXPECT_EQ(
+      newer.error().message(),
+      fmt::format("records-7.txt line 1: format version 9 is newer than this gpudoc reads ({})", kRecordFormatVersion));
 }
 
 TEST(Records, EscapingRoundTrips) {
@@ -120,7 +122,7 @@ TEST(Records, SamplingWindowsAreReadFromTheOAndFLines) {
   EXPECT_EQ(set->windows[0].end_ns, 200u);
   EXPECT_EQ(set->windows[1].start_ns, 300u);
   EXPECT_EQ(set->windows[2].end_ns, UINT64_MAX);  // still open when the records end
-  EXPECT_FALSE(read("H\tgpudoc-profile\t3\t7\t1\n"));
+  EXPECT_FALSE(read(fmt::format("H\tgpudoc-profile\t{}\t7\t1\n", kRecordFormatVersion + 1)));
 }
 
 // The windows come out in time order and disjoint, which the analysis's look-ups rely on: an O line
