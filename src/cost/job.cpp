@@ -168,6 +168,50 @@ void add_findings(const diagnose::Diagnosis& d, JobCost& job) {
   }
 }
 
+// The energy of a profile's analysed steps from its device's counter (profile::DeviceEnergy, on
+// CUPTI's clock), time measured from the first step's start; split over `parts` (useful, each idle
+// cause, unexplained: apportion's) in proportion to their time: the profile does not place each
+// part in time, and the counter is read every 100 ms, longer than most steps.
+void profile_energy(const profile::Profile& p, const std::vector<std::int64_t>& parts, GpuCost& gc) {
+  if (p.steps.empty()) return;
+  if (p.energy.counter.empty()) {
+    gc.energy.notes = p.energy.notes;
+    if (gc.energy.notes.empty()) gc.energy.notes.emplace_back("no energy counter reading: the energy is not known");
+    return;
+  }
+  const std::uint64_t origin = p.steps.front().start_ns;
+  auto at = [origin](std::uint64_t ns) {
+    return (static_cast<std::int64_t>(ns - origin) + (ns >= origin ? 500 : -500)) / 1000;
+  };
+  EnergyInput in{.start = 0, .end = at(p.steps.back().end_ns)};
+  for (const auto& c : p.energy.counter) in.counter.push_back({at(c.cupti_ns), c.millijoules});
+  std::vector<Span> stretches;
+  for (const auto& s : p.steps) stretches.push_back({at(s.start_ns), at(s.end_ns)});
+  gc.energy = energy_over(in, stretches);
+  gc.energy.notes.insert(gc.energy.notes.begin(), p.energy.notes.begin(), p.energy.notes.end());
+  const Micros first = in.counter.front().t, last = in.counter.back().t;
+  if (first > 0 || last < in.end)
+    gc.energy.notes.push_back(fmt::format(
+        "the energy counter was read from {:.3f} s to {:.3f} s of the analysed steps (0 to {:.3f} s), not over all of "
+        "them: the time outside is estimated at the mean power of the rest",
+        seconds(first), seconds(last), seconds(in.end)));
+  // The counter is read every 100 ms: over a span of few readings the energy is the readings'
+  // pairs shared by time, and says little about the steps themselves.
+  if (in.counter.size() >= 2 && in.end < 10 * ((last - first) / static_cast<Micros>(in.counter.size() - 1)))
+    gc.energy.notes.push_back(fmt::format(
+        "the analysed steps last {:.3f} s, under ten of the counter's readings ({} over {:.1f} s): their energy is "
+        "the counter's difference shared by time, not measured step by step",
+        seconds(in.end), in.counter.size(), seconds(last - first)));
+  if (!gc.energy.total) return;
+  std::vector<double> weights;
+  for (std::int64_t t : parts) weights.push_back(static_cast<double>(t));
+  const std::vector<std::int64_t> mj = apportion(*gc.energy.total, weights);
+  gc.account.energy = gc.energy.total;
+  gc.account.useful.energy = mj.front();
+  gc.account.unexplained.energy = mj.back();
+  for (std::size_t i = 0; i < gc.account.claims.size(); ++i) gc.account.claims[i].got.energy = mj[i + 1];
+}
+
 }  // namespace
 
 void JobCost::add_run(JobCost other) {
@@ -259,9 +303,8 @@ JobCost cost_of_profile(const profile::Profile& p, std::string_view host) {
     c.stated = c.got.time = parts[i + 1];
     gc.account.claims.push_back(std::move(c));
   }
-  gc.energy.notes.push_back(
-      "gpudoc profile reads no power: the energy is not known (gpudoc diagnose -- CMD measures it)");
-  job.notes.push_back(gc.energy.notes.back());
+  profile_energy(p, parts, gc);
+  for (const auto& n : gc.energy.notes) job.notes.push_back(fmt::format("energy: {}", n));
   job.gpus.push_back(std::move(gc));
   if (!p.steps.empty()) job.work.steps = static_cast<double>(p.steps.size());
   return job;

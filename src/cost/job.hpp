@@ -94,8 +94,9 @@ struct RunSpan {
                                     const TraceCostOptions& options);
 
 // A profile's analysed steps on its one device: useful is the time a kernel, copy or memset ran;
-// each idle cause of the profile (launch, sync, pageable_copy, allocation, host) a claim. The
-// profile reads no power: energy is not known, said so.
+// each idle cause of the profile (launch, sync, pageable_copy, allocation, host) a claim. The energy:
+// the profiled device's NVML counter (read by gpudoc profile while the program ran) over the steps
+// (energy_over), split over the parts in proportion to their time; not known without readings, said.
 [[nodiscard]] JobCost cost_of_profile(const profile::Profile& p, std::string_view host);
 
 // ---- priced ----

@@ -274,6 +274,105 @@ TEST(CostOfProfile, BusyIdleCausesAndTheRestCloseToTheMicrosecond) {
   EXPECT_EQ(s.energy_method, "none");
 }
 
+// CUPTI's clock: nanoseconds since the epoch (CLOCK_REALTIME).
+constexpr std::uint64_t kT0 = 1'780'000'000'000'000'000ULL;
+constexpr std::uint64_t ms(double x) { return static_cast<std::uint64_t>(x * 1e6); }
+
+profile::Profile two_steps() {
+  profile::Profile p;
+  p.span_ns = ms(1000);
+  p.busy_ns = ms(600);
+  p.idle_ns = {ms(100), ms(50), 0, 0, ms(200)};
+  p.steps = {{.start_ns = kT0, .end_ns = kT0 + ms(400)}, {.start_ns = kT0 + ms(400), .end_ns = kT0 + ms(1000)}};
+  p.energy.pci_bus_id = "00000000:18:00.0";
+  return p;
+}
+
+Millijoules energy_sum(const GpuAccount& a) {
+  Millijoules sum = a.useful.energy + a.unexplained.energy;
+  for (const auto& c : a.claims) sum += c.got.energy;
+  return sum;
+}
+
+TEST(CostOfProfile, TheCountersDifferenceOverTheStepsSplitExactly) {
+  profile::Profile p = two_steps();
+  // 400 W, read before, inside and after the steps: the counter interpolated at their ends.
+  p.energy.counter = {{kT0 - ms(50), 1'000'000}, {kT0 + ms(450), 1'200'000}, {kT0 + ms(1050), 1'440'000}};
+  const JobCost job = cost_of_profile(p, "host");
+  const GpuCost& g = job.gpus.at(0);
+  ASSERT_TRUE(g.account.energy);
+  EXPECT_EQ(*g.account.energy, 1'420'000 - 1'020'000);
+  EXPECT_EQ(energy_sum(g.account), *g.account.energy);
+  EXPECT_EQ(g.account.useful.energy, 240'000);  // 600 of 1000 ms
+  EXPECT_EQ(cause_time(g.account, "launch"), 100'000);
+  EXPECT_EQ(g.energy.method, "counter");
+  ASSERT_EQ(g.energy.notes.size(), 1u);  // three readings over a second: said to be coarse
+  EXPECT_NE(g.energy.notes[0].find("under ten of the counter's readings"), std::string::npos);
+  expect_closes(g.account);
+  const Summary s = summarize(job, PriceBook{});
+  ASSERT_TRUE(s.total.energy);
+  EXPECT_EQ(*s.total.energy, 400'000);
+  Millijoules parts = 0;
+  for (const Line& l : s.parts) parts += l.energy.value_or(-1'000'000'000);
+  EXPECT_EQ(parts, 400'000);
+  const nlohmann::json j = to_json(job, PriceBook{});
+  EXPECT_FALSE(j.dump().find("\"energy_mj\":null") != std::string::npos) << j.dump();
+}
+
+TEST(CostOfProfile, ReadingsEvery100MsOverTheStepsAreNotSaidToBeCoarse) {
+  profile::Profile p = two_steps();
+  for (int k = 0; k <= 12; ++k) p.energy.counter.push_back({kT0 - ms(100) + ms(100.0 * k), 5'000'000 + 70'000 * k});
+  const JobCost job = cost_of_profile(p, "host");
+  const GpuCost& g = job.gpus.at(0);
+  ASSERT_TRUE(g.account.energy);
+  EXPECT_EQ(*g.account.energy, 700'000);  // 700 W over the second
+  EXPECT_TRUE(g.energy.notes.empty());
+  EXPECT_TRUE(job.notes.empty());
+  expect_closes(g.account);
+}
+
+TEST(CostOfProfile, ACounterThatGoesBackIsSaidAndTheSplitStillAddsUp) {
+  profile::Profile p = two_steps();
+  p.energy.counter = {
+      {kT0 - ms(50), 1'000'000}, {kT0 + ms(450), 1'200'000}, {kT0 + ms(700), 5'000}, {kT0 + ms(1050), 149'000}};
+  const JobCost job = cost_of_profile(p, "host");
+  const GpuCost& g = job.gpus.at(0);
+  ASSERT_TRUE(g.account.energy);
+  // 0-450 ms and 700-1000 ms from the counter (180 J and 123.4 J); 450-700 ms at their mean power.
+  EXPECT_EQ(*g.account.energy, 404'571);
+  EXPECT_EQ(energy_sum(g.account), *g.account.energy);
+  ASSERT_FALSE(g.energy.notes.empty());
+  EXPECT_NE(g.energy.notes[0].find("went back"), std::string::npos);
+}
+
+TEST(CostOfProfile, ReadingsThatDoNotCoverTheStepsAreSaid) {
+  profile::Profile p = two_steps();
+  p.energy.counter = {{kT0 + ms(200), 1'000'000}, {kT0 + ms(600), 1'160'000}, {kT0 + ms(800), 1'240'000}};
+  const JobCost job = cost_of_profile(p, "host");
+  const GpuCost& g = job.gpus.at(0);
+  ASSERT_TRUE(g.account.energy);
+  EXPECT_EQ(*g.account.energy, 400'000);  // 0.6 s read at 400 W, the 0.4 s outside at that mean
+  EXPECT_EQ(g.energy.estimated, 400'000);
+  EXPECT_EQ(energy_sum(g.account), *g.account.energy);
+  bool said = false;
+  for (const auto& n : g.energy.notes) said = said || n.find("from 0.200 s to 0.800 s") != std::string::npos;
+  EXPECT_TRUE(said);
+  bool in_job = false;
+  for (const auto& n : job.notes) in_job = in_job || n.find("0.200 s") != std::string::npos;
+  EXPECT_TRUE(in_job);
+}
+
+TEST(CostOfProfile, WithoutReadingsTheEnergyIsNotKnownAndWhySaid) {
+  profile::Profile p = two_steps();
+  p.energy = {};
+  p.energy.notes = {"NVML could not be used (no driver): the energy is not known"};
+  const JobCost job = cost_of_profile(p, "host");
+  EXPECT_FALSE(job.gpus.at(0).account.energy);
+  ASSERT_EQ(job.notes.size(), 1u);
+  EXPECT_NE(job.notes[0].find("NVML could not be used"), std::string::npos);
+  EXPECT_EQ(summarize(job, PriceBook{}).energy_method, "none");
+}
+
 TEST(JobCostRuns, RunsAddUp) {
   const Read r = read("sawtooth_p500_d50.jsonl");
   JobCost a = cost_of_trace(r.trace, r.diagnosis, {});
