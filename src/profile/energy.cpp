@@ -61,6 +61,23 @@ bool same_pci_bus(std::string_view a, std::string_view b) {
   return std::equal(x, x + 4, y);
 }
 
+std::vector<EnergyReading> readings_of_used_gpus(const RecordSet& set, const std::vector<EnergyReading>& readings) {
+  std::set<std::uint32_t> devices;
+  for (const auto& k : set.kernels) devices.insert(k.device);
+  std::vector<std::string> buses;
+  for (std::uint32_t d : devices) {
+    auto it = std::find_if(set.device_buses.begin(), set.device_buses.end(),
+                           [d](const DeviceBus& b) { return b.device == d; });
+    if (it == set.device_buses.end()) return readings;
+    buses.push_back(it->pci_bus_id);
+  }
+  std::vector<EnergyReading> kept;
+  for (const auto& r : readings)
+    if (std::any_of(buses.begin(), buses.end(), [&r](const std::string& b) { return same_pci_bus(b, r.pci_bus_id); }))
+      kept.push_back(r);
+  return kept;
+}
+
 DeviceEnergy device_energy(const RecordSet& set, std::uint32_t device) {
   DeviceEnergy out;
   if (set.energy.empty()) {

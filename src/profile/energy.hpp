@@ -44,6 +44,12 @@ struct DeviceEnergy {
 // (domain, bus, device and function compared as hexadecimal numbers).
 [[nodiscard]] bool same_pci_bus(std::string_view a, std::string_view b);
 
+// The readings of `readings` from the GPUs `set`'s kernels ran on (their P lines name them); all of
+// them when a kernel's device has no P line. What gpudoc profile keeps: a host's other GPUs would
+// only fill the records file.
+[[nodiscard]] std::vector<EnergyReading> readings_of_used_gpus(const RecordSet& set,
+                                                               const std::vector<EnergyReading>& readings);
+
 // The counter of CUDA device `device` of `set` (its P line names its GPU; without one, the only GPU
 // read), placed on CUPTI's clock. No readings, no clock pair, or no way to tell the device's GPU:
 // empty counter, and the notes say why.

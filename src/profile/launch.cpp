@@ -19,6 +19,7 @@
 #include "core/process.hpp"
 #include "core/temp_dir.hpp"
 #include "gpu/nvml/nvml_backend.hpp"
+#include "profile/energy.hpp"
 #include "profile/energy_sampler.hpp"
 #include "profile/record_format.hpp"
 
@@ -261,7 +262,7 @@ core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<
   }
   out.records = std::move(*set);
   if (sampler) {
-    out.records.energy = sampler->readings();
+    out.records.energy = readings_of_used_gpus(out.records, sampler->readings());
     energy_notes.insert(energy_notes.end(), sampler->notes().begin(), sampler->notes().end());
   }
   out.records.energy_notes = std::move(energy_notes);

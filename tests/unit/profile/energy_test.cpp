@@ -107,6 +107,22 @@ TEST(ProfileEnergyDevice, TheProfiledDevicesGpuOnCuptisClock) {
   EXPECT_EQ(device_energy(without, 0).notes, without.energy_notes);
 }
 
+TEST(ProfileEnergyDevice, OnlyTheGpusTheKernelsRanOnAreKept) {
+  RecordSet set;
+  set.device_buses = {{0, "0000:19:00.0"}, {1, "0000:18:00.0"}};
+  KernelRecord k;
+  k.device = 1;
+  set.kernels.push_back(k);
+  const std::vector<EnergyReading> readings{
+      {1, "00000000:18:00.0", 5}, {1, "00000000:19:00.0", 6}, {1, "00000000:1A:00.0", 7}};
+  const auto kept = readings_of_used_gpus(set, readings);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].millijoules, 5);
+  k.device = 2;  // no P line for device 2: all kept
+  set.kernels.push_back(k);
+  EXPECT_EQ(readings_of_used_gpus(set, readings).size(), 3u);
+}
+
 TEST(ProfileEnergySampler, ReadsEveryGpuEachPeriodStampedMidCall) {
   core::ManualClock clock;
   gpu::FakeBackend fake(clock, 2);
