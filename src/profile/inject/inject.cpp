@@ -61,6 +61,7 @@ struct State {
   unsigned long long over_limit = 0;           // records counted, not written: the file is at its bound
   unsigned long long over_limit_reported = 0;  // of which already written as X LIMIT lines
   std::atomic<bool> disabled{false};           // after fork() in the child, or after a failure
+  std::atomic<bool> buses_written{false};      // the P lines are out (device_bus_lines)
   pid_t pid = 0;
   RecordedKinds kinds;   // GPUDOC_PROFILE_KINDS
   SampleWindows sample;  // GPUDOC_PROFILE_SAMPLE; on_ms == 0: traced throughout
@@ -148,7 +149,7 @@ bool device_bus_lines(State& s) {
   auto bus_fn = reinterpret_cast<GetBusId>(dlsym(cuda, "cuDeviceGetPCIBusId"));
   int count = 0;
   const bool ready = count_fn != nullptr && bus_fn != nullptr && count_fn(&count) == 0;
-  if (ready) {
+  if (ready && !s.buses_written.exchange(true)) {
     std::lock_guard<std::mutex> lock(s.mu);
     for (int d = 0; d < count; ++d) {
       char bus[64] = {};
@@ -300,6 +301,8 @@ void at_exit() {
   State& s = state();
   if (s.disabled.load() || getpid() != s.pid) return;
   s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // A program shorter than the thread's first flush has no P lines yet.
+  if (!s.buses_written.load()) device_bus_lines(s);
   uint64_t now = 0;
   s.api.cuptiGetTimestamp(&now);
   std::lock_guard<std::mutex> lock(s.mu);
@@ -514,7 +517,7 @@ void* background(void*) {
     if (now >= next_flush) {
       s.api.cuptiActivityFlushAll(0);
       next_flush = now + kFlushMs;
-      if (buses_left > 0 && device_bus_lines(s)) buses_left = 0;
+      if (buses_left > 0 && (s.buses_written.load() || device_bus_lines(s))) buses_left = 0;
       if (buses_left > 0) --buses_left;
       std::lock_guard<std::mutex> lock(s.mu);
       clock_pair_locked(s, true);
