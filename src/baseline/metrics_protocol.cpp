@@ -126,7 +126,7 @@ void MetricsCollector::add_json(std::string_view json_in, std::size_t line_numbe
     note(source, line_number, fmt::format("\"{}\" is not a number >= 0: not counted as work", key));
   bool any = false;
   for (const auto& [key, value] : j.items()) {
-    if (is_progress_key(key) || cost::is_work_key(key)) continue;
+    if (is_progress_key(key) || telemetry::is_work_key(key)) continue;
     if (value.is_number() && std::isfinite(value.get<double>())) {
       const double v = value.get<double>();
       figures_[key].push_back(v);

@@ -11,7 +11,7 @@
 //   * the progress keys "step", "n", "t" and "epoch" are counters, and "rank" (the process of a
 //     distributed job that printed the line) is a label: none of them is a figure;
 //   * the work keys "samples" and "tokens" (processed since the previous line) are not figures
-//     either: with "step" they are the job's work (work(): cost/work.hpp, docs/cost.md);
+//     either: with "step" they are the job's work (work(): telemetry/work.hpp, docs/cost.md);
 //   * a non-numeric value (string, bool, null, array, object) is ignored with a note, once per name;
 //   * a line that is not valid JSON, or not an object, is counted and named with its line number
 //     in a note; it never stops the run;
@@ -35,7 +35,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cost/work.hpp"
+#include "telemetry/work.hpp"
 
 namespace gpudoc::baseline {
 
@@ -72,7 +72,7 @@ class MetricsCollector {
   [[nodiscard]] std::size_t notes_dropped() const { return notes_dropped_; }
   [[nodiscard]] std::size_t invalid_utf8_lines() const { return invalid_utf8_lines_; }  // read with bytes replaced
   // The work the lines reported: the largest "step", the sum of "samples" and of "tokens".
-  [[nodiscard]] const cost::Work& work() const { return work_.work(); }
+  [[nodiscard]] const telemetry::Work& work() const { return work_.work(); }
 
  private:
   void add_json(std::string_view json, std::size_t line_number, std::string_view source);
@@ -82,7 +82,7 @@ class MetricsCollector {
                               std::string message);
 
   std::map<std::string, std::vector<double>> figures_;
-  cost::WorkCounter work_;
+  telemetry::WorkCounter work_;
   std::vector<MetricsNote> notes_;
   std::map<std::string, bool> noted_names_;
   std::set<std::string> doubted_names_;

@@ -6,7 +6,7 @@
 namespace gpudoc::baseline {
 
 core::Result<cost::JobCost> run_cost(const std::string& trace_path, const std::vector<int>& gpus,
-                                     const cost::Work& work) {
+                                     const telemetry::Work& work) {
   auto trace = telemetry::read_trace_file(trace_path, diagnose::read_options());
   if (!trace) return trace.error();
   if (auto ok = diagnose::check_diagnosable(*trace, trace_path); !ok) return ok.error();

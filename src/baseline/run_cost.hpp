@@ -10,13 +10,13 @@
 
 #include "core/result.hpp"
 #include "cost/job.hpp"
-#include "cost/work.hpp"
+#include "telemetry/work.hpp"
 
 namespace gpudoc::baseline {
 
 // `gpus`: the trace positions the workload used (empty: every GPU). Errors: the trace reader's
 // (kBadInput, kIo) and diagnose::check_diagnosable's.
 [[nodiscard]] core::Result<cost::JobCost> run_cost(const std::string& trace_path, const std::vector<int>& gpus,
-                                                   const cost::Work& work);
+                                                   const telemetry::Work& work);
 
 }  // namespace gpudoc::baseline

@@ -1,20 +1,18 @@
 #include "baseline/workload_run.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "core/clock.hpp"
 #include "core/file.hpp"
+#include "core/line_tap.hpp"
 #include "core/process.hpp"
 #include "core/process_tree.hpp"
 #include "core/temp_dir.hpp"
@@ -27,101 +25,29 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// The command's stdout is the write end of a pipe; a thread reads the other end, feeds ::gpudoc
-// lines to the collector and passes every byte on to `echo_fd`. A failed echo (gpudoc's stdout
-// closed: `| head -1`) stops the echo, never the reading.
+// The command's stdout through a core::LineTap: ::gpudoc lines to the run's collector (and its
+// events), every byte passed on to `echo_fd`.
 class StdoutTap {
  public:
   StdoutTap(WorkloadRun& run, int echo_fd, std::function<bool(const MetricsCollector&)> enough = {})
-      : run_(run), echo_(echo_fd), enough_(std::move(enough)) {}
-  StdoutTap(const StdoutTap&) = delete;
-  StdoutTap& operator=(const StdoutTap&) = delete;
-  ~StdoutTap() {
-    close_write_end();
-    finish();
-  }
+      : run_(run),
+        enough_(std::move(enough)),
+        tap_(echo_fd,
+             {.line = [this](std::string_view line, std::size_t n) { handle(line, n); },
+              .oversized = [this](std::string_view head, std::size_t n,
+                                  std::size_t bytes) { run_.metrics.add_oversized_stdout_line(head, n, bytes); },
+              .max_line_bytes = kMaxMetricsLineBytes,
+              .head_bytes = kMetricsPrefix.size()}) {}
 
-  core::Status open() {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-      return core::Error(core::ErrorKind::kIo,
-                         fmt::format("making a pipe for the command's output: {}", std::strerror(errno)));
-    read_ = fds[0];
-    write_ = fds[1];
-    reader_ = std::thread([this] { read_loop(); });
-    return {};
-  }
-  [[nodiscard]] int write_end() const { return write_; }
+  core::Status open() { return tap_.open(); }
+  [[nodiscard]] int write_end() const { return tap_.write_end(); }
   [[nodiscard]] const std::atomic<bool>& work_done() const { return work_done_; }
-  void close_write_end() {
-    if (write_ >= 0) ::close(write_);
-    write_ = -1;
-  }
-
-  // Waits (a little) for the command's last lines. A background grandchild may keep the pipe
-  // open for ever: read what is there, then stop.
-  void finish() {
-    if (!reader_.joinable()) return;
-    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
-    while (!eof_.load() && SteadyClock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    stop_ = true;
-    reader_.join();
-    ::close(read_);
-    read_ = -1;
-  }
+  void close_write_end() { tap_.close_write_end(); }
+  void finish() { tap_.finish(); }
 
  private:
-  void read_loop() {
-    char buf[65536];
-    while (!stop_.load()) {
-      pollfd p{read_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      const ssize_t n = ::read(read_, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      echo(buf, static_cast<std::size_t>(n));
-      consume(buf, static_cast<std::size_t>(n));
-    }
-    if (oversized_ || !pending_.empty()) end_line();
-    eof_ = true;
-  }
-
-  void consume(const char* p, std::size_t n) {
-    while (n > 0) {
-      const auto* nl = static_cast<const char*>(std::memchr(p, '\n', n));
-      const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - p) : n;
-      if (oversized_) {
-        oversized_bytes_ += take;
-      } else {
-        pending_.append(p, take);
-        if (pending_.size() > kMaxMetricsLineBytes) {  // no metrics line is that long: count, do not keep
-          oversized_ = true;
-          oversized_head_ = pending_.substr(0, kMetricsPrefix.size());
-          oversized_bytes_ = pending_.size();
-          std::string().swap(pending_);
-        }
-      }
-      if (nl == nullptr) return;
-      end_line();
-      p += take + 1;
-      n -= take + 1;
-    }
-  }
-
-  void end_line() {
-    ++line_no_;
-    if (oversized_) {
-      run_.metrics.add_oversized_stdout_line(oversized_head_, line_no_, oversized_bytes_);
-      oversized_ = false;
-    } else {
-      handle(pending_);
-    }
-    pending_.clear();
-  }
-
-  void handle(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    run_.metrics.add_stdout_line(line, line_no_);
+  void handle(std::string_view line, std::size_t line_no) {
+    run_.metrics.add_stdout_line(line, line_no);
     if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
     if (enough_ && !work_done_.load() && enough_(run_.metrics)) work_done_ = true;
     if (run_.events.size() >= 1000) return;
@@ -130,34 +56,10 @@ class StdoutTap {
     if (j.is_object() && j.contains("event")) run_.events.push_back(std::move(j));
   }
 
-  void echo(const char* p, std::size_t n) {
-    while (n > 0 && echo_ok_) {
-      const ssize_t w = ::write(echo_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        echo_ok_ = false;  // gpudoc's own output is gone: keep reading, stop echoing
-      else {
-        p += w;
-        n -= static_cast<std::size_t>(w);
-      }
-    }
-  }
-
   WorkloadRun& run_;
-  int echo_ = STDOUT_FILENO;
-  bool echo_ok_ = true;
-  int read_ = -1;
-  int write_ = -1;
-  std::string pending_;
-  std::size_t line_no_ = 0;
-  bool oversized_ = false;
-  std::string oversized_head_;
-  std::size_t oversized_bytes_ = 0;
   std::function<bool(const MetricsCollector&)> enough_;
   std::atomic<bool> work_done_{false};
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> eof_{false};
-  std::thread reader_;
+  core::LineTap tap_;  // last: its thread stops (destructor) before the members it calls go
 };
 
 // Sampling periods for a baseline run: short runs still get utilization, process and energy

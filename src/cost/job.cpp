@@ -266,10 +266,14 @@ JobCost cost_of_trace(const telemetry::Trace& t, const diagnose::Diagnosis& d, c
     for (const auto& n : job.gpus.back().energy.notes) job.notes.push_back(fmt::format("GPU {} energy: {}", g, n));
   }
   add_findings(d, job);
-  WorkCounter work;
+  telemetry::WorkCounter work;
   bool refused = false;
   for (const auto& e : t.events)
-    if (e.kind == "step") refused = !work.add(e.fields).empty() || refused;
+    if (e.kind == "step") {
+      // "refused": values the recorder did not count when it gathered the job's lines (WorkLines)
+      const bool noted = e.fields.contains("refused") && e.fields["refused"].is_number() && e.fields["refused"] > 0;
+      refused = !work.add(e.fields).empty() || noted || refused;
+    }
   if (refused) job.notes.push_back("a step event's step, samples or tokens was not a number >= 0: not counted");
   job.work = work.work();
   return job;

@@ -1,6 +1,6 @@
 // gpudoc::cost job — what a job's GPU time and energy bought and what each cause of waste cost:
 // every GPU of its run accounted (account.hpp) from a trace and its diagnosis, or from a profile;
-// then priced (prices.hpp) and divided by the work it reported (work.hpp). docs/cost.md shows the
+// then priced (prices.hpp) and divided by the work it reported (telemetry/work.hpp). docs/cost.md shows the
 // output; docs/methodology.md, "Cost accounting", defines every figure.
 //
 //   cost::JobCost job = cost::cost_of_trace(trace, diagnosis, {});
@@ -29,10 +29,10 @@
 #include "cost/account.hpp"
 #include "cost/energy.hpp"
 #include "cost/prices.hpp"
-#include "cost/work.hpp"
 #include "diagnose/diagnose.hpp"
 #include "profile/analysis.hpp"
 #include "telemetry/trace.hpp"
+#include "telemetry/work.hpp"
 
 namespace gpudoc::cost {
 
@@ -70,7 +70,7 @@ struct JobCost {
   int runs = 1;
   std::vector<GpuCost> gpus{};
   std::vector<FindingCost> findings{};  // those that claimed time
-  Work work{};
+  telemetry::Work work{};
   std::vector<std::string> notes{};
   // Another run of the same job (baseline --repeat): its GPUs and findings appended as run N + 1.
   void add_run(JobCost other);

@@ -7,10 +7,12 @@
 #include <set>
 
 #include "core/host.hpp"
+#include "core/line_tap.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "core/version.hpp"
 #include "telemetry/trace_builder.hpp"
+#include "telemetry/work.hpp"
 
 namespace gpudoc::telemetry {
 
@@ -150,6 +152,26 @@ core::Result<Outputs> open_outputs(const RecordOptions& options, const TraceHead
   return out;
 }
 
+// The recorded command's stdout: read through a pipe (every byte passed on to gpudoc's stdout, or
+// its stderr), its ::gpudoc work lines gathered into `step` events, at most one a second.
+struct CommandOutput {
+  WorkLines work;
+  core::LineTap tap;
+  core::MonoTime last_step{};
+
+  explicit CommandOutput(bool to_stderr)
+      : tap(to_stderr ? STDERR_FILENO : STDOUT_FILENO,
+            {.line = [this](std::string_view line, std::size_t) { work.add_line(line); }, .oversized = {}}) {}
+  void write_steps(Recording& rec, double t) {
+    if (auto fields = work.take()) rec.write(Event{t, "step", std::nullopt, std::move(*fields)});
+  }
+  void every_second(Recording& rec, core::MonoTime now, double t) {
+    if (now - last_step < std::chrono::seconds(1)) return;
+    last_step = now;
+    write_steps(rec, t);
+  }
+};
+
 }  // namespace
 
 core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, const RecordOptions& options,
@@ -171,6 +193,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
   RecordResult result;
   result.gpu_count = header->gpus.size();
   std::optional<core::ChildProcess> child;
+  std::optional<CommandOutput> output;
   core::GroupStopper stopper;  // the stop policy for the command (core/process.hpp)
   Recording rec{outputs->writer ? &*outputs->writer : nullptr,
                 outputs->builder ? &*outputs->builder : nullptr,
@@ -181,8 +204,12 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
 
   if (!options.command.empty()) {
     core::SpawnOptions spawn = core::workload_spawn_options();  // its own process group: stopped as a whole
-    spawn.stdout_to_stderr = options.command_stdout_to_stderr;
-    auto c = core::ChildProcess::spawn(options.command, spawn);
+    output.emplace(options.command_stdout_to_stderr);
+    auto opened = output->tap.open();
+    spawn.stdout_fd = output->tap.write_end();
+    auto c =
+        opened ? core::ChildProcess::spawn(options.command, spawn) : core::Result<core::ChildProcess>(opened.error());
+    output->tap.close_write_end();  // the command holds the only write end: its exit ends the pipe
     if (!c) {
       sampler.stop();
       outputs->abandon({now_t(), rec.sample_lines(), 0, "command_failed"});
@@ -212,6 +239,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
       options.on_progress(core::to_seconds(now - t0), rec.sample_lines());
       last_progress = now;
     }
+    if (output) output->every_second(rec, now, now_t());
     if (child && stop_requests.load() >= 1) stopper.step(*child, stop_requests.load() >= 2);
     reason = stop_reason(options, backend, child, rec, result.gpu_count, now - t0, stop_requests.load());
     if (child && !exit_t && child->exited()) exit_t = now_t();
@@ -222,6 +250,10 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
 
   sampler.stop();
   rec.consume(sampler.drain(core::Nanos(0)));
+  if (output) {  // the command's last lines, then its exit
+    output->tap.finish();
+    output->write_steps(rec, exit_t.value_or(now_t()));
+  }
   if (child) record_child_end(*child, exit_t.value_or(now_t()), rec, result);
   auto stats = sampler.stats();
   result.duration_s = core::to_seconds(clock.now() - t0);

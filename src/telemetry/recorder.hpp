@@ -32,8 +32,10 @@ struct RecordOptions {
   std::string output_path;  // "-" writes to stdout; empty: no file (in_memory, then)
   // Build the trace in memory too (RecordResult::trace), keeping what these options keep.
   std::optional<ReadOptions> in_memory;
-  std::optional<core::Nanos> duration;    // stop after this long (with a command: whichever first)
-  std::vector<std::string> command;       // run this and record while it runs
+  std::optional<core::Nanos> duration;  // stop after this long (with a command: whichever first)
+  // Run this and record while it runs. Its stdout passes through gpudoc (a pipe: every byte is
+  // passed on), and its ::gpudoc work lines become `step` events (telemetry/work.hpp).
+  std::vector<std::string> command;
   bool command_stdout_to_stderr = false;  // the command's stdout goes to stderr (gpudoc prints a document)
   SamplerConfig sampler;
   core::Nanos flush_interval = std::chrono::milliseconds(500);

@@ -111,6 +111,27 @@ TEST(CliCost, ALiveRunOnFakeGpusClosesExactly) {
   expect_closes(c);
 }
 
+// diagnose -- CMD reads the job's ::gpudoc lines as it runs: the cost per step, sample and token;
+// the job's other output still reaches the user (on stderr, beside a --json document).
+TEST(CliCost, ADiagnosedCommandSaysWhatItCostPerSampleAndToken) {
+  const std::string job =
+      R"(sh -c 'for i in 1 2 3; do echo "::gpudoc {\"step\": $i, \"samples\": 32, \"tokens\": 2048}"; )"
+      R"(echo "loss 1.$i"; sleep 0.2; done')";
+  const std::string env = kNoFiles + "GPUDOC_BACKEND=fake:1";
+  auto r = run_gpudoc_stdout("diagnose --json --price-gpu-hour 3.6 --currency USD -- " + job, env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto c = nlohmann::json::parse(r.output)["cost"];
+  ASSERT_TRUE(c.is_object()) << r.output;
+  EXPECT_EQ(c["work"]["steps"], 3.0);
+  EXPECT_EQ(c["work"]["samples"], 96.0);
+  EXPECT_EQ(c["work"]["tokens"], 6144.0);
+  EXPECT_NEAR(c["per_unit"]["sample"]["money"].get<double>(), c["money"].get<double>() / 96, 1e-12);
+  EXPECT_NEAR(c["per_unit"]["token"]["gpu_s"].get<double>(), c["gpu_time_s"].get<double>() / 6144, 1e-12);
+  expect_closes(c);
+  auto both = run_gpudoc("diagnose --json -- " + job, env);
+  EXPECT_NE(both.output.find("loss 1.3\n"), std::string::npos) << both.output;
+}
+
 TEST(CliCost, ABaselineRecordSaysWhatItsWorkloadCostPerSample) {
   gpudoc::testing::TempDir dir("gpudoc-cli-cost");
   const std::string job = R"(sh -c 'echo "::gpudoc {\"step\": 4, \"samples\": 128}"; sleep 0.5')";

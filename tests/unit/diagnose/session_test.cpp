@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <string>
@@ -79,6 +81,40 @@ TEST(DiagnoseSession, SaysNothingWithoutANarrateStream) {
   auto r = record_and_diagnose(*live, run, Options{}, stops);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->command_exit_code.value_or(-1), 0);
+}
+
+// The command's ::gpudoc work lines become the trace's step events, in memory and in the file alike,
+// with the totals the lines reported.
+TEST(DiagnoseSession, TheCommandsWorkLinesBecomeStepEventsWithTheirTotals) {
+  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
+  auto live = source.open_gpus();
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  auto dir = core::PrivateDir::create("gpudoc-session-test");
+  ASSERT_TRUE(dir) << dir.error().message();
+  LiveRun run = on_gpu0();
+  run.output = dir->file("work.jsonl");
+  run.command_stdout_to_stderr = true;  // keeps the test's own stdout clean
+  run.command = {"sh", "-c",
+                 "for i in 1 2 3 4 5; do echo \"::gpudoc {\\\"step\\\": $i, \\\"samples\\\": 8, \\\"tokens\\\": 100}\";"
+                 " echo plain; sleep 0.3; done"};
+  std::atomic<int> stops{0};
+  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  auto totals = [](const telemetry::Trace& t) {
+    double samples = 0, tokens = 0, step = 0, lines = 0;
+    for (const auto& e : t.events) {
+      if (e.kind != "step") continue;
+      samples += e.fields.value("samples", 0.0);
+      tokens += e.fields.value("tokens", 0.0);
+      step = std::max(step, e.fields.value("step", 0.0));
+      lines += e.fields.value("lines", 0.0);
+    }
+    return std::array<double, 4>{step, samples, tokens, lines};
+  };
+  EXPECT_EQ(totals(r->diagnosed.trace), (std::array<double, 4>{5, 40, 500, 5}));
+  auto read = diagnose_file(run.output, Options{});
+  ASSERT_TRUE(read) << read.error().message();
+  EXPECT_EQ(totals(read->trace), (std::array<double, 4>{5, 40, 500, 5}));
 }
 
 TEST(DiagnoseSession, SeveralFilesAreDiagnosedInOrderAndTheFirstThatFailsNamesItself) {

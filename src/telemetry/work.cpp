@@ -1,9 +1,11 @@
-#include "cost/work.hpp"
+#include "telemetry/work.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace gpudoc::cost {
+#include "core/utf8.hpp"
+
+namespace gpudoc::telemetry {
 namespace {
 
 std::optional<double> sum(const std::optional<double>& a, const std::optional<double>& b) {
@@ -48,4 +50,31 @@ nlohmann::json to_json(const Work& w) {
   return {{"steps", opt(w.steps)}, {"samples", opt(w.samples)}, {"tokens", opt(w.tokens)}};
 }
 
-}  // namespace gpudoc::cost
+void WorkLines::add_line(std::string_view line) {
+  static constexpr std::string_view kPrefix = "::gpudoc ";
+  if (line.substr(0, kPrefix.size()) != kPrefix) return;
+  auto j = nlohmann::json::parse(core::to_valid_utf8(line.substr(kPrefix.size())), nullptr, false);
+  if (!j.is_object() || j.contains("event")) return;
+  if (!std::any_of(j.items().begin(), j.items().end(), [](const auto& kv) { return is_work_key(kv.key()); })) return;
+  const std::lock_guard lock(mutex_);
+  refused_ += pending_.add(j).size();
+  ++lines_;
+}
+
+std::optional<nlohmann::json> WorkLines::take() {
+  const std::lock_guard lock(mutex_);
+  if (lines_ == 0) return std::nullopt;
+  nlohmann::json fields = nlohmann::json::object();
+  const Work& w = pending_.work();
+  if (w.steps) fields["step"] = *w.steps;
+  if (w.samples) fields["samples"] = *w.samples;
+  if (w.tokens) fields["tokens"] = *w.tokens;
+  fields["lines"] = lines_;
+  if (refused_ > 0) fields["refused"] = refused_;
+  pending_ = WorkCounter{};
+  lines_ = 0;
+  refused_ = 0;
+  return fields;
+}
+
+}  // namespace gpudoc::telemetry

@@ -1,0 +1,74 @@
+// gpudoc::core line tap — a command's stdout read line by line while every byte is passed on:
+// the command writes into a pipe, a thread of the tap reads the other end, copies each chunk to
+// `echo_fd` and hands each line (without its '\n', and without a '\r' before it) to a handler. A
+// failed echo (gpudoc's own stdout closed: `| head -1`) stops the echo, never the reading: the
+// command is never blocked on a full pipe. A line longer than `max_line_bytes` is not kept: only
+// its first `head_bytes` reach the oversized handler, with its length.
+//
+//   core::LineTap tap(STDOUT_FILENO, {.line = [&](std::string_view l, std::size_t n) { ... }});
+//   tap.open();                       // starts the reading thread
+//   spawn.stdout_fd = tap.write_end();
+//   auto child = core::ChildProcess::spawn(argv, spawn);
+//   tap.close_write_end();            // the command holds the only write end: its exit ends the pipe
+//   ...
+//   tap.finish();                     // the last lines read (or, after a bounded wait, given up)
+//
+// The handlers run on the tap's thread, one call at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "core/result.hpp"
+
+namespace gpudoc::core {
+
+struct LineHandlers {
+  std::function<void(std::string_view line, std::size_t line_number)> line;  // 1-based
+  std::function<void(std::string_view head, std::size_t line_number, std::size_t bytes)> oversized;
+  std::size_t max_line_bytes = std::size_t{1} << 20;
+  std::size_t head_bytes = 64;  // what an oversized line keeps
+};
+
+class LineTap {
+ public:
+  LineTap(int echo_fd, LineHandlers handlers);
+  LineTap(const LineTap&) = delete;
+  LineTap& operator=(const LineTap&) = delete;
+  ~LineTap();
+
+  // Makes the pipe and starts the reading thread. Errors: kIo.
+  [[nodiscard]] Status open();
+  [[nodiscard]] int write_end() const { return write_; }
+  void close_write_end();
+  // Waits up to `wait` for the end of the pipe (a background grandchild may hold it open for
+  // ever), hands on what was read, then stops the thread. Idempotent.
+  void finish(std::chrono::milliseconds wait = std::chrono::seconds(2));
+
+ private:
+  void read_loop();
+  void consume(const char* p, std::size_t n);
+  void end_line();
+  void echo(const char* p, std::size_t n);
+
+  int echo_ = -1;
+  bool echo_ok_ = true;
+  LineHandlers handlers_;
+  int read_ = -1;
+  int write_ = -1;
+  std::string pending_;
+  std::size_t line_no_ = 0;
+  bool oversized_ = false;
+  std::string oversized_head_;
+  std::size_t oversized_bytes_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> eof_{false};
+  std::thread reader_;
+};
+
+}  // namespace gpudoc::core

@@ -1,0 +1,114 @@
+// A command's stdout read line by line while every byte is passed on (core/line_tap.hpp).
+#include "core/line_tap.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/process.hpp"
+
+namespace gpudoc::core {
+namespace {
+
+struct Seen {
+  std::vector<std::pair<std::size_t, std::string>> lines;
+  std::vector<std::tuple<std::size_t, std::string, std::size_t>> oversized;
+};
+
+LineHandlers recording(Seen& seen, std::size_t max_line_bytes = 1 << 20) {
+  return {.line = [&seen](std::string_view l, std::size_t n) { seen.lines.emplace_back(n, std::string(l)); },
+          .oversized = [&seen](std::string_view head, std::size_t n,
+                               std::size_t bytes) { seen.oversized.emplace_back(n, std::string(head), bytes); },
+          .max_line_bytes = max_line_bytes,
+          .head_bytes = 4};
+}
+
+void write_all(int fd, const std::string& s) {
+  ASSERT_EQ(::write(fd, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+}
+
+std::string read_back(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  return out;
+}
+
+TEST(CoreLineTap, HandsOnEachLineAndEchoesEveryByte) {
+  std::FILE* echo = std::tmpfile();
+  ASSERT_NE(echo, nullptr);
+  Seen seen;
+  {
+    LineTap tap(fileno(echo), recording(seen, 16));
+    ASSERT_TRUE(tap.open());
+    write_all(tap.write_end(), "one\r\ntwo\n");
+    write_all(tap.write_end(), "a line far longer than sixteen bytes\nthr");
+    write_all(tap.write_end(), "ee");  // a line split over writes, ended by the pipe's end
+    tap.close_write_end();
+    tap.finish();
+  }
+  const std::string all = "one\r\ntwo\na line far longer than sixteen bytes\nthree";
+  EXPECT_EQ(read_back(echo), all);
+  std::fclose(echo);
+  const std::vector<std::pair<std::size_t, std::string>> lines = {{1, "one"}, {2, "two"}, {4, "three"}};
+  EXPECT_EQ(seen.lines, lines);
+  ASSERT_EQ(seen.oversized.size(), 1u);
+  EXPECT_EQ(std::get<0>(seen.oversized[0]), 3u);
+  EXPECT_EQ(std::get<1>(seen.oversized[0]), "a li");
+  EXPECT_EQ(std::get<2>(seen.oversized[0]), 36u);
+}
+
+TEST(CoreLineTap, AFailedEchoStopsTheEchoNotTheReading) {
+  Seen seen;
+  const int read_only = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // every write fails
+  ASSERT_GE(read_only, 0);
+  LineTap tap(read_only, recording(seen));
+  ASSERT_TRUE(tap.open());
+  write_all(tap.write_end(), "kept\nalso kept\n");
+  tap.close_write_end();
+  tap.finish();
+  ::close(read_only);
+  ASSERT_EQ(seen.lines.size(), 2u);
+  EXPECT_EQ(seen.lines[1].second, "also kept");
+}
+
+TEST(CoreLineTap, APipeHeldOpenElsewhereEndsAfterTheBoundedWait) {
+  Seen seen;
+  LineTap tap(-1, recording(seen));
+  ASSERT_TRUE(tap.open());
+  const int held = ::dup(tap.write_end());  // a background grandchild that keeps the pipe
+  write_all(held, "before\n");
+  tap.close_write_end();
+  const auto t0 = std::chrono::steady_clock::now();
+  tap.finish(std::chrono::milliseconds(100));
+  // A hang guard only: the wait is 0.1 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  ::close(held);
+  ASSERT_EQ(seen.lines.size(), 1u);
+  EXPECT_EQ(seen.lines[0].second, "before");
+}
+
+TEST(CoreLineTap, ReadsACommandsOutputUntilItExits) {
+  Seen seen;
+  LineTap tap(-1, recording(seen));
+  ASSERT_TRUE(tap.open());
+  SpawnOptions spawn;
+  spawn.stdout_fd = tap.write_end();
+  auto child = ChildProcess::spawn({"sh", "-c", "for i in 1 2 3; do echo line $i; done"}, spawn);
+  tap.close_write_end();
+  ASSERT_TRUE(child) << child.error().message();
+  child->wait();
+  tap.finish();
+  ASSERT_EQ(seen.lines.size(), 3u);
+  EXPECT_EQ(seen.lines[2].second, "line 3");
+}
+
+}  // namespace
+}  // namespace gpudoc::core
