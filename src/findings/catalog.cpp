@@ -109,9 +109,10 @@ std::vector<CatalogEntry> diagnose_entries() {
        "The input holds too few usable samples (empty, too short, gaps, missing columns) for a "
        "diagnosis of this GPU or span. Nothing is concluded about it.",
        {"Record longer, at native rates, with all metric groups: `gpudoc record -o run.jsonl --duration 60 -- CMD`",
-        "For nvidia-smi logs, include utilization.gpu and log at 100-500 ms: `nvidia-smi "
-        "--query-gpu=timestamp,index,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,"
-        "temperature.gpu,clocks.sm,clocks.max.sm,clocks_event_reasons.active --format=csv -lms 100`"}},
+        "For nvidia-smi logs, include utilization.gpu, the board's power limit and name, and log at 100-500 ms: "
+        "`nvidia-smi --query-gpu=timestamp,index,name,utilization.gpu,utilization.memory,memory.used,memory.total,"
+        "power.draw,power.limit,temperature.gpu,clocks.sm,clocks.max.sm,clocks_event_reasons.active --format=csv "
+        "-lms 100`"}},
   };
 }
 
