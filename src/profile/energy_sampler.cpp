@@ -1,23 +1,23 @@
 #include "profile/energy_sampler.hpp"
 
 #include <fmt/format.h>
-#include <time.h>
 
+#include <algorithm>
 #include <cmath>
-#include <utility>
 
 namespace gpudoc::profile {
+namespace {
 
-std::uint64_t monotonic_now_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_nsec);
+std::uint64_t nanoseconds_of(core::MonoTime t) {
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(0, t.time_since_epoch().count()));
 }
 
-EnergySampler::EnergySampler(gpu::Backend& backend, std::chrono::nanoseconds period, std::function<std::uint64_t()> now)
+}  // namespace
+
+EnergySampler::EnergySampler(gpu::Backend& backend, core::Clock& clock, std::chrono::nanoseconds period)
     : backend_(backend),
-      period_ns_(static_cast<std::uint64_t>(std::max<std::int64_t>(0, period.count()))),
-      now_(std::move(now)) {
+      period_(std::max(core::Nanos(0), std::chrono::duration_cast<core::Nanos>(period))),
+      clock_(clock) {
   auto count = backend_.device_count();
   if (!count) {
     notes_.push_back(
@@ -36,18 +36,17 @@ EnergySampler::EnergySampler(gpu::Backend& backend, std::chrono::nanoseconds per
 }
 
 void EnergySampler::poll() {
-  if (read_once_ && now_() - last_ns_ < period_ns_) return;
+  if (last_ && clock_.now() - *last_ < period_) return;
   read_now();
 }
 
 void EnergySampler::read_now() {
-  read_once_ = true;
-  last_ns_ = now_();
+  last_ = clock_.now();
   for (Gpu& g : gpus_) {
     if (!g.readable) continue;
-    const std::uint64_t before = now_();
+    const std::uint64_t before = nanoseconds_of(clock_.now());
     auto r = backend_.read(g.index, gpu::MetricGroup::kEnergy);
-    const std::uint64_t after = now_();
+    const std::uint64_t after = nanoseconds_of(clock_.now());
     if (!r) {
       if (r.error().kind() == core::ErrorKind::kNotSupported) {
         g.readable = false;

@@ -1,11 +1,15 @@
 // gpudoc::profile energy sampler — `gpudoc profile` reads the NVML total-energy counter of every GPU
 // while the profiled program runs: once before it starts, every `period` while it runs, once after
-// it exits; each reading stamped with CLOCK_MONOTONIC (the mean of one read before the call and one
-// after: NVML's call takes about 4 ms of CPU). The records file keeps them (J lines,
-// profile/record_format.hpp); profile/energy.hpp places them on CUPTI's clock.
+// it exits; each reading stamped on the clock's monotonic time (SystemClock: CLOCK_MONOTONIC, the
+// clock the injection library pairs with CUPTI's), the middle of the call, which is not free
+// (docs/results/cost.md, "Reading the energy counter"). Every GPU is read: which one the program
+// used is known only from its records, after it exits (launch.cpp keeps that GPU's readings). The
+// records file keeps them (J lines, profile/record_format.hpp); profile/energy.hpp places them on
+// CUPTI's clock.
 //
 //   auto backend = gpu::open_nvml_backend();
-//   profile::EnergySampler sampler(**backend, std::chrono::milliseconds(100));
+//   core::SystemClock clock;
+//   profile::EnergySampler sampler(**backend, clock, std::chrono::milliseconds(100));
 //   sampler.read_now();                 // before the program starts
 //   while (running) sampler.poll();     // reads when the period has passed
 //   sampler.read_now();                 // after it exits
@@ -17,24 +21,21 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "gpu/backend.hpp"
 #include "profile/records.hpp"
 
 namespace gpudoc::profile {
 
-// CLOCK_MONOTONIC, nanoseconds.
-[[nodiscard]] std::uint64_t monotonic_now_ns();
-
 class EnergySampler {
  public:
-  // Takes every GPU of `backend` (its PCI bus id from device_info). `now` stamps the readings and
-  // times the period (monotonic_now_ns by default; tests give their own). `backend` must outlive it.
-  EnergySampler(gpu::Backend& backend, std::chrono::nanoseconds period,
-                std::function<std::uint64_t()> now = monotonic_now_ns);
+  // Takes every GPU of `backend` (its PCI bus id from device_info). `clock` stamps the readings and
+  // times the period. `backend` and `clock` must outlive it.
+  EnergySampler(gpu::Backend& backend, core::Clock& clock, std::chrono::nanoseconds period);
   void poll();      // reads every GPU when `period` has passed since the last read (the first poll reads)
   void read_now();  // reads every GPU now
   [[nodiscard]] const std::vector<EnergyReading>& readings() const { return readings_; }
@@ -48,13 +49,12 @@ class EnergySampler {
     bool failed = false;  // a read failed (said once)
   };
   gpu::Backend& backend_;
-  std::uint64_t period_ns_ = 0;
-  std::function<std::uint64_t()> now_;
+  core::Nanos period_{};
+  core::Clock& clock_;
   std::vector<Gpu> gpus_{};
   std::vector<EnergyReading> readings_{};
   std::vector<std::string> notes_{};
-  std::uint64_t last_ns_ = 0;
-  bool read_once_ = false;
+  std::optional<core::MonoTime> last_{};
 };
 
 }  // namespace gpudoc::profile

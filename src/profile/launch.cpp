@@ -236,8 +236,9 @@ core::Result<Profiled> profile_program(const ProfileRun& run, const std::atomic<
   if (!dir) return dir.error();
   std::vector<std::string> energy_notes;
   const std::unique_ptr<gpu::Backend> nvml = energy_backend(energy_notes);
+  core::SystemClock clock;
   std::optional<EnergySampler> sampler;
-  if (nvml) sampler.emplace(*nvml, kEnergyPeriod);
+  if (nvml) sampler.emplace(*nvml, clock, kEnergyPeriod);
   if (sampler) sampler->read_now();
   auto code = run_injected({.command = run.command,
                             .library = *library,

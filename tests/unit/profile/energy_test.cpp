@@ -123,25 +123,27 @@ TEST(ProfileEnergyDevice, OnlyTheGpusTheKernelsRanOnAreKept) {
   EXPECT_EQ(readings_of_used_gpus(set, readings).size(), 3u);
 }
 
-TEST(ProfileEnergySampler, ReadsEveryGpuEachPeriodStampedMidCall) {
+TEST(ProfileEnergySampler, ReadsEveryGpuEachPeriodStampedOnTheClock) {
   core::ManualClock clock;
+  clock.advance(std::chrono::seconds(1));
   gpu::FakeBackend fake(clock, 2);
   fake.set_value_fn([&clock](int g, gpu::Metric, double) {
     return 1000.0 * (g + 1) + std::chrono::duration<double>(clock.now().time_since_epoch()).count();
   });
-  std::uint64_t now = 1'000'000'000;
-  EnergySampler sampler(fake, std::chrono::milliseconds(100), [&now] { return now += 1'000; });
+  EnergySampler sampler(fake, clock, std::chrono::milliseconds(100));
   sampler.read_now();
   ASSERT_EQ(sampler.readings().size(), 2u);
-  EXPECT_EQ(sampler.readings()[0].millijoules, 1'000'000);
-  EXPECT_EQ(sampler.readings()[1].millijoules, 2'000'000);
+  EXPECT_EQ(sampler.readings()[0].millijoules, 1'001'000);
+  EXPECT_EQ(sampler.readings()[1].millijoules, 2'001'000);
   EXPECT_EQ(sampler.readings()[0].pci_bus_id, "00000000:18:00.0");
-  EXPECT_EQ(sampler.readings()[0].monotonic_ns, 1'000'002'500u);  // between the stamps around the call
-  sampler.poll();                                                 // too soon: nothing read
+  EXPECT_EQ(sampler.readings()[0].monotonic_ns, 1'000'000'000u);  // the clock's monotonic time
+  clock.advance(std::chrono::milliseconds(99));
+  sampler.poll();  // too soon: nothing read
   EXPECT_EQ(sampler.readings().size(), 2u);
-  now += 100'000'000;
+  clock.advance(std::chrono::milliseconds(1));
   sampler.poll();
-  EXPECT_EQ(sampler.readings().size(), 4u);
+  ASSERT_EQ(sampler.readings().size(), 4u);
+  EXPECT_EQ(sampler.readings()[3].monotonic_ns, 1'100'000'000u);
   fake.inject_error(1, gpu::MetricGroup::kEnergy, core::ErrorKind::kNotSupported, 1);
   sampler.read_now();
   sampler.read_now();
