@@ -11,21 +11,17 @@ namespace {
 
 // The energy of the counter pairs inside [start, until): each pair (values not going back) in
 // proportion to the power drawn inside the run, or by time where the power is not known over it.
-double counter_energy(const EnergyInput& in, Micros start, Micros until, std::vector<Span>& covered, EnergyTotal& out) {
+// A pair whose value went back (the driver reloaded) is left to the power readings; its index goes
+// to `went_back`.
+double counter_energy(const EnergyInput& in, Micros start, Micros until, std::vector<Span>& covered, EnergyTotal& out,
+                      std::vector<std::size_t>& went_back) {
   double mj = 0;
-  bool noted = false;
   for (std::size_t k = 0; k + 1 < in.counter.size(); ++k) {
     const CounterReading& a = in.counter[k];
     const CounterReading& b = in.counter[k + 1];
     if (b.t <= a.t) continue;
     if (b.value < a.value) {
-      std::string note = fmt::format(
-          "the energy counter went back at {:.1f} s (from {} to {} mJ: the driver reloaded and it restarted); that "
-          "stretch comes from the power readings",
-          seconds(b.t), a.value, b.value);
-      if (!noted && std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
-        out.notes.push_back(std::move(note));
-      noted = true;
+      if (std::min(b.t, until) > std::max(a.t, start)) went_back.push_back(k);
       continue;
     }
     const Micros lo = std::max(a.t, start), hi = std::min(b.t, until);
@@ -71,11 +67,12 @@ std::string method_of(const EnergyTotal& e, Micros run) {
 EnergyTotal stretches_energy(const EnergyInput& in, std::span<const Span> stretches, EnergyTotal out) {
   double counter_mj = 0, power_mj = 0;
   Micros unknown = 0, length = 0;
+  std::vector<std::size_t> went_back;
   for (const Span& s : stretches) {
     if (s.to <= s.from) continue;
     length += s.to - s.from;
     std::vector<Span> covered;
-    counter_mj += counter_energy(in, s.from, s.to, covered, out);
+    counter_mj += counter_energy(in, s.from, s.to, covered, out, went_back);
     for (const Span& g : gaps_between(std::move(covered), s.from, s.to)) {
       const PowerIntegral p = integrate(in.power, g.from, g.to);
       power_mj += p.joules * 1000;
@@ -83,6 +80,13 @@ EnergyTotal stretches_energy(const EnergyInput& in, std::span<const Span> stretc
       unknown += (g.to - g.from) - p.known;
     }
   }
+  std::sort(went_back.begin(), went_back.end());
+  went_back.erase(std::unique(went_back.begin(), went_back.end()), went_back.end());
+  for (std::size_t k : went_back)
+    out.notes.push_back(fmt::format(
+        "the energy counter went back at {:.1f} s (from {} to {} mJ: the driver reloaded and it restarted); that "
+        "stretch comes from the power readings",
+        seconds(in.counter[k + 1].t), in.counter[k].value, in.counter[k + 1].value));
   if (in.counter.size() < 2 && length > 0)
     out.notes.push_back(in.counter.empty()
                             ? "no energy counter readings: the energy is the integral of the power readings"
@@ -128,10 +132,14 @@ EnergyTotal run_energy(const EnergyInput& in) {
 }
 
 EnergyTotal energy_over(const EnergyInput& in, std::span<const Span> stretches) {
-  std::vector<Span> sorted;
+  std::vector<Span> clipped;
   for (const Span& s : stretches) {
     const Span c{std::max(s.from, in.start), std::min(s.to, std::max(in.end, in.start))};
-    if (c.to <= c.from) continue;
+    if (c.to > c.from) clipped.push_back(c);
+  }
+  std::sort(clipped.begin(), clipped.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
+  std::vector<Span> sorted;  // sorted and merged where they overlap or touch
+  for (const Span& c : clipped) {
     if (!sorted.empty() && c.from <= sorted.back().to)
       sorted.back().to = std::max(sorted.back().to, c.to);
     else

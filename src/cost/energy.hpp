@@ -68,8 +68,8 @@ struct Span {
 // them left out), by run_energy's rules applied to each stretch: a counter pair reaching over a
 // stretch's start or end counts in proportion (the counter interpolated there); time no pair covers
 // (before the first reading, after the last, a counter that went back) from the power readings, else
-// at the mean power of the rest, said. Stretches are clipped to [start, end] and merged where they
-// overlap or touch; lost_at is not used. by_counter, by_power and estimated add up to their length.
+// at the mean power of the rest, said. Stretches, in any order, are clipped to [start, end], sorted and merged where
+// they overlap or touch; lost_at is not used. by_counter, by_power and estimated add up to their length.
 [[nodiscard]] EnergyTotal energy_over(const EnergyInput& in, std::span<const Span> stretches);
 
 // The power readings as a curve. NVML's power reading on Ampere (except GA100) and newer GPUs is

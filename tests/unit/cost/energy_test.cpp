@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace gpudoc::cost {
 namespace {
 
@@ -104,6 +106,31 @@ TEST(CostEnergy, OverStretchesOnlyTheirTimeCountsAndTouchingOnesMerge) {
   const std::vector<Span> whole{{0, s(1)}};
   EXPECT_EQ(*energy_over(in, whole).total, *run_energy(in).total);
   EXPECT_FALSE(energy_over({.start = 0, .end = s(1)}, whole).total);  // no reading: not known
+}
+
+TEST(CostEnergy, OverStretchesInAnyOrderAndACounterThatWentBackSaidOnce) {
+  EnergyInput in{.start = 0, .end = s(1)};
+  in.counter = {{0, 0}, {s(1), 1'000'000}};
+  const std::vector<Span> backwards{{s(0.6), s(1)}, {s(0.3), s(0.5)}, {0, s(0.4)}};
+  EXPECT_EQ(*energy_over(in, backwards).total, 900'000);  // [0, 0.5) and [0.6, 1)
+  // A reset inside a pair that two stretches share: one note, its energy from the power readings.
+  EnergyInput reset{.start = 0, .end = s(3)};
+  reset.counter = {{0, 5'000'000}, {s(3), 1'000}};
+  reset.power = flat(0, 3, 100);
+  const std::vector<Span> two{{0, s(1)}, {s(2), s(3)}};
+  const EnergyTotal e = energy_over(reset, two);
+  EXPECT_EQ(*e.total, 200'000);
+  EXPECT_EQ(std::count_if(e.notes.begin(), e.notes.end(),
+                          [](const std::string& n) { return n.find("went back") != std::string::npos; }),
+            1);
+  // A reset outside the stretches is not theirs to say.
+  EnergyInput later{.start = 0, .end = s(3)};
+  later.counter = {{0, 0}, {s(1), 100'000}, {s(2), 50}, {s(3), 100'050}};
+  later.power = flat(0, 3, 100);
+  const std::vector<Span> first{{0, s(1)}};
+  const EnergyTotal f = energy_over(later, first);
+  EXPECT_EQ(*f.total, 100'000);
+  for (const auto& n : f.notes) EXPECT_EQ(n.find("went back"), std::string::npos) << n;
 }
 
 TEST(CostPowerCurve, ReadingsMovedBackAndJoinedWhereTheyAreClose) {
