@@ -70,11 +70,23 @@ std::string headline(const cost::JobCost& job, const cost::Summary& s) {
   return h;
 }
 
+// How many units a per-unit line speaks of: one, or a thousand or a million when one unit's GPU
+// time is under a millisecond (a token's few nanoseconds read better per million), never more
+// than the run reported.
+double units_per_line(const cost::PerUnit& u) {
+  double n = 1;
+  for (double scale : {1e3, 1e6})
+    if (u.gpu_s * n < 1e-3 && u.count >= scale) n = scale;
+  return n;
+}
+
 std::string per_unit_line(const cost::PerUnit& u, const std::optional<std::string>& currency) {
-  std::string l = fmt::format("per {}: {} of GPU time", u.unit, format_duration(u.gpu_s));
-  if (u.energy_j) l += ", " + format_energy(*u.energy_j);
-  if (u.money) l += ", " + format_money(*u.money, currency.value_or(""));
-  if (u.co2_g) l += ", " + format_co2(*u.co2_g) + " CO2";
+  const double n = units_per_line(u);
+  const std::string per = n == 1 ? u.unit : fmt::format("{} {}s", n == 1e3 ? "thousand" : "million", u.unit);
+  std::string l = fmt::format("per {}: {} of GPU time", per, format_duration(u.gpu_s * n));
+  if (u.energy_j) l += ", " + format_energy(*u.energy_j * n);
+  if (u.money) l += ", " + format_money(*u.money * n, currency.value_or(""));
+  if (u.co2_g) l += ", " + format_co2(*u.co2_g * n) + " CO2";
   const bool whole = u.count == std::floor(u.count) && u.count < 1e15;
   return l + fmt::format(" ({} {}s reported)", whole ? fmt::format("{:.0f}", u.count) : sig3(u.count), u.unit);
 }

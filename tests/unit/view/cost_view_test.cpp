@@ -89,6 +89,15 @@ TEST(CostView, AProfileSaysWhatItsStepsCostWithoutEnergy) {
   EXPECT_NE(text.find("launch"), std::string::npos);
   EXPECT_NE(text.find("per step: 500 ms of GPU time, 0.000500 USD"), std::string::npos) << text;
   EXPECT_EQ(profile_text(p, {"x"}).find("Cost:"), std::string::npos);
+  // Under a millisecond a unit, a line speaks of a thousand or a million of them (as many as ran).
+  p.steps.resize(4000);
+  EXPECT_NE(profile_text(p, {"x"}, {.prices = &book, .host = "node"})
+                .find("per thousand steps: 500 ms of GPU time, 0.000500 USD (4000 steps reported)"),
+            std::string::npos);
+  p.steps.resize(4'000'000);
+  EXPECT_NE(profile_text(p, {"x"}, {.prices = &book, .host = "node"})
+                .find("per million steps: 500 ms of GPU time, 0.000500 USD (4000000 steps reported)"),
+            std::string::npos);
   const auto j = profile_json(p, {"x"}, {.prices = &book, .host = "node"});
   EXPECT_EQ(j["cost"]["gpu_time_us"], 2'000'000);
   EXPECT_TRUE(j["cost"]["energy_mj"].is_null());
