@@ -37,34 +37,42 @@ EnergySampler::EnergySampler(gpu::Backend& backend, core::Clock& clock, std::chr
 
 void EnergySampler::poll() {
   if (last_ && clock_.now() - *last_ < period_) return;
-  read_now();
+  last_ = clock_.now();
+  for (std::size_t tried = 0; tried < gpus_.size(); ++tried) {
+    Gpu& g = gpus_[next_++ % gpus_.size()];
+    if (!g.readable) continue;
+    read(g);
+    return;
+  }
 }
 
 void EnergySampler::read_now() {
   last_ = clock_.now();
-  for (Gpu& g : gpus_) {
-    if (!g.readable) continue;
-    const std::uint64_t before = nanoseconds_of(clock_.now());
-    auto r = backend_.read(g.index, gpu::MetricGroup::kEnergy);
-    const std::uint64_t after = nanoseconds_of(clock_.now());
-    if (!r) {
-      if (r.error().kind() == core::ErrorKind::kNotSupported) {
-        g.readable = false;
-        notes_.push_back(fmt::format("GPU {} ({}) has no energy counter NVML can read ({})", g.index, g.pci_bus_id,
-                                     r.error().message()));
-      } else if (!g.failed) {
-        g.failed = true;
-        notes_.push_back(fmt::format("GPU {} ({}): a read of its energy counter failed ({}); such reads are left out",
-                                     g.index, g.pci_bus_id, r.error().message()));
-      }
-      continue;
+  for (Gpu& g : gpus_)
+    if (g.readable) read(g);
+}
+
+void EnergySampler::read(Gpu& g) {
+  const std::uint64_t before = nanoseconds_of(clock_.now());
+  auto r = backend_.read(g.index, gpu::MetricGroup::kEnergy);
+  const std::uint64_t after = nanoseconds_of(clock_.now());
+  if (!r) {
+    if (r.error().kind() == core::ErrorKind::kNotSupported) {
+      g.readable = false;
+      notes_.push_back(fmt::format("GPU {} ({}) has no energy counter NVML can read ({})", g.index, g.pci_bus_id,
+                                   r.error().message()));
+    } else if (!g.failed) {
+      g.failed = true;
+      notes_.push_back(fmt::format("GPU {} ({}): a read of its energy counter failed ({}); such reads are left out",
+                                   g.index, g.pci_bus_id, r.error().message()));
     }
-    for (const auto& m : r->metrics)
-      if (m.metric == gpu::Metric::kEnergyJoules && std::isfinite(m.value) && m.value >= 0)
-        readings_.push_back({.monotonic_ns = before + (after - before) / 2,
-                             .pci_bus_id = g.pci_bus_id,
-                             .millijoules = std::llround(m.value * 1000)});
+    return;
   }
+  for (const auto& m : r->metrics)
+    if (m.metric == gpu::Metric::kEnergyJoules && std::isfinite(m.value) && m.value >= 0)
+      readings_.push_back({.monotonic_ns = before + (after - before) / 2,
+                           .pci_bus_id = g.pci_bus_id,
+                           .millijoules = std::llround(m.value * 1000)});
 }
 
 }  // namespace gpudoc::profile

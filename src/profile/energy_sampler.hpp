@@ -1,11 +1,12 @@
-// gpudoc::profile energy sampler — `gpudoc profile` reads the NVML total-energy counter of every GPU
-// while the profiled program runs: once before it starts, every `period` while it runs, once after
-// it exits; each reading stamped on the clock's monotonic time (SystemClock: CLOCK_MONOTONIC, the
-// clock the injection library pairs with CUPTI's), the middle of the call, which is not free
-// (docs/results/cost.md, "Reading the energy counter"). Every GPU is read: which one the program
-// used is known only from its records, after it exits (launch.cpp keeps that GPU's readings). The
-// records file keeps them (J lines, profile/record_format.hpp); profile/energy.hpp places them on
-// CUPTI's clock.
+// gpudoc::profile energy sampler — `gpudoc profile` reads the NVML total-energy counter of the GPUs
+// while the profiled program runs: every GPU once before it starts and once after it exits, and
+// while it runs one GPU each `period`, in turn. A read costs milliseconds of CPU
+// (docs/results/cost.md, "Reading the energy counter"): taking the GPUs in turn keeps that cost the
+// same however many GPUs the host has, and every GPU is read because which one the program used is
+// known only from its records, after it exits (launch.cpp keeps that GPU's readings). Each reading
+// is stamped on the clock's monotonic time (SystemClock: CLOCK_MONOTONIC, the clock the injection
+// library pairs with CUPTI's) at the middle of the call. The records file keeps them (J lines,
+// profile/record_format.hpp); profile/energy.hpp places them on CUPTI's clock.
 //
 //   auto backend = gpu::open_nvml_backend();
 //   core::SystemClock clock;
@@ -36,7 +37,7 @@ class EnergySampler {
   // Takes every GPU of `backend` (its PCI bus id from device_info). `clock` stamps the readings and
   // times the period. `backend` and `clock` must outlive it.
   EnergySampler(gpu::Backend& backend, core::Clock& clock, std::chrono::nanoseconds period);
-  void poll();      // reads every GPU when `period` has passed since the last read (the first poll reads)
+  void poll();      // reads the next GPU when `period` has passed since the last read (the first poll reads)
   void read_now();  // reads every GPU now
   [[nodiscard]] const std::vector<EnergyReading>& readings() const { return readings_; }
   [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
@@ -55,6 +56,9 @@ class EnergySampler {
   std::vector<EnergyReading> readings_{};
   std::vector<std::string> notes_{};
   std::optional<core::MonoTime> last_{};
+  std::size_t next_ = 0;  // the GPU poll() reads next
+
+  void read(Gpu& g);
 };
 
 }  // namespace gpudoc::profile

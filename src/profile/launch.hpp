@@ -94,8 +94,8 @@ struct Profiled {
 // `gpudoc profile -- CMD`: checks that no other tool injects, finds the injection library and
 // CUPTI, runs the program under them with its records in a private folder (removed after), reads
 // back the records of the process that ran the most kernels and, when asked, keeps a copy of its
-// file. While the program runs, every GPU's NVML energy counter is read (EnergySampler, every
-// kEnergyPeriod; without NVML the reason is kept instead) into the records' energy and
+// file. While the program runs, the GPUs' NVML energy counters are read (EnergySampler: each GPU at the start and the
+// end, one a kEnergyPeriod in turn between; without NVML the reason is kept instead) into the records' energy and
 // energy_notes, and appended to the copy (J and U lines). `stopped` is set when the program was stopped by a stop
 // request before its records were written (nothing to analyse: the caller exits 128 + N). Errors: no_other_injection's,
 // find_injection_library's, find_cupti's, run_injected's, pick_records', kIo (the copy).

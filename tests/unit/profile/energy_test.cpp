@@ -123,7 +123,7 @@ TEST(ProfileEnergyDevice, OnlyTheGpusTheKernelsRanOnAreKept) {
   EXPECT_EQ(readings_of_used_gpus(set, readings).size(), 3u);
 }
 
-TEST(ProfileEnergySampler, ReadsEveryGpuEachPeriodStampedOnTheClock) {
+TEST(ProfileEnergySampler, ReadsEveryGpuAtTheEndsAndOneEachPeriodInTurnStampedOnTheClock) {
   core::ManualClock clock;
   clock.advance(std::chrono::seconds(1));
   gpu::FakeBackend fake(clock, 2);
@@ -140,14 +140,26 @@ TEST(ProfileEnergySampler, ReadsEveryGpuEachPeriodStampedOnTheClock) {
   clock.advance(std::chrono::milliseconds(99));
   sampler.poll();  // too soon: nothing read
   EXPECT_EQ(sampler.readings().size(), 2u);
+  // While the program runs, one GPU a period, in turn.
   clock.advance(std::chrono::milliseconds(1));
   sampler.poll();
+  ASSERT_EQ(sampler.readings().size(), 3u);
+  EXPECT_EQ(sampler.readings()[2].monotonic_ns, 1'100'000'000u);
+  EXPECT_EQ(sampler.readings()[2].pci_bus_id, "00000000:18:00.0");
+  clock.advance(std::chrono::milliseconds(100));
+  sampler.poll();
   ASSERT_EQ(sampler.readings().size(), 4u);
-  EXPECT_EQ(sampler.readings()[3].monotonic_ns, 1'100'000'000u);
+  EXPECT_EQ(sampler.readings()[3].pci_bus_id, "00000000:19:00.0");
   fake.inject_error(1, gpu::MetricGroup::kEnergy, core::ErrorKind::kNotSupported, 1);
   sampler.read_now();
   sampler.read_now();
   EXPECT_EQ(sampler.readings().size(), 6u);  // GPU 1 is read no more
+  for (int i = 0; i < 3; ++i) {              // nor in turn: GPU 0 each period
+    clock.advance(std::chrono::milliseconds(100));
+    sampler.poll();
+  }
+  ASSERT_EQ(sampler.readings().size(), 9u);
+  EXPECT_EQ(sampler.readings()[8].pci_bus_id, "00000000:18:00.0");
   ASSERT_EQ(sampler.notes().size(), 1u);
   EXPECT_NE(sampler.notes()[0].find("00000000:19:00.0"), std::string::npos);
 }
