@@ -3,7 +3,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
+
+#include <array>
 
 #include <cerrno>
 #include <cstring>
@@ -18,12 +22,44 @@ LineTap::~LineTap() {
 }
 
 Status LineTap::open() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0)
-    return Error(ErrorKind::kIo, fmt::format("making a pipe for the command's output: {}", std::strerror(errno)));
-  read_ = fds[0];
-  write_ = fds[1];
+  if (echo_ >= 0 && ::isatty(echo_) == 1) {
+    if (auto st = open_terminal(); !st) return st;
+  } else {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+      return Error(ErrorKind::kIo, fmt::format("making a pipe for the command's output: {}", std::strerror(errno)));
+    read_ = fds[0];
+    write_ = fds[1];
+  }
   reader_ = std::thread([this] { read_loop(); });
+  return {};
+}
+
+// A pseudo-terminal: gpudoc reads the master, the command writes into the slave. Not the
+// command's controlling terminal (O_NOCTTY, and the command's stdin is not it).
+Status LineTap::open_terminal() {
+  auto fail = [this](const char* what) {
+    const int err = errno;
+    if (read_ >= 0) ::close(read_);
+    read_ = -1;
+    return Error(ErrorKind::kIo,
+                 fmt::format("making a terminal for the command's output: {}: {}", what, std::strerror(err)));
+  };
+  read_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (read_ < 0) return fail("posix_openpt");
+  if (::grantpt(read_) != 0 || ::unlockpt(read_) != 0) return fail("grantpt");
+  std::array<char, 128> name{};
+  if (::ptsname_r(read_, name.data(), name.size()) != 0) return fail("ptsname");
+  write_ = ::open(name.data(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (write_ < 0) return fail(name.data());
+  termios t{};
+  if (::tcgetattr(write_, &t) == 0) {
+    t.c_oflag &= ~static_cast<tcflag_t>(OPOST);  // "\n" stays "\n": the bytes pass unchanged
+    (void)::tcsetattr(write_, TCSANOW, &t);
+  }
+  winsize size{};
+  if (::ioctl(echo_, TIOCGWINSZ, &size) == 0) (void)::ioctl(write_, TIOCSWINSZ, &size);
+  terminal_ = true;
   return {};
 }
 
@@ -50,7 +86,7 @@ void LineTap::read_loop() {
     if (::poll(&p, 1, 100) <= 0) continue;
     const ssize_t n = ::read(read_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) break;  // a pipe's end; a pseudo-terminal's is EIO once no one holds its slave
     echo(buf, static_cast<std::size_t>(n));
     consume(buf, static_cast<std::size_t>(n));
   }

@@ -1,6 +1,10 @@
 // gpudoc::core line tap — a command's stdout read line by line while every byte is passed on:
 // the command writes into a pipe, a thread of the tap reads the other end, copies each chunk to
-// `echo_fd` and hands each line (without its '\n', and without a '\r' before it) to a handler. A
+// `echo_fd` and hands each line (without its '\n', and without a '\r' before it) to a handler.
+// When `echo_fd` is a terminal, the command writes into a pseudo-terminal instead of a pipe (its
+// size that of `echo_fd`, no output processing: the bytes pass unchanged): the command still sees
+// a terminal on its stdout, so it prints line by line (Python, the C library) and keeps its
+// progress bars and colours, as it would without gpudoc. A
 // failed echo (gpudoc's own stdout closed: `| head -1`) stops the echo, never the reading: the
 // command is never blocked on a full pipe. A line longer than `max_line_bytes` is not kept: only
 // its first `head_bytes` reach the oversized handler, with its length.
@@ -42,8 +46,9 @@ class LineTap {
   LineTap& operator=(const LineTap&) = delete;
   ~LineTap();
 
-  // Makes the pipe and starts the reading thread. Errors: kIo.
+  // Makes the pipe (or the pseudo-terminal) and starts the reading thread. Errors: kIo.
   [[nodiscard]] Status open();
+  [[nodiscard]] bool terminal() const { return terminal_; }  // the command writes into a pseudo-terminal
   [[nodiscard]] int write_end() const { return write_; }
   void close_write_end();
   // Waits up to `wait` for the end of the pipe (a background grandchild may hold it open for
@@ -56,8 +61,11 @@ class LineTap {
   void end_line();
   void echo(const char* p, std::size_t n);
 
+  [[nodiscard]] Status open_terminal();
+
   int echo_ = -1;
   bool echo_ok_ = true;
+  bool terminal_ = false;
   LineHandlers handlers_;
   int read_ = -1;
   int write_ = -1;

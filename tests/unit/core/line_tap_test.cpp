@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -108,6 +109,54 @@ TEST(CoreLineTap, ReadsACommandsOutputUntilItExits) {
   tap.finish();
   ASSERT_EQ(seen.lines.size(), 3u);
   EXPECT_EQ(seen.lines[2].second, "line 3");
+}
+
+// gpudoc on a terminal: the command's stdout is a terminal too (it prints line by line, as without
+// gpudoc), and its bytes still reach gpudoc's terminal and the handler.
+TEST(CoreLineTap, OnATerminalTheCommandWritesIntoATerminal) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const int gpudoc_terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(gpudoc_terminal, 0);
+  Seen seen;
+  LineTap tap(gpudoc_terminal, recording(seen));
+  ASSERT_TRUE(tap.open());
+  EXPECT_TRUE(tap.terminal());
+  SpawnOptions spawn;
+  spawn.stdout_fd = tap.write_end();
+  auto child =
+      ChildProcess::spawn({"sh", "-c", "if [ -t 1 ]; then echo terminal; else echo pipe; fi; printf 'a\\nb'"}, spawn);
+  tap.close_write_end();
+  ASSERT_TRUE(child) << child.error().message();
+  child->wait();
+  tap.finish();
+  const std::vector<std::pair<std::size_t, std::string>> lines = {{1, "terminal"}, {2, "a"}, {3, "b"}};
+  EXPECT_EQ(seen.lines, lines);
+  std::string echoed;  // echoed before finish() returned: waiting in the terminal, read without blocking
+  ASSERT_EQ(::fcntl(master, F_SETFL, O_NONBLOCK), 0);
+  char buf[256];
+  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) echoed.append(buf, static_cast<std::size_t>(n));
+  EXPECT_NE(echoed.find("terminal"), std::string::npos) << echoed;
+  ::close(gpudoc_terminal);
+  ::close(master);
+}
+
+TEST(CoreLineTap, OffATerminalTheCommandWritesIntoAPipe) {
+  Seen seen;
+  LineTap tap(-1, recording(seen));
+  ASSERT_TRUE(tap.open());
+  EXPECT_FALSE(tap.terminal());
+  SpawnOptions spawn;
+  spawn.stdout_fd = tap.write_end();
+  auto child = ChildProcess::spawn({"sh", "-c", "if [ -t 1 ]; then echo terminal; else echo pipe; fi"}, spawn);
+  tap.close_write_end();
+  ASSERT_TRUE(child) << child.error().message();
+  child->wait();
+  tap.finish();
+  ASSERT_EQ(seen.lines.size(), 1u);
+  EXPECT_EQ(seen.lines[0].second, "pipe");
 }
 
 }  // namespace
