@@ -39,7 +39,7 @@
 
 namespace gpudoc::baseline {
 
-inline constexpr std::string_view kMetricsPrefix = "::gpudoc ";
+using telemetry::kMetricsPrefix;
 inline constexpr double kDoubtfulMagnitude = 1e18;
 inline constexpr std::size_t kMaxNotes = 20;                               // notes kept; the rest are only counted
 inline constexpr std::size_t kMaxMetricsLineBytes = std::size_t{1} << 20;  // 1 MiB

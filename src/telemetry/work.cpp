@@ -51,9 +51,8 @@ nlohmann::json to_json(const Work& w) {
 }
 
 void WorkLines::add_line(std::string_view line) {
-  static constexpr std::string_view kPrefix = "::gpudoc ";
-  if (line.substr(0, kPrefix.size()) != kPrefix) return;
-  auto j = nlohmann::json::parse(core::to_valid_utf8(line.substr(kPrefix.size())), nullptr, false);
+  if (line.substr(0, kMetricsPrefix.size()) != kMetricsPrefix) return;
+  auto j = nlohmann::json::parse(core::to_valid_utf8(line.substr(kMetricsPrefix.size())), nullptr, false);
   if (!j.is_object() || j.contains("event")) return;
   if (!std::any_of(j.items().begin(), j.items().end(), [](const auto& kv) { return is_work_key(kv.key()); })) return;
   const std::lock_guard lock(mutex_);

@@ -26,6 +26,9 @@
 
 namespace gpudoc::telemetry {
 
+// The start of every line of the ::gpudoc metrics protocol (baseline/metrics_protocol.hpp).
+inline constexpr std::string_view kMetricsPrefix = "::gpudoc ";
+
 struct Work {
   std::optional<double> steps{};
   std::optional<double> samples{};

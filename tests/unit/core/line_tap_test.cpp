@@ -33,6 +33,17 @@ void write_all(int fd, const std::string& s) {
   ASSERT_EQ(::write(fd, s.data(), s.size()), static_cast<ssize_t>(s.size()));
 }
 
+// `sh -c script` run with its stdout into the tap, waited for; then the tap finished.
+void run_through(LineTap& tap, const std::string& script) {
+  SpawnOptions spawn;
+  spawn.stdout_fd = tap.write_end();
+  auto child = ChildProcess::spawn({"sh", "-c", script}, spawn);
+  tap.close_write_end();
+  ASSERT_TRUE(child) << child.error().message();
+  child->wait();
+  tap.finish();
+}
+
 std::string read_back(std::FILE* f) {
   std::fflush(f);
   std::rewind(f);
@@ -100,13 +111,7 @@ TEST(CoreLineTap, ReadsACommandsOutputUntilItExits) {
   Seen seen;
   LineTap tap(-1, recording(seen));
   ASSERT_TRUE(tap.open());
-  SpawnOptions spawn;
-  spawn.stdout_fd = tap.write_end();
-  auto child = ChildProcess::spawn({"sh", "-c", "for i in 1 2 3; do echo line $i; done"}, spawn);
-  tap.close_write_end();
-  ASSERT_TRUE(child) << child.error().message();
-  child->wait();
-  tap.finish();
+  run_through(tap, "for i in 1 2 3; do echo line $i; done");
   ASSERT_EQ(seen.lines.size(), 3u);
   EXPECT_EQ(seen.lines[2].second, "line 3");
 }
@@ -124,14 +129,7 @@ TEST(CoreLineTap, OnATerminalTheCommandWritesIntoATerminal) {
   LineTap tap(gpudoc_terminal, recording(seen));
   ASSERT_TRUE(tap.open());
   EXPECT_TRUE(tap.terminal());
-  SpawnOptions spawn;
-  spawn.stdout_fd = tap.write_end();
-  auto child =
-      ChildProcess::spawn({"sh", "-c", "if [ -t 1 ]; then echo terminal; else echo pipe; fi; printf 'a\\nb'"}, spawn);
-  tap.close_write_end();
-  ASSERT_TRUE(child) << child.error().message();
-  child->wait();
-  tap.finish();
+  run_through(tap, "if [ -t 1 ]; then echo terminal; else echo pipe; fi; printf 'a\\nb'");
   const std::vector<std::pair<std::size_t, std::string>> lines = {{1, "terminal"}, {2, "a"}, {3, "b"}};
   EXPECT_EQ(seen.lines, lines);
   std::string echoed;  // echoed before finish() returned: waiting in the terminal, read without blocking
@@ -148,13 +146,7 @@ TEST(CoreLineTap, OffATerminalTheCommandWritesIntoAPipe) {
   LineTap tap(-1, recording(seen));
   ASSERT_TRUE(tap.open());
   EXPECT_FALSE(tap.terminal());
-  SpawnOptions spawn;
-  spawn.stdout_fd = tap.write_end();
-  auto child = ChildProcess::spawn({"sh", "-c", "if [ -t 1 ]; then echo terminal; else echo pipe; fi"}, spawn);
-  tap.close_write_end();
-  ASSERT_TRUE(child) << child.error().message();
-  child->wait();
-  tap.finish();
+  run_through(tap, "if [ -t 1 ]; then echo terminal; else echo pipe; fi");
   ASSERT_EQ(seen.lines.size(), 1u);
   EXPECT_EQ(seen.lines[0].second, "pipe");
 }

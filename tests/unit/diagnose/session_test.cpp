@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "core/temp_dir.hpp"
@@ -30,17 +31,29 @@ LiveRun on_gpu0() {
   return run;
 }
 
-TEST(DiagnoseSession, NarratesTheBannerAndWhatIsSampledWithoutAProgressLineOffATerminal) {
-  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
-  auto live = source.open_gpus();
-  ASSERT_TRUE(live.ok()) << live.error().message();
+// One fake GPU, opened for each test.
+class DiagnoseSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = source_.open_gpus();
+    ASSERT_TRUE(opened.ok()) << opened.error().message();
+    live_.emplace(std::move(*opened));
+  }
+  [[nodiscard]] const telemetry::Live& live() const { return *live_; }
+
+ private:
+  telemetry::BackendSource source_{*telemetry::parse_backend_spec("fake:1", "--backend")};
+  std::optional<telemetry::Live> live_;
+};
+
+TEST_F(DiagnoseSession, NarratesTheBannerAndWhatIsSampledWithoutAProgressLineOffATerminal) {
   std::FILE* said = std::tmpfile();
   ASSERT_NE(said, nullptr);
   LiveRun run = on_gpu0();
   run.duration_s = 1;
   run.narrate = said;
   std::atomic<int> stops{0};
-  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  auto r = record_and_diagnose(live(), run, Options{}, stops);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const std::string text = read_all(said);
   std::fclose(said);
@@ -51,17 +64,14 @@ TEST(DiagnoseSession, NarratesTheBannerAndWhatIsSampledWithoutAProgressLineOffAT
   EXPECT_TRUE(r->trace_path.empty());
 }
 
-TEST(DiagnoseSession, WithACommandSaysWhichOneTerminalSafeAndKeepsItsExitCode) {
-  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
-  auto live = source.open_gpus();
-  ASSERT_TRUE(live.ok()) << live.error().message();
+TEST_F(DiagnoseSession, WithACommandSaysWhichOneTerminalSafeAndKeepsItsExitCode) {
   std::FILE* said = std::tmpfile();
   ASSERT_NE(said, nullptr);
   LiveRun run = on_gpu0();
   run.command = {"sh", "-c", "sleep 0.3; exit 3", "\x1b[31mred"};
   run.narrate = said;
   std::atomic<int> stops{0};
-  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  auto r = record_and_diagnose(live(), run, Options{}, stops);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const std::string text = read_all(said);
   std::fclose(said);
@@ -71,24 +81,18 @@ TEST(DiagnoseSession, WithACommandSaysWhichOneTerminalSafeAndKeepsItsExitCode) {
   EXPECT_EQ(*r->command_exit_code, 3);
 }
 
-TEST(DiagnoseSession, SaysNothingWithoutANarrateStream) {
-  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
-  auto live = source.open_gpus();
-  ASSERT_TRUE(live.ok()) << live.error().message();
+TEST_F(DiagnoseSession, SaysNothingWithoutANarrateStream) {
   LiveRun run = on_gpu0();
   run.command = {"true"};
   std::atomic<int> stops{0};
-  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  auto r = record_and_diagnose(live(), run, Options{}, stops);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->command_exit_code.value_or(-1), 0);
 }
 
 // The command's ::gpudoc work lines become the trace's step events, in memory and in the file alike,
 // with the totals the lines reported.
-TEST(DiagnoseSession, TheCommandsWorkLinesBecomeStepEventsWithTheirTotals) {
-  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
-  auto live = source.open_gpus();
-  ASSERT_TRUE(live.ok()) << live.error().message();
+TEST_F(DiagnoseSession, TheCommandsWorkLinesBecomeStepEventsWithTheirTotals) {
   auto dir = core::PrivateDir::create("gpudoc-session-test");
   ASSERT_TRUE(dir) << dir.error().message();
   LiveRun run = on_gpu0();
@@ -98,7 +102,7 @@ TEST(DiagnoseSession, TheCommandsWorkLinesBecomeStepEventsWithTheirTotals) {
                  "for i in 1 2 3 4 5; do echo \"::gpudoc {\\\"step\\\": $i, \\\"samples\\\": 8, \\\"tokens\\\": 100}\";"
                  " echo plain; sleep 0.3; done"};
   std::atomic<int> stops{0};
-  auto r = record_and_diagnose(*live, run, Options{}, stops);
+  auto r = record_and_diagnose(live(), run, Options{}, stops);
   ASSERT_TRUE(r.ok()) << r.error().message();
   auto totals = [](const telemetry::Trace& t) {
     double samples = 0, tokens = 0, step = 0, lines = 0;
@@ -117,17 +121,14 @@ TEST(DiagnoseSession, TheCommandsWorkLinesBecomeStepEventsWithTheirTotals) {
   EXPECT_EQ(totals(read->trace), (std::array<double, 4>{5, 40, 500, 5}));
 }
 
-TEST(DiagnoseSession, SeveralFilesAreDiagnosedInOrderAndTheFirstThatFailsNamesItself) {
-  telemetry::BackendSource source(*telemetry::parse_backend_spec("fake:1", "--backend"));
-  auto live = source.open_gpus();
-  ASSERT_TRUE(live.ok()) << live.error().message();
+TEST_F(DiagnoseSession, SeveralFilesAreDiagnosedInOrderAndTheFirstThatFailsNamesItself) {
   auto dir = core::PrivateDir::create("gpudoc-session-test");
   ASSERT_TRUE(dir) << dir.error().message();
   LiveRun run = on_gpu0();
   run.duration_s = 1;
   run.output = dir->file("a.jsonl");
   std::atomic<int> stops{0};
-  ASSERT_TRUE(record_and_diagnose(*live, run, Options{}, stops));
+  ASSERT_TRUE(record_and_diagnose(live(), run, Options{}, stops));
   auto items = diagnose_files({run.output, run.output}, Options{});
   ASSERT_TRUE(items) << items.error().message();
   ASSERT_EQ(items->size(), 2u);
