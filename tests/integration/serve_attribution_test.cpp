@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -32,18 +33,16 @@ namespace {
 using namespace std::chrono_literals;
 using gpudoc::serve::PodResources;
 
-// A loopback port nobody listens on (bound, read, closed).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    return 0;
-  ::close(fd);
-  return ntohs(a.sin_port);
+// The port serve announced on its log ("serving 2 GPUs on http://127.0.0.1:PORT/"), 0 when it
+// announced none within 30 s (a hang guard: serve says it at once).
+int announced_port(const std::string& log) {
+  const std::string says = "on http://127.0.0.1:";
+  for (int i = 0; i < 300; ++i) {
+    const std::string text = gpudoc::testing::slurp(log);
+    if (const auto at = text.find(says); at != std::string::npos) return std::atoi(text.c_str() + at + says.size());
+    std::this_thread::sleep_for(100ms);
+  }
+  return 0;
 }
 
 // The body of GET /metrics, or empty when nothing answers.
@@ -106,8 +105,6 @@ TEST(ServeAttribution, PodsAndJobsOnMetricsFollowTheKubeletAndTheFolder) {
                pod("ml", "elsewhere", "c", "GPU-ffffffff-0000-0000-0000-000000000000")});
   write(jobs + "/1", "4213\n");
 
-  const int port = free_port();
-  ASSERT_GT(port, 0);
   const std::string log = dir.file("serve.log");
   const std::string binary = gpudoc::testing::gpudoc_binary();
   const std::vector<std::string> args = {binary,
@@ -117,7 +114,7 @@ TEST(ServeAttribution, PodsAndJobsOnMetricsFollowTheKubeletAndTheFolder) {
                                          "--no-store",
                                          "--dcgm-compatible",
                                          "--listen",
-                                         "127.0.0.1:" + std::to_string(port),
+                                         "127.0.0.1:0",  // a port of the kernel's choosing, announced
                                          "--kubernetes-pod-resources=" + socket,
                                          "--hpc-job-mapping-dir",
                                          jobs,
@@ -135,6 +132,8 @@ TEST(ServeAttribution, PodsAndJobsOnMetricsFollowTheKubeletAndTheFolder) {
   pid_t pid = 0;
   ASSERT_EQ(posix_spawn(&pid, binary.c_str(), &files, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&files);
+  const int port = announced_port(log);
+  ASSERT_GT(port, 0) << gpudoc::testing::slurp(log);
 
   // Both sources read: each GPU with its holder on gpudoc's series and on dcgm-exporter's.
   std::string m = scrape_until(port, [](const std::string& s) {

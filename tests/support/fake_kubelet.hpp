@@ -45,12 +45,13 @@ class FakeKubelet final : public v1::PodResourcesLister::Service {
     failure_ = std::make_unique<grpc::Status>(std::move(status));
   }
   [[nodiscard]] int calls() const { return calls_.load(); }
-  // The server stops and its socket file goes, as when the kubelet stops.
+  // The server stops and its socket file goes, as when the kubelet stops. The file goes first, so a
+  // client never finds it with nobody behind it: what a client says next is always "no such socket".
   void stop() {
     if (server_) {
+      ::unlink(socket_.c_str());
       server_->Shutdown();
       server_.reset();
-      ::unlink(socket_.c_str());
     }
   }
 
