@@ -43,6 +43,7 @@ class StdoutTap {
   [[nodiscard]] int write_end() const { return tap_.write_end(); }
   [[nodiscard]] const std::atomic<bool>& work_done() const { return work_done_; }
   void close_write_end() { tap_.close_write_end(); }
+  void signal_resizes_to(pid_t group) { tap_.signal_resizes_to(group); }
   void finish() { tap_.finish(); }
 
  private:
@@ -194,6 +195,7 @@ core::Result<WorkloadRun> run_workload(const std::vector<std::string>& argv, con
   tap.close_write_end();  // the command holds the only write end now: its exit ends the pipe
   if (!child) return child.error();
   run.pid = child->pid();
+  tap.signal_resizes_to(child->pid());
   const auto t1 = supervise(*child, o, run, tap.work_done());
   run.wall_s = std::chrono::duration<double>(t1 - t0).count();
   run.exit_code = child->exit_code_for_shell();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -57,10 +58,20 @@ Status LineTap::open_terminal() {
     t.c_oflag &= ~static_cast<tcflag_t>(OPOST);  // "\n" stays "\n": the bytes pass unchanged
     (void)::tcsetattr(write_, TCSANOW, &t);
   }
-  winsize size{};
-  if (::ioctl(echo_, TIOCGWINSZ, &size) == 0) (void)::ioctl(write_, TIOCSWINSZ, &size);
   terminal_ = true;
+  follow_window_size();
   return {};
+}
+
+// The pseudo-terminal takes gpudoc's terminal's size when it changed; the command's group is told.
+void LineTap::follow_window_size() {
+  winsize size{};
+  if (::ioctl(echo_, TIOCGWINSZ, &size) != 0 || (size.ws_row == rows_ && size.ws_col == columns_)) return;
+  if (::ioctl(read_, TIOCSWINSZ, &size) != 0) return;
+  const bool resized = rows_ != 0 || columns_ != 0;
+  rows_ = size.ws_row;
+  columns_ = size.ws_col;
+  if (const pid_t group = resize_group_.load(); resized && group > 0) (void)::kill(-group, SIGWINCH);
 }
 
 void LineTap::close_write_end() {
@@ -83,7 +94,9 @@ void LineTap::read_loop() {
   char buf[65536];
   while (!stop_.load()) {
     pollfd p{read_, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
+    const int ready = ::poll(&p, 1, 100);
+    if (terminal_) follow_window_size();
+    if (ready <= 0) continue;
     const ssize_t n = ::read(read_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // a pipe's end; a pseudo-terminal's is EIO once no one holds its slave

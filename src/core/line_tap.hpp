@@ -4,7 +4,9 @@
 // When `echo_fd` is a terminal, the command writes into a pseudo-terminal instead of a pipe (its
 // size that of `echo_fd`, no output processing: the bytes pass unchanged): the command still sees
 // a terminal on its stdout, so it prints line by line (Python, the C library) and keeps its
-// progress bars and colours, as it would without gpudoc. A
+// progress bars and colours, as it would without gpudoc. The pseudo-terminal's size follows
+// `echo_fd`'s within 0.1 s of a resize, and the command's process group, when named
+// (signal_resizes_to), is told of it with SIGWINCH, as a terminal tells its foreground group. A
 // failed echo (gpudoc's own stdout closed: `| head -1`) stops the echo, never the reading: the
 // command is never blocked on a full pipe. A line longer than `max_line_bytes` is not kept: only
 // its first `head_bytes` reach the oversized handler, with its length.
@@ -14,11 +16,14 @@
 //   spawn.stdout_fd = tap.write_end();
 //   auto child = core::ChildProcess::spawn(argv, spawn);
 //   tap.close_write_end();            // the command holds the only write end: its exit ends the pipe
+//   tap.signal_resizes_to(child->pid());   // a command in a process group of its own
 //   ...
 //   tap.finish();                     // the last lines read (or, after a bounded wait, given up)
 //
 // The handlers run on the tap's thread, one call at a time.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
@@ -51,6 +56,9 @@ class LineTap {
   [[nodiscard]] bool terminal() const { return terminal_; }  // the command writes into a pseudo-terminal
   [[nodiscard]] int write_end() const { return write_; }
   void close_write_end();
+  // On a terminal, the process group that gets SIGWINCH when gpudoc's terminal is resized (the
+  // command's own group: outside the terminal's foreground group, it would not hear of it).
+  void signal_resizes_to(pid_t process_group) { resize_group_ = process_group; }
   // Waits up to `wait` for the end of the pipe (a background grandchild may hold it open for
   // ever), hands on what was read, then stops the thread. Idempotent.
   void finish(std::chrono::milliseconds wait = std::chrono::seconds(2));
@@ -60,6 +68,7 @@ class LineTap {
   void consume(const char* p, std::size_t n);
   void end_line();
   void echo(const char* p, std::size_t n);
+  void follow_window_size();
 
   [[nodiscard]] Status open_terminal();
 
@@ -74,6 +83,8 @@ class LineTap {
   bool oversized_ = false;
   std::string oversized_head_;
   std::size_t oversized_bytes_ = 0;
+  std::atomic<pid_t> resize_group_{0};
+  unsigned short rows_ = 0, columns_ = 0;  // the pseudo-terminal's size as last set
   std::atomic<bool> stop_{false};
   std::atomic<bool> eof_{false};
   std::thread reader_;

@@ -216,6 +216,7 @@ core::Result<RecordResult> record(gpu::Backend& backend, core::Clock& clock, con
       return c.error();
     }
     child = std::move(*c);
+    output->tap.signal_resizes_to(child->pid());
     rec.write(Event{now_t(), "process_start", std::nullopt, {{"pid", child->pid()}, {"command", options.command}}});
   }
 

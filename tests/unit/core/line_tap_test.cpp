@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/process.hpp"
@@ -137,6 +140,49 @@ TEST(CoreLineTap, OnATerminalTheCommandWritesIntoATerminal) {
   char buf[256];
   for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) echoed.append(buf, static_cast<std::size_t>(n));
   EXPECT_NE(echoed.find("terminal"), std::string::npos) << echoed;
+  ::close(gpudoc_terminal);
+  ::close(master);
+}
+
+// gpudoc's terminal resized while the command runs: the command's terminal takes the new size and
+// its process group hears of it (SIGWINCH), as a command in the foreground would.
+TEST(CoreLineTap, AResizeOfGpudocsTerminalReachesTheCommand) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const int gpudoc_terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(gpudoc_terminal, 0);
+  winsize before{.ws_row = 24, .ws_col = 80, .ws_xpixel = 0, .ws_ypixel = 0};
+  ASSERT_EQ(::ioctl(gpudoc_terminal, TIOCSWINSZ, &before), 0);
+  std::vector<std::string> lines;
+  std::atomic<bool> ready{false};
+  LineTap tap(gpudoc_terminal, {.line =
+                                    [&](std::string_view l, std::size_t) {
+                                      lines.emplace_back(l);
+                                      if (l == "ready") ready = true;
+                                    },
+                                .oversized = {}});
+  ASSERT_TRUE(tap.open());
+  SpawnOptions spawn;
+  spawn.stdout_fd = tap.write_end();
+  spawn.new_process_group = true;
+  // Prints its terminal's size when told of a resize; gives up after 20 s (a hang guard).
+  auto child = ChildProcess::spawn({"sh", "-c",
+                                    "trap 'stty size <&1; exit 0' WINCH; stty size <&1; echo ready; "
+                                    "i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 1"},
+                                   spawn);
+  tap.close_write_end();
+  ASSERT_TRUE(child) << child.error().message();
+  tap.signal_resizes_to(child->pid());
+  for (int i = 0; i < 2000 && !ready.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  winsize after{.ws_row = 50, .ws_col = 132, .ws_xpixel = 0, .ws_ypixel = 0};
+  ASSERT_EQ(::ioctl(gpudoc_terminal, TIOCSWINSZ, &after), 0);
+  child->wait();
+  tap.finish();
+  const std::vector<std::string> expected = {"24 80", "ready", "50 132"};
+  EXPECT_EQ(lines, expected);
+  EXPECT_EQ(child->exit_code_for_shell(), 0);
   ::close(gpudoc_terminal);
   ::close(master);
 }
