@@ -56,6 +56,16 @@ std::string read_back(std::FILE* f) {
   return out;
 }
 
+// A pseudo-terminal standing for gpudoc's own: `terminal` is gpudoc's side, `master` the screen's.
+void open_terminal(int& master, int& terminal) {
+  master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(terminal, 0);
+}
+
 TEST(CoreLineTap, HandsOnEachLineAndEchoesEveryByte) {
   std::FILE* echo = std::tmpfile();
   ASSERT_NE(echo, nullptr);
@@ -122,12 +132,9 @@ TEST(CoreLineTap, ReadsACommandsOutputUntilItExits) {
 // gpudoc on a terminal: the command's stdout is a terminal too (it prints line by line, as without
 // gpudoc), and its bytes still reach gpudoc's terminal and the handler.
 TEST(CoreLineTap, OnATerminalTheCommandWritesIntoATerminal) {
-  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  ASSERT_GE(master, 0);
-  ASSERT_EQ(::grantpt(master), 0);
-  ASSERT_EQ(::unlockpt(master), 0);
-  const int gpudoc_terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
-  ASSERT_GE(gpudoc_terminal, 0);
+  int master = -1;
+  int gpudoc_terminal = -1;
+  ASSERT_NO_FATAL_FAILURE(open_terminal(master, gpudoc_terminal));
   Seen seen;
   LineTap tap(gpudoc_terminal, recording(seen));
   ASSERT_TRUE(tap.open());
@@ -147,12 +154,9 @@ TEST(CoreLineTap, OnATerminalTheCommandWritesIntoATerminal) {
 // gpudoc's terminal resized while the command runs: the command's terminal takes the new size and
 // its process group hears of it (SIGWINCH), as a command in the foreground would.
 TEST(CoreLineTap, AResizeOfGpudocsTerminalReachesTheCommand) {
-  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  ASSERT_GE(master, 0);
-  ASSERT_EQ(::grantpt(master), 0);
-  ASSERT_EQ(::unlockpt(master), 0);
-  const int gpudoc_terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
-  ASSERT_GE(gpudoc_terminal, 0);
+  int master = -1;
+  int gpudoc_terminal = -1;
+  ASSERT_NO_FATAL_FAILURE(open_terminal(master, gpudoc_terminal));
   winsize before{.ws_row = 24, .ws_col = 80, .ws_xpixel = 0, .ws_ypixel = 0};
   ASSERT_EQ(::ioctl(gpudoc_terminal, TIOCSWINSZ, &before), 0);
   std::vector<std::string> lines;
