@@ -73,19 +73,20 @@ TEST_F(BenchLive, GraphNodeIsMicroseconds) {
 }
 
 // pcie: pinned reaches PCIe Gen4/Gen5 speeds (the H200 target is >= 54 GB/s each way), pageable
-// anything a staged copy gives; headline figures hold CV <= 2 %.
+// anything a staged copy gives; headline figures hold CV <= 2 % in the default mode, as
+// `gpudoc bench` runs: --quick's ten samples are too few for that bound, one host hiccup is a tenth of them.
 TEST_F(BenchLive, PciePinnedHostToDevice) {
-  const auto r = run_one("pcie.h2d.pinned");
+  const auto r = run_one("pcie.h2d.pinned", Mode::kDefault);
   EXPECT_GT(r.median, 10.0);
   EXPECT_LE(r.cv, 0.02);
 }
 TEST_F(BenchLive, PciePinnedDeviceToHost) {
-  const auto r = run_one("pcie.d2h.pinned");
+  const auto r = run_one("pcie.d2h.pinned", Mode::kDefault);
   EXPECT_GT(r.median, 10.0);
   EXPECT_LE(r.cv, 0.02);
 }
 TEST_F(BenchLive, PciePinnedBidirectional) {
-  const auto r = run_one("pcie.bidir.pinned");
+  const auto r = run_one("pcie.bidir.pinned", Mode::kDefault);
   EXPECT_GT(r.median, 15.0);
   EXPECT_LE(r.cv, 0.02);
 }
