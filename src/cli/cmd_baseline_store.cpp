@@ -39,6 +39,7 @@ int run_show(const StoreFlags& f) {
 }
 
 int run_history(const StoreFlags& f) {
+  if (auto st = check_html_flag(f.html); !st) return report_error(st.error(), f.json);
   auto b = baseline::read_baseline(f.store, f.name, f.config, f.limit);
   if (!b) return report_error(b.error(), f.json);
   for (const auto& r : b->runs)

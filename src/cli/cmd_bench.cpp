@@ -50,6 +50,7 @@ int render_saved(const BenchFlags& f) {
 int print_list(bool json) { return emit(json, view::bench_list_json(), view::render_bench_list(), core::kExitOk); }
 
 int run_bench(const BenchFlags& f, Context& context) {
+  if (auto st = check_html_flag(f.html); !st) return report_error(st.error(), f.json);  // before minutes of measuring
   if (f.from) return render_saved(f);
   if (f.list) return print_list(f.json);
   if (f.quick && f.full) return usage_error("--quick and --full exclude each other", f.json);

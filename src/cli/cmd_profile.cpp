@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "cli/commands.hpp"
@@ -41,8 +42,10 @@ core::Status write_outputs(const ProfileFlags& f, const profile::RecordSet& set,
 }
 
 int run_profile(ProfileFlags& f) {
-  auto book = cost::load_prices(f.prices);  // before anything runs: a bad price is exit 2 at once
+  // Before anything runs: a bad price is exit 2, a page this build cannot write exit 3, at once.
+  auto book = cost::load_prices(f.prices);
   if (!book) return report_error(book.error(), f.json);
+  if (auto st = check_html_flag(f.html); !st) return report_error(st.error(), f.json);
   f.book = std::move(*book);
   f.host = core::host_name();
   if (f.run.command.empty() == f.input.empty())
@@ -76,7 +79,6 @@ int run_profile(ProfileFlags& f) {
   profile::AnalysisOptions opt;
   opt.max_steps = f.steps;
   const profile::Profile p = profile::analyse(set, opt);
-  if (auto st = write_outputs(f, set, p); !st) return report_error(st.error(), f.json);
   const auto what = f.input.empty() ? f.run.command : std::vector<std::string>{f.input};
   if (f.json) {
     auto j = view::profile_json(p, what, f.cost());
@@ -87,6 +89,11 @@ int run_profile(ProfileFlags& f) {
     // Kernel names and the command come from the profiled program: shown terminal-safe.
     print_text(stdout, view::profile_text(p, what, f.cost()));
     if (files > 1) std::printf("(%zu processes were profiled; this is the one that ran the most kernels)\n", files);
+  }
+  // The analysis is printed first: a trace or page that cannot be written loses none of it.
+  if (auto st = write_outputs(f, set, p); !st) {
+    report_error(st.error(), false);
+    return std::max(exit_code, core::exit_code(st.error().kind()));
   }
   return exit_code;
 }

@@ -51,6 +51,8 @@ int run_report(const ReportFlags& f) {
   const auto now_ns = core::SystemClock().unix_now_ns();
   const auto until = f.until ? core::parse_instant("--until", *f.until) : static_cast<double>(now_ns) / 1e9;
   if (!until) return report_error(until.error(), f.json);
+  if (!f.guard)
+    if (auto st = check_html_flag(f.html); !st) return report_error(st.error(), f.json);
   if (f.fleet) return run_fleet(f, *since / 1'000'000'000, *until);
   if (f.guard) {
     if (f.html) return usage_error("--html is for the health history, not --guard", f.json);

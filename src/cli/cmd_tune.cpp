@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "baseline/gate.hpp"
@@ -34,8 +35,11 @@ int run_tune(TuneFlags& f, Context& ctx) {
   if (f.apply && f.print) return usage_error("--apply and --print: give one", f.json);
   f.request.budget_s = f.budget_min * 60;
   f.request.only = core::split_list(f.only);
+  // A page that cannot be written, or a store that cannot be opened, fails now, not after minutes
+  // of tuning.
+  if (auto st = check_html_flag(f.html); !st) return report_error(st.error(), f.json);
   std::optional<store::Database> store;
-  if (f.baseline) {  // fails now, not after minutes of tuning
+  if (f.baseline) {
     auto s = baseline::open_store(f.store, baseline::StoreUse::kWrite);
     if (!s) return report_error(s.error(), f.json);
     store = std::move(*s);
@@ -56,11 +60,18 @@ int run_tune(TuneFlags& f, Context& ctx) {
   auto report = tune::run(f.request, env);
   if (!report) return report_error(report.error(), f.json);
   nlohmann::json j = tune::to_json(*report);
-  if (f.html) {
-    if (auto st = write_page(*f.html, view::tune_html(*report)); !st) return report_error(st.error(), f.json);
-    j["html"] = *f.html;
-  }
   int code = report->exit_code;
+  int page_code = core::kExitOk;
+  // A page that cannot be written (a missing folder) is reported, and the report still printed.
+  if (f.html) {
+    if (auto st = write_page(*f.html, view::tune_html(*report)); !st) {
+      report_error(st.error(), false);
+      page_code = core::exit_code(st.error().kind());
+      f.html.reset();
+    } else {
+      j["html"] = *f.html;
+    }
+  }
   if (store && !report->stopped_by) {
     baseline::GateEnv gate = baseline::gate_env(b, stop_signal(), *dir);
     gate.echo_to_stderr = true;
@@ -85,7 +96,7 @@ int run_tune(TuneFlags& f, Context& ctx) {
     if (!ran) return report_error(ran.error(), f.json);
     code = *ran;
   }
-  return code;
+  return std::max(code, page_code);
 }
 
 }  // namespace

@@ -9,11 +9,23 @@
 #include "cli/commands.hpp"
 #include "core/file.hpp"
 #include "core/text.hpp"
+#include "view/web_assets.hpp"
 
 namespace gpudoc::cli {
 
 void print_text(std::FILE* to, std::string_view text) {
   std::fputs(core::terminal_safe(text, core::Newlines::kKeep).c_str(), to);
+}
+
+core::Status html_flag_status(std::string_view path, bool assets_built_in) {
+  if (path.empty() || assets_built_in) return core::ok_status();
+  return core::Error(core::ErrorKind::kEnvironment, fmt::format("--html {}: {}", path, view::kWebAssetsMissing));
+}
+
+core::Status check_html_flag(const std::string& path) { return html_flag_status(path, view::web_assets().has_value()); }
+
+core::Status check_html_flag(const std::optional<std::string>& path) {
+  return path ? check_html_flag(*path) : core::ok_status();
 }
 
 core::Status write_page(const std::string& path, const core::Result<std::string>& page) {

@@ -131,6 +131,15 @@ int emit(bool json, const Json& j, std::string_view text, int code = 0) {
   return code;
 }
 
+// --html PATH, checked before a command does any work: a build without the plot library
+// (view::web_assets()) cannot write a page, and finding that out after minutes of tuning,
+// benchmarking or profiling would lose them. An Error of kind kEnvironment (exit 3) naming PATH
+// and what to install when `assets_built_in` is false and a page is asked for; ok otherwise.
+[[nodiscard]] core::Status html_flag_status(std::string_view path, bool assets_built_in);
+// html_flag_status with this build's assets; an empty PATH or nullopt: no page asked for.
+[[nodiscard]] core::Status check_html_flag(const std::string& path);
+[[nodiscard]] core::Status check_html_flag(const std::optional<std::string>& path);
+
 // --html FILE: the page a view rendered, written to `path`. Errors: the renderer's, or
 // core::write_file's (kIo naming the path and why).
 [[nodiscard]] core::Status write_page(const std::string& path, const core::Result<std::string>& page);

@@ -11,7 +11,6 @@
 #include "core/file.hpp"
 #include "view/cost_view.hpp"
 #include "view/diagnoses.hpp"
-#include "view/web_assets.hpp"
 
 namespace gpudoc::cli {
 
@@ -35,9 +34,7 @@ core::Status check_output_flags(const OutputFlags& f) {
   if (!findings::parse_severity(f.min_severity))
     return core::Error(core::ErrorKind::kUsage,
                        fmt::format("--min-severity {}: expected info, warning or critical", f.min_severity));
-  if (!f.html.empty() && !view::web_assets())
-    return core::Error(core::ErrorKind::kEnvironment, fmt::format("--html {}: {}", f.html, view::kWebAssetsMissing));
-  return core::ok_status();
+  return check_html_flag(f.html);
 }
 
 core::Result<diagnose::LiveResult> record_live(const telemetry::Live& live, diagnose::LiveRun run,

@@ -82,6 +82,20 @@ TEST(CliProfile, ASampledProfileSaysWhatTracingCostTheSteps) {
   EXPECT_EQ(windows, 2);
 }
 
+TEST(CliProfile, APageThatCannotBeWrittenLosesNoneOfTheAnalysis) {
+  TempDir dir("gpudoc-profile-cli");
+  const std::string records = dir.file("records.txt");
+  std::ofstream(records) << launch_bound_records();
+  const std::string page = dir.file("no-such-folder/p.html");
+  auto text = run_gpudoc("profile --input " + records + " --html " + page);
+  EXPECT_EQ(text.exit_code, 2) << text.output;  // a path that cannot be written: bad input
+  EXPECT_NE(text.output.find("CUDA Graphs: RECOMMENDED"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(page), std::string::npos) << text.output;
+  auto json = run_gpudoc_stdout("profile --json --input " + records + " --html " + page);
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_EQ(nlohmann::json::parse(json.output)["kernels"]["count"], 480) << json.output;
+}
+
 TEST(CliProfile, WithoutACommandItIsAUsageError) {
   auto r = run_gpudoc("profile");
   EXPECT_EQ(r.exit_code, 2);

@@ -199,6 +199,19 @@ TEST(CliTune, PrintGivesOnlyTheLinesAndHtmlAPage) {
   EXPECT_NE(html.find("uPlot"), std::string::npos);
 }
 
+// A page that cannot be written (its folder is missing) is reported, exit 2, and the report that
+// minutes of trials made is printed all the same.
+TEST(CliTune, APageThatCannotBeWrittenLosesNoneOfTheReport) {
+  TempDir tmp("gpudoc-tune-html");
+  const std::string page = tmp.file("no-such-folder/tune.html");
+  const CliRun r = run_gpudoc("--backend fake:1 tune --html " + page +
+                              " --budget 0.3 --steps 10 --only alloc_expandable -- " + job());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(page), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Nothing worth changing"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("HTML page:"), std::string::npos) << r.output;
+}
+
 TEST(CliTune, BaselineRecordsTheTunedJob) {
   TempDir tmp("gpudoc-tune-store");
   const std::string store = tmp.file("s.db");
